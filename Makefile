@@ -1,0 +1,28 @@
+# Two commands from a fresh clone: `make demo` and `make test`. Each builds its own virtual environment.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+SOURCES := pyproject.toml $(shell find majordomus -type f -not -name '*.pyc' 2>/dev/null)
+
+.PHONY: demo test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# A real, non-editable install: what a user gets from `pip install .`, templates and man pages included.
+$(VENV)/.installed: $(BIN)/python $(SOURCES)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-cache-dir --force-reinstall --no-deps .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check ".[test]"
+	touch $@
+
+demo: $(VENV)/.installed
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
+
+test: $(VENV)/.installed
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest
+
+bench: $(VENV)/.installed
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

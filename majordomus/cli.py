@@ -1,0 +1,262 @@
+"""The command line: declares commands and options, calls the core, prints. No logic lives here."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Optional
+
+import click
+
+from majordomus import __version__
+from majordomus.errors import MajordomusError, UsageError
+from majordomus.output import emit, emit_json, note, table
+
+
+class Group(click.Group):
+    """Turns a MajordomusError into its message on stderr and its exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MajordomusError as exc:
+            click.echo(exc.render(), err=True)
+            ctx.exit(exc.code)
+
+
+def _workspace() -> Any:
+    from majordomus.workspace import Workspace
+
+    return Workspace.open()
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-C", "directory", metavar="DIR", help="Run as if majordomus was started in DIR (like git -C).")
+@click.version_option(__version__, prog_name="majordomus")
+def cli(directory: Optional[str]) -> None:
+    """Keep the work state of a task in git-native records: checkpoints, handoffs, continuity, briefings."""
+    if directory:
+        try:
+            os.chdir(directory)
+        except OSError as exc:
+            raise UsageError(f"cannot change to {directory}: {exc.strerror}", "pass an existing directory to -C")
+
+
+def _group_of(name: str, help_text: str) -> click.Group:
+    return cli.group(name, cls=Group, help=help_text)(lambda: None)
+
+
+# ---------------------------------------------------------------- init
+
+
+@cli.command("init")
+def init_cmd() -> None:
+    """Create .ai/config.yaml and .ai/profiles/ from the template; never overwrites."""
+    from majordomus import init
+
+    for path, what in init.init(_workspace()):
+        emit(f"{what}: {path}")
+
+
+# ---------------------------------------------------------------- tasks
+
+task_group = _group_of("task", "Start, show, list, resume and finish tasks.")
+
+
+def _task_lines(task: Any) -> str:
+    return "\n".join(f"{key}: {'' if value is None else value}" for key, value in task.to_dict().items())
+
+
+@task_group.command("start")
+@click.argument("task_id", metavar="ID")
+@click.option("--title", help="A short title (default: the id).")
+@click.option("--objective", help="What the task must achieve; seeds its continuity.")
+@click.option("--profile", help="The worker profile (default: config `profile`).")
+@click.option("--owner", help="Who owns it (default: MAJORDOMUS_OWNER, git user.email, login).")
+@click.option("--from", "from_task", metavar="TASK", help="Seed continuity with the pins of TASK.")
+def task_start(task_id: str, title: Optional[str], objective: Optional[str], profile: Optional[str],
+               owner: Optional[str], from_task: Optional[str]) -> None:
+    """Start task ID, active in this worktree and branch (pauses the one active here)."""
+    from majordomus import tasks
+
+    ws = _workspace()
+    task = tasks.start(ws, task_id, title=title, objective=objective, profile=profile, owner=owner,
+                       from_task=from_task)
+    emit(f"started {task.id} in {ws.where()}")
+
+
+@task_group.command("show")
+@click.argument("task_id", metavar="[ID]", required=False)
+@json_option
+def task_show(task_id: Optional[str], as_json: bool) -> None:
+    """Show a task (default: the active task here)."""
+    from majordomus import tasks
+
+    ws = _workspace()
+    task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
+    if as_json:
+        emit_json(task.to_dict())
+    else:
+        emit(_task_lines(task))
+
+
+@task_group.command("list")
+@json_option
+def task_list(as_json: bool) -> None:
+    """List every task."""
+    from majordomus import tasks
+
+    items = tasks.all_tasks(_workspace())
+    if as_json:
+        emit_json([t.to_dict() for t in items])
+        return
+    rows = [[t.id, t.status, t.branch or "(detached)", t.checkpoint_at or "-", t.title] for t in items]
+    if rows:
+        emit(table([["ID", "STATUS", "BRANCH", "CHECKPOINT", "TITLE"]] + rows))
+
+
+@task_group.command("resume")
+@click.argument("task_id", metavar="ID")
+@click.option("--force", is_flag=True, help="Take over a task active in another worktree or branch.")
+def task_resume(task_id: str, force: bool) -> None:
+    """Make a paused or handed-off task active in this worktree and branch."""
+    from majordomus import tasks
+
+    ws = _workspace()
+    task = tasks.resume(ws, task_id, force=force)
+    emit(f"resumed {task.id} in {ws.where()}")
+
+
+@task_group.command("done")
+@click.argument("task_id", metavar="[ID]", required=False)
+def task_done(task_id: Optional[str]) -> None:
+    """Mark a task done (default: the active task here)."""
+    from majordomus import tasks
+
+    task = tasks.done(_workspace(), task_id)
+    emit(f"done {task.id}")
+
+
+# ---------------------------------------------------------------- checkpoint
+
+
+@cli.command("checkpoint")
+@click.option("--show", is_flag=True, help="Print the newest checkpoint of the active task here.")
+@click.option("--list", "list_", is_flag=True, help="List every checkpoint record, newest first.")
+@json_option
+@click.pass_context
+def checkpoint_cmd(ctx: click.Context, show: bool, list_: bool, as_json: bool) -> None:
+    """Record what holds now: a few lines from stdin, identity computed from git."""
+    from majordomus import checkpoint, paths, store
+
+    if show and list_:
+        raise UsageError("--show and --list do not go together", "pick one")
+    if as_json and not (show or list_):
+        raise UsageError("--json goes with --show or --list", "add --show or --list")
+    ws = _workspace()
+    if show:
+        path = checkpoint.latest(ws)
+        if path is None:
+            if as_json:
+                emit_json(None)
+            return
+        if as_json:
+            emit_json(checkpoint.describe(ws, path))
+        else:
+            sys.stdout.buffer.write(store.read_nofollow(path))
+        return
+    if list_:
+        if not paths.check_readable(ws.paths):
+            found: list[str] = []
+        else:
+            found = checkpoint.list_paths(ws.paths.checkpoints)
+        _print_records(ws, found, as_json)
+        return
+    written = checkpoint.write(ws, sys.stdin.buffer)
+    if written.path is None:
+        note("empty body: no record written; the task's checkpoint time moved")
+    elif not written.created:
+        note("the identical record is already stored; nothing new was written")
+        emit(ws.display(written.path))
+    else:
+        emit(ws.display(written.path))
+
+
+def _print_records(ws: Any, found: list[str], as_json: bool) -> None:
+    from majordomus import checkpoint
+
+    if as_json:
+        sys.stdout.write("[")
+        for i, path in enumerate(found):
+            import json
+
+            sys.stdout.write(("," if i else "") + "\n  " + json.dumps(checkpoint.describe(ws, path), ensure_ascii=False))
+        sys.stdout.write("\n]\n" if found else "]\n")
+        return
+    for path in found:
+        d = checkpoint.describe(ws, path)
+        emit(f"{d['timestamp']}  {d['task']}  {d['branch'] or '(detached)'}  "
+             f"{(d['head'] or '0000000')[:7]}  {d['lines']} lines  {d['path']}")
+
+
+@cli.command("check")
+@click.option("--checkpoint", "as_checkpoint", is_flag=True,
+              help="Record an empty checkpoint: move the task's checkpoint time to now.")
+@click.pass_context
+def check_cmd(ctx: click.Context, as_checkpoint: bool) -> None:
+    """Is the active task's checkpoint fresh? Exit 0 fresh, 1 stale or none."""
+    from majordomus import checkpoint, clock, tasks
+
+    ws = _workspace()
+    task = tasks.active(ws)
+    if as_checkpoint:
+        checkpoint.touch(ws, task.id, clock.iso(clock.now()))
+        return
+    problem = checkpoint.staleness(ws, task)
+    if problem:
+        note(f"majordomus: {problem}\nhint: pipe a few lines into `majordomus checkpoint`")
+        ctx.exit(1)
+    emit(f"fresh: {task.id} checkpointed at {task.checkpoint_at}")
+
+
+# ---------------------------------------------------------------- ledger
+
+
+@cli.command("ledger")
+@json_option
+@click.option("--task", "task_id", metavar="T", help="Only the events of task T.")
+@click.option("--verify", is_flag=True, help="Check the hash chain; exit 1 when it is broken.")
+@click.pass_context
+def ledger_cmd(ctx: click.Context, as_json: bool, task_id: Optional[str], verify: bool) -> None:
+    """Print the ledger's events, or verify its hash chain."""
+    from majordomus import ledger
+
+    ws = _workspace()
+    if verify:
+        result = ledger.verify(ws.paths.ledger)
+        if as_json:
+            emit_json({"ok": result.ok, "events": result.events, "dropped_lines": result.dropped_lines,
+                       "breaks": result.breaks})
+        else:
+            for line in result.breaks:
+                emit(f"broken: {line}")
+            emit(f"{'ok' if result.ok else 'BROKEN'}: {result.events} events, "
+                 f"{result.dropped_lines} dropped lines")
+        if not result.ok:
+            ctx.exit(1)
+        return
+    replayed = ledger.replay(ws.paths.ledger, task=task_id)
+    if as_json:
+        emit_json({"events": replayed.events, "dropped_lines": replayed.dropped_lines})
+        return
+    for ev in replayed.events:
+        extra = {k: v for k, v in ev.items() if k not in ("v", "seq", "at", "event", "task", "worktree",
+                                                           "branch", "prev")}
+        detail = " ".join(f"{k}={v}" for k, v in extra.items())
+        emit(f"{ev['seq']:>6}  {ev['at']}  {ev['event']:<16} {ev.get('task') or '-'}  {detail}".rstrip())
+    if replayed.dropped_lines:
+        note(f"majordomus: {replayed.dropped_lines} torn or invalid ledger lines skipped "
+             "(run `majordomus doctor` for details)")

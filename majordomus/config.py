@@ -1,0 +1,144 @@
+"""`.ai/config.yaml`: documented defaults, validation, and the unknown keys doctor warns about."""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from majordomus.errors import MajordomusError, REFUSED
+
+DEFAULTS: dict[str, Any] = {
+    "checkpoint": {
+        "max_body_lines": 40,
+        "max_body_bytes": 16384,
+        "retention_max_files": 500,
+        "stale_after_minutes": 120,
+        "max_changed_files": 200,
+    },
+    "handoff": {
+        "required_sections": ["State", "Decisions", "Open items", "Next actions"],
+        "max_bytes": 65536,
+        "retention_max_files": 200,
+    },
+    "continuity": {
+        "pin_max_bytes": 4096,
+        "max_bytes": 131072,
+        "render_max_bytes": 24576,
+    },
+    "journal": {
+        "line_max_bytes": 16384,
+        "rotate_bytes": 1048576,
+    },
+    "hooks": {
+        "max_context_chars": 10000,
+    },
+    "profile": "default",
+}
+
+CONFIG_RELPATH = os.path.join(".ai", "config.yaml")
+
+
+class ConfigError(MajordomusError):
+    code = REFUSED
+
+
+@dataclass
+class Config:
+    values: dict[str, Any]
+    path: str | None = None
+    unknown_keys: list[str] = field(default_factory=list)
+
+    def get(self, section: str, key: str) -> Any:
+        return self.values[section][key]
+
+    @property
+    def profile(self) -> str:
+        return str(self.values["profile"])
+
+
+def _check(value: Any, default: Any, dotted: str, where: str) -> Any:
+    def bad(expected: str) -> ConfigError:
+        return ConfigError(
+            f"{where}: `{dotted}` must be {expected}, not {value!r}",
+            f"fix `{dotted}` in {where} or delete the line to use the default ({default!r})",
+        )
+
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise bad("true or false")
+    elif isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad("a whole number")
+        if value < 0:
+            raise bad("zero or more")
+    elif isinstance(default, str):
+        if not isinstance(value, str) or not value.strip():
+            raise bad("a non-empty string")
+    elif isinstance(default, list):
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise bad("a list of non-empty strings")
+    return value
+
+
+def parse(data: Any, where: str) -> Config:
+    """Validate a loaded document against the defaults; unknown keys are kept aside for doctor."""
+    values = copy.deepcopy(DEFAULTS)
+    unknown: list[str] = []
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{where}: the file must be a mapping of sections, not {type(data).__name__}",
+            "see `man majordomus-init` for the documented layout, or run `majordomus init` in a fresh place",
+        )
+    for key, value in data.items():
+        key = str(key)
+        if key not in DEFAULTS:
+            unknown.append(key)
+            continue
+        default = DEFAULTS[key]
+        if isinstance(default, dict):
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                raise ConfigError(
+                    f"{where}: `{key}` must be a mapping, not {value!r}",
+                    f"fix the `{key}:` section in {where}",
+                )
+            for sub, subvalue in value.items():
+                sub = str(sub)
+                if sub not in default:
+                    unknown.append(f"{key}.{sub}")
+                    continue
+                values[key][sub] = _check(subvalue, default[sub], f"{key}.{sub}", where)
+        else:
+            values[key] = _check(value, default, key, where)
+    return Config(values=values, path=where, unknown_keys=unknown)
+
+
+def load(repo_root: str | None) -> Config:
+    """Load `<repo_root>/.ai/config.yaml`; defaults when the file is absent (no yaml import then)."""
+    if repo_root is None:
+        return Config(values=copy.deepcopy(DEFAULTS))
+    path = os.path.join(repo_root, CONFIG_RELPATH)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        return Config(values=copy.deepcopy(DEFAULTS))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}", "check the file's permissions") from exc
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        data = yaml.load(raw, Loader=loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(
+            f"{path}: not valid YAML{at}", "fix the syntax, or move the file away to use the defaults"
+        ) from exc
+    return parse(data, path)

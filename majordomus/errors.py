@@ -1,0 +1,60 @@
+"""The one error type that reaches the user, and the exit codes of SPEC §14."""
+
+from __future__ import annotations
+
+OK = 0
+FINDING = 1
+USAGE = 2
+REFUSED = 10
+NO_TASK = 11
+ENVIRONMENT = 12
+INTERNAL = 70
+
+
+class MajordomusError(Exception):
+    """An error the user can act on: one line of what happened, one line of what to do next."""
+
+    code = INTERNAL
+
+    def __init__(self, message: str, hint: str = "", code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        if code is not None:
+            self.code = code
+
+    def render(self) -> str:
+        text = f"majordomus: {self.message}"
+        if self.hint:
+            text += f"\nhint: {self.hint}"
+        return text
+
+
+class Refused(MajordomusError):
+    """The input breaks a rule (cap, identity field, section, encoding, size)."""
+
+    code = REFUSED
+
+
+class NoActiveTask(MajordomusError):
+    code = NO_TASK
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"no active task in {where}",
+            "start one with `majordomus task start ID` or resume one with `majordomus task resume ID`",
+        )
+
+
+class EnvironmentProblem(MajordomusError):
+    """Not in a git work tree, or the state directory is unusable."""
+
+    code = ENVIRONMENT
+
+
+class UsageError(MajordomusError):
+    code = USAGE
+
+
+class NotFound(MajordomusError):
+    code = USAGE

@@ -1,0 +1,184 @@
+"""Everything majordomus asks git, through pygit2. The only module that imports pygit2."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import pygit2
+
+from majordomus.errors import EnvironmentProblem, MajordomusError
+
+_IGNORED = pygit2.enums.FileStatus.IGNORED
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What git says about where a record is written; prose never supplies any of it."""
+
+    repo_id: str | None
+    worktree: str
+    branch: str | None
+    head: str | None
+    worktree_state: str
+    changed_files: list[str] = field(default_factory=list)
+    changed_files_omitted: int = 0
+
+
+@dataclass
+class Repo:
+    """An opened repository: the worktree we stand in and the main worktree that holds the state."""
+
+    handle: Any  # pygit2.Repository
+    worktree: str
+    common_dir: str
+    main_worktree: str | None  # None when the main worktree is bare
+
+    @property
+    def branch(self) -> str | None:
+        return current_branch(self.handle)
+
+    def head_oid(self) -> str | None:
+        if self.handle.head_is_unborn:
+            return None
+        return str(self.handle.head.target)
+
+
+def _strip(path: str) -> str:
+    return os.path.normpath(path)
+
+
+def open_repo(start: str) -> Repo:
+    """Discover the repository around `start`; refuse anything that is not a work tree."""
+    try:
+        found = pygit2.discover_repository(start)
+    except (pygit2.GitError, OSError) as exc:
+        raise EnvironmentProblem(
+            f"cannot read a git repository at {start}: {exc}", "check the directory and its permissions"
+        ) from exc
+    if found is None:
+        raise EnvironmentProblem(
+            f"not inside a git work tree: {start}",
+            "run majordomus inside a git repository (or pass -C DIR); `git init` makes one",
+        )
+    try:
+        handle = pygit2.Repository(found)
+    except pygit2.GitError as exc:
+        raise EnvironmentProblem(f"cannot open the git repository at {found}: {exc}", "run `git status` there") from exc
+    if handle.workdir is None:
+        raise EnvironmentProblem(
+            f"not inside a git work tree: {found} is a bare repository",
+            "run majordomus inside a worktree of it (`git worktree add`)",
+        )
+    gitdir = handle.path
+    common_dir = gitdir
+    try:
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as fh:
+            common_dir = os.path.join(gitdir, fh.read().strip())
+    except FileNotFoundError:
+        pass
+    common_dir = _strip(common_dir)
+    worktree = _strip(handle.workdir)
+    if common_dir == _strip(gitdir):
+        main_worktree: str | None = worktree
+    else:
+        main = pygit2.Repository(common_dir)
+        main_worktree = None if main.is_bare or main.workdir is None else _strip(main.workdir)
+    return Repo(handle=handle, worktree=worktree, common_dir=common_dir, main_worktree=main_worktree)
+
+
+def current_branch(handle: Any) -> str | None:
+    """Short branch name; None when HEAD is detached. Works on an unborn branch."""
+    if handle.head_is_detached:
+        return None
+    target = handle.references["HEAD"].target
+    if isinstance(target, str) and target.startswith("refs/heads/"):
+        return target[len("refs/heads/"):]
+    return None
+
+
+def changed_files(handle: Any) -> list[str]:
+    """Sorted paths git reports as changed, untracked (not ignored) files included."""
+    try:
+        status = handle.status()
+    except pygit2.GitError as exc:
+        raise MajordomusError(f"git status failed: {exc}", "run `git status` to see what git says") from exc
+    return sorted(path for path, flags in status.items() if flags & ~_IGNORED)
+
+
+def root_commit(handle: Any, head: str, cache_path: str | None) -> str:
+    """Root reached by first parents from `head`, walking only back to the last answer cached."""
+    cached_head = cached_root = None
+    if cache_path:
+        try:
+            with open(cache_path, encoding="ascii") as fh:
+                cached_head, cached_root = fh.read().split()
+        except (OSError, ValueError):
+            cached_head = cached_root = None
+    if cached_head == head and cached_root:
+        return cached_root
+    commit = handle[head]
+    root = None
+    while True:
+        oid = str(commit.id)
+        if oid == cached_head and cached_root:
+            root = cached_root
+            break
+        parents = commit.parent_ids
+        if not parents:
+            root = oid
+            break
+        commit = handle[parents[0]]
+    if cache_path:
+        _write_cache(cache_path, f"{head} {root}\n")
+    return root
+
+
+def _write_cache(path: str, text: str) -> None:
+    # A cache, not a record: losing it costs one walk, so a plain replace without fsync is enough.
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def identity(repo: Repo, max_changed_files: int, root_cache: str | None = None) -> Identity:
+    """The identity of a record written now in `repo`'s worktree (SPEC §4)."""
+    handle = repo.handle
+    head = repo.head_oid()
+    repo_id = root_commit(handle, head, root_cache) if head else None
+    changed = changed_files(handle)
+    kept = changed[:max_changed_files]
+    return Identity(
+        repo_id=repo_id,
+        worktree=repo.worktree,
+        branch=current_branch(handle),
+        head=head,
+        worktree_state="dirty" if changed else "clean",
+        changed_files=kept,
+        changed_files_omitted=len(changed) - len(kept),
+    )
+
+
+def commits_between(repo: Repo, old: str, new: str) -> int | None:
+    """How many commits `new` has that `old` lacks; None when either is unknown here."""
+    try:
+        ahead, _behind = repo.handle.ahead_behind(new, old)
+    except (pygit2.GitError, KeyError, ValueError):
+        return None
+    return int(ahead)
+
+
+def config_value(repo: Repo, key: str) -> str | None:
+    try:
+        return str(repo.handle.config[key])
+    except (KeyError, pygit2.GitError):
+        return None

@@ -1,0 +1,42 @@
+"""`majordomus init`: `.ai/config.yaml` and `.ai/profiles/` from the packaged template, never overwriting."""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+
+from majordomus import paths
+from majordomus.errors import EnvironmentProblem
+from majordomus.workspace import Workspace
+
+
+def _template_files() -> list[tuple[str, bytes]]:
+    root = resources.files("majordomus").joinpath("templates", "ai")
+    out = [("config.yaml", root.joinpath("config.yaml").read_bytes())]
+    for entry in sorted(root.joinpath("profiles").iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".md"):
+            out.append((os.path.join("profiles", entry.name), entry.read_bytes()))
+    return out
+
+
+def init(ws: Workspace) -> list[tuple[str, str]]:
+    """Create what is missing; returns (path, 'created' | 'kept') for each template file."""
+    base = ws.paths.config_root or ws.worktree
+    ai = os.path.join(base, ".ai")
+    results = []
+    try:
+        os.makedirs(os.path.join(ai, "profiles"), exist_ok=True)
+        for rel, data in _template_files():
+            target = os.path.join(ai, rel)
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            except FileExistsError:
+                results.append((target, "kept"))
+                continue
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            results.append((target, "created"))
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot create {ai}: {exc.strerror}", "check the directory's permissions") from exc
+    paths.ensure(ws.paths)
+    return results

@@ -1,0 +1,147 @@
+"""The append-only, hash-chained event log (SPEC §10): one whole line per write, under `flock`."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from majordomus.errors import EnvironmentProblem
+from majordomus.paths import FILE_MODE
+
+_TAIL_CHUNK = 65536
+
+
+@dataclass
+class Replay:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    dropped_lines: int = 0
+
+
+@dataclass
+class Verification:
+    events: int
+    dropped_lines: int
+    breaks: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.breaks
+
+
+def line_hash(line: bytes) -> str:
+    return hashlib.sha256(line.rstrip(b"\n")).hexdigest()
+
+
+def _event(line: bytes) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(obj, dict) and isinstance(obj.get("seq"), int) and isinstance(obj.get("event"), str):
+        return obj
+    return None
+
+
+def _last_valid(fd: int, size: int) -> tuple[dict[str, Any] | None, bytes | None, bool]:
+    """The last valid event and its line, reading backwards; and whether the file ends in a newline."""
+    if size == 0:
+        return None, None, True
+    ends_clean = os.pread(fd, 1, size - 1) == b"\n"
+    end = size
+    carry = b""
+    while end > 0:
+        start = max(0, end - _TAIL_CHUNK)
+        chunk = os.pread(fd, end - start, start) + carry
+        lines = chunk.split(b"\n")
+        carry = lines[0] if start > 0 else b""
+        candidates = lines[1:] if start > 0 else lines
+        for line in reversed(candidates):
+            if line.strip():
+                obj = _event(line)
+                if obj is not None:
+                    return obj, line, ends_clean
+        end = start
+    return None, None, ends_clean
+
+
+def append(path: str, event: str, fields: dict[str, Any], at: str) -> dict[str, Any]:
+    """Append one event; the chain's `prev` is the hash of the last valid line."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE)
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot open the ledger {path}: {exc.strerror}", "check the state directory") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        last, last_line, ends_clean = _last_valid(fd, size)
+        record: dict[str, Any] = {
+            "v": 1,
+            "seq": (last["seq"] + 1) if last else 1,
+            "at": at,
+            "event": event,
+        }
+        record.update(fields)
+        record["prev"] = line_hash(last_line) if last_line is not None else None
+        data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        if not ends_clean:
+            data = b"\n" + data  # keep a torn line from a killed writer on its own line
+        os.write(fd, data)
+        os.fsync(fd)
+        return record
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot append to the ledger {path}: {exc.strerror}", "check free space") from exc
+    finally:
+        os.close(fd)
+
+
+def iter_lines(path: str, offset: int = 0) -> Iterator[bytes]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return
+    with os.fdopen(fd, "rb") as fh:
+        if offset:
+            fh.seek(offset)
+        yield from fh
+
+
+def replay(path: str, task: str | None = None) -> Replay:
+    """Every valid event in order; torn or invalid lines are skipped and counted, never fatal."""
+    result = Replay()
+    events = result.events
+    for line in iter_lines(path):
+        if not line.strip():
+            continue
+        obj = _event(line)
+        if obj is None:
+            result.dropped_lines += 1
+        elif task is None or obj.get("task") == task:
+            events.append(obj)
+    return result
+
+
+def verify(path: str) -> Verification:
+    """Check the hash chain and the sequence over the valid lines."""
+    breaks: list[str] = []
+    previous: bytes | None = None
+    previous_seq = 0
+    count = dropped = 0
+    for line in iter_lines(path):
+        if not line.strip():
+            continue
+        obj = _event(line)
+        if obj is None:
+            dropped += 1
+            continue
+        count += 1
+        expected = line_hash(previous) if previous is not None else None
+        if obj.get("prev") != expected:
+            breaks.append(f"event seq {obj['seq']}: `prev` does not match the line before it")
+        if obj["seq"] != previous_seq + 1:
+            breaks.append(f"event seq {obj['seq']}: expected seq {previous_seq + 1}")
+        previous, previous_seq = line, obj["seq"]
+    return Verification(events=count, dropped_lines=dropped, breaks=breaks)

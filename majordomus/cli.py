@@ -24,6 +24,46 @@ class Group(click.Group):
             ctx.exit(exc.code)
 
 
+# Feature commands live in majordomus/commands/*.py and are imported only when named, so that a
+# command pays for nothing but its own imports. A module that is not present is simply not listed.
+LAZY_COMMANDS = {
+    "handoff": ("majordomus.commands.handoff", "handoff"),
+    "context": ("majordomus.commands.context", "context"),
+    "brief": ("majordomus.commands.context", "brief"),
+    "hook": ("majordomus.commands.hooks", "hook"),
+    "hooks": ("majordomus.commands.hooks", "hooks"),
+    "doctor": ("majordomus.commands.doctor", "doctor"),
+    "watch": ("majordomus.commands.doctor", "watch"),
+    "sync": ("majordomus.commands.sync", "sync"),
+}
+
+
+class RootGroup(Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(super().list_commands(ctx))
+        names.update(name for name in LAZY_COMMANDS if self._lazy(name) is not None)
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
+        return super().get_command(ctx, cmd_name) or self._lazy(cmd_name)
+
+    @staticmethod
+    def _lazy(name: str) -> Optional[click.Command]:
+        spec = LAZY_COMMANDS.get(name)
+        if spec is None:
+            return None
+        import importlib
+
+        try:
+            module = importlib.import_module(spec[0])
+        except ModuleNotFoundError as exc:
+            if exc.name != spec[0]:
+                raise
+            return None
+        command = getattr(module, spec[1], None)
+        return command if isinstance(command, click.Command) else None
+
+
 def _workspace() -> Any:
     from majordomus.workspace import Workspace
 
@@ -33,7 +73,7 @@ def _workspace() -> Any:
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=RootGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-C", "directory", metavar="DIR", help="Run as if majordomus was started in DIR (like git -C).")
 @click.version_option(__version__, prog_name="majordomus")
 def cli(directory: Optional[str]) -> None:

@@ -1,0 +1,112 @@
+"""Shared fixtures: hermetic git, real repositories in tmp_path, the real console script."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+BIN = Path(sys.executable).parent
+MAJORDOMUS = shutil.which("majordomus", path=str(BIN)) or shutil.which("majordomus")
+
+
+@pytest.fixture(autouse=True)
+def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fresh HOME and git config, fixed identity, and a working directory that is not this checkout."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(
+        "[user]\n\tname = Test User\n\temail = test@example.com\n"
+        "[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n"
+    )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("GIT_EDITOR", "false")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+    for name in ("MAJORDOMUS_OWNER", "MAJORDOMUS_DEBUG", "NO_COLOR", "GIT_DIR", "GIT_WORK_TREE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def git(cwd: Path | str, *args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def commit_file(repo: Path, name: str, content: str, message: str | None = None) -> str:
+    path = repo / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content)
+    git(repo, "add", name)
+    git(repo, "commit", "-q", "-m", message or f"add {name}")
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository on branch main with one commit."""
+    path = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(path))
+    commit_file(path, "README", "hello\n", "initial")
+    return path
+
+
+@pytest.fixture
+def unborn_repo(tmp_path: Path) -> Path:
+    path = tmp_path / "unborn"
+    git(tmp_path, "init", "-q", str(path))
+    return path
+
+
+def run(*args: str, cwd: Path | str, input: bytes | str | None = None, env: dict[str, str] | None = None,
+        timeout: float = 60) -> subprocess.CompletedProcess[Any]:
+    """The real console script in a subprocess."""
+    assert MAJORDOMUS, "the majordomus console script is not installed next to this python"
+    data = input.encode() if isinstance(input, str) else input
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run([MAJORDOMUS, *args], cwd=cwd, input=data, capture_output=True, env=full_env,
+                          timeout=timeout)
+
+
+@pytest.fixture
+def cli(repo: Path) -> Any:
+    """Invoke the click CLI in-process inside `repo` (or another directory via cwd=)."""
+    from majordomus.cli import cli as group
+
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | bytes | None = None, cwd: Path | None = None) -> Any:
+        return runner.invoke(group, ["-C", str(cwd or repo), *args], input=input, catch_exceptions=False)
+
+    return invoke
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, str]]:
+    """Every file below root (outside .git), with its mode and digest: to prove nothing was written."""
+    out: dict[str, tuple[int, str]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            if os.path.islink(p):
+                out[os.path.relpath(p, root)] = (0, "link:" + os.readlink(p))
+                continue
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = (os.stat(p).st_mode, hashlib.sha256(fh.read()).hexdigest())
+        for name in dirnames:
+            out[os.path.relpath(os.path.join(dirpath, name), root) + "/"] = (0, "dir")
+    return out
+
+
+def state_dir(repo: Path) -> Path:
+    return repo / ".ai" / "local" / "state"

@@ -1,0 +1,241 @@
+"""Scratch repositories for the benchmark, and large stores generated through majordomus's own modules.
+
+A store of 100,000 checkpoints cannot be made with 100,000 CLI calls in a ten-minute budget, so the records
+and their ledger events are written here in bulk, with the same bytes the CLI would write: front matter from
+`checkpoint.identity_fields`, bytes from `records.render`, names from `records.record_name`, ledger lines in
+the exact shape of `ledger.append` (hash-chained). Task life cycles (start, pause, done, continuity seed) go
+through `tasks.start` / `tasks.done` themselves, under a simulated clock, so that the history is in the past.
+What is skipped is only the per-record fsync: the bytes on disk are the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from datetime import datetime, timedelta
+from typing import Any, Callable, Optional
+
+OWNER = "bench@example.com"
+TASK = "bench"
+RECORDS_PER_TASK = 1000  # a long-lived store holds many tasks; one more task per thousand records
+STEP = timedelta(seconds=30)  # simulated time between two records of the history
+_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CEILING_DIRECTORIES", "MAJORDOMUS_DEBUG",
+         "MAJORDOMUS_OWNER", "NO_COLOR")
+
+
+def hermetic_env(base: str, bindir: str) -> dict[str, str]:
+    """Fresh HOME and git config, fixed identity; the benchmark never reads the user's own configuration."""
+    home = os.path.join(base, "home")
+    os.makedirs(home, exist_ok=True)
+    gitconfig = os.path.join(home, ".gitconfig")
+    with open(gitconfig, "w", encoding="utf-8") as fh:
+        fh.write("[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n")
+    env = {k: v for k, v in os.environ.items() if k not in _DROP}
+    env.update(HOME=home, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=gitconfig, MAJORDOMUS_OWNER=OWNER,
+               PATH=bindir + os.pathsep + env.get("PATH", ""))
+    return env
+
+
+def sh(cwd: str, env: dict[str, str], *argv: str, stdin: Optional[bytes] = None) -> str:
+    done = subprocess.run(argv, cwd=cwd, env=env, input=stdin, capture_output=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"`{' '.join(argv)}` failed in {cwd} (exit {done.returncode}): "
+                           f"{done.stderr.decode(errors='replace').strip()}")
+    return done.stdout.decode(errors="replace")
+
+
+def _write(path: str, data: bytes, mode: int = 0o644) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def _settle() -> None:
+    # Files written in the same second as the index are "racily clean": every status would re-hash them.
+    # A real work tree is not like that, so let the clock tick past the files before `git add`.
+    time.sleep(max(0.0, 1.05 - (time.time() % 1.0)))
+
+
+def new_repo(path: str, env: dict[str, str], init: bool, files: int = 1, settle: bool = True) -> str:
+    """A repository on `main` with `files` committed files (and `.ai/` from `majordomus init`, committed)."""
+    os.makedirs(path)
+    sh(path, env, "git", "init", "-q", "-b", "main")
+    if files <= 1:
+        _write(os.path.join(path, "README"), b"scratch repository of the majordomus benchmark\n")
+    else:
+        per_dir = 100
+        for i in range(files):
+            directory = os.path.join(path, "src", f"d{i // per_dir:04d}")
+            if i % per_dir == 0:
+                os.makedirs(directory)
+            _write(os.path.join(directory, f"f{i:06d}.txt"), f"file {i}\n".encode() * 8)
+    if init:
+        sh(path, env, "majordomus", "init")
+    if settle:
+        _settle()
+    sh(path, env, "git", "add", "-A")
+    sh(path, env, "git", "commit", "-q", "-m", "scratch")
+    return path
+
+
+def dirty(path: str, env: dict[str, str], modified: int = 3, untracked: int = 3) -> None:
+    """A few modified and untracked files, as a work tree in the middle of a task has."""
+    tracked = sh(path, env, "git", "ls-files").split()
+    tracked = [p for p in tracked if p.startswith("src/")] or tracked
+    for rel in tracked[:: max(1, len(tracked) // modified)][:modified]:
+        with open(os.path.join(path, rel), "ab") as fh:
+            fh.write(b"edited\n")
+    for i in range(untracked):
+        _write(os.path.join(path, f"untracked-{i}.txt"), b"new\n")
+    sh(path, env, "git", "status", "--porcelain")  # what the user's own `git status` leaves in the index
+
+
+class LedgerLines:
+    """Appends ledger lines with exactly the bytes `ledger.append` writes, without an fsync per line."""
+
+    def __init__(self, path: str) -> None:
+        from majordomus import ledger
+
+        self._hash: Callable[[bytes], str] = ledger.line_hash
+        # json.dumps(record, ensure_ascii=False, separators=(",", ":")), without building an encoder per line
+        self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        self.path = path
+        self._buffer: list[bytes] = []
+        self.reload()
+
+    def reload(self) -> None:
+        """Pick the chain up again after a library call appended events of its own."""
+        self.seq, self.prev = 0, None
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(max(0, os.fstat(fh.fileno()).st_size - 65536))
+                lines = [line for line in fh.read().split(b"\n") if line.strip()]
+        except FileNotFoundError:
+            return
+        if lines:
+            self.seq, self.prev = json.loads(lines[-1])["seq"], self._hash(lines[-1])
+
+    def add(self, event: str, at: str, fields: dict[str, Any]) -> None:
+        record: dict[str, Any] = {"v": 1, "seq": self.seq + 1, "at": at, "event": event}
+        record.update(fields)
+        record["prev"] = self.prev
+        line = self._encode(record).encode("utf-8")
+        self._buffer.append(line + b"\n")
+        self.seq, self.prev = self.seq + 1, self._hash(line)
+        if len(self._buffer) >= 4096:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._buffer:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            with os.fdopen(fd, "ab") as fh:
+                fh.write(b"".join(self._buffer))
+            self._buffer.clear()
+
+
+class SimulatedClock:
+    """Makes `majordomus.clock.now()` return a moment of the generated history while the library runs."""
+
+    def __init__(self, start: datetime) -> None:
+        from majordomus import clock
+
+        self._clock, self._real, self.moment = clock, clock.now, start
+
+    def __enter__(self) -> "SimulatedClock":
+        self._clock.now = lambda: self.moment  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._clock.now = self._real  # type: ignore[assignment]
+
+
+def _body(i: int) -> str:
+    return (f"State: step {i} of the generated history holds; the tests of module {i % 97} pass.\n"
+            f"Decision: keep the parser streaming (record {i}).\n"
+            f"Next: review the edge cases of batch {i // 50}.")
+
+
+def populate(repo: str, records: int) -> dict[str, Any]:
+    """`records` checkpoints over one task per thousand, in the past; the last task (`bench`) stays active.
+
+    Every record has its `task.checkpoint` event, every task points at its latest checkpoint, and the
+    ledger's hash chain is whole: `doctor` should find nothing but what it finds in a real store this size.
+    """
+    from majordomus import checkpoint, clock, records as rec, store, tasks
+    from majordomus.workspace import Workspace
+
+    ws = Workspace.open(repo)
+    ws.ensure_state("tasks", "checkpoints", "cache")
+    others = records // RECORDS_PER_TASK
+    ids = [f"t{k:04d}" for k in range(others)] + [TASK]
+    shares = [records // len(ids)] * len(ids)
+    shares[-1] += records - sum(shares)
+    # The history ends a minute ago: the active task's last checkpoint is fresh, as right after a commit.
+    sim = SimulatedClock(clock.now() - STEP * (records + len(ids)) - timedelta(minutes=1))
+    lines = LedgerLines(ws.paths.ledger)
+    directory = ws.paths.checkpoints
+    identity: Optional[list[tuple[str, Any]]] = None
+    branch, head, worktree = ws.branch, ws.repo.head_oid(), ws.worktree
+    made = 0
+    with sim:
+        for task_id, share in zip(ids, shares):
+            lines.flush()
+            task = tasks.start(ws, task_id, title=f"generated task {task_id}",
+                               objective=f"Benchmark history of {task_id}", owner=OWNER)
+            lines.reload()
+            if identity is None:  # one status of the work tree for the whole history, like one commit's
+                identity = checkpoint.identity_fields(ws, "checkpoint", task, clock.iso(sim.moment))
+            rel = at = None
+            for i in range(share):
+                sim.moment += STEP
+                at = clock.iso(sim.moment)
+                fields = [(k, at if k == "timestamp" else task_id if k == "task" else
+                           task.profile if k == "profile" else task.owner if k == "owner" else v)
+                          for k, v in identity]
+                made += 1
+                body = _body(made)
+                data = rec.render(fields, body)
+                digest = rec.sha256(data)
+                name = rec.record_name(clock.compact(sim.moment), branch, head, digest)
+                _write(os.path.join(directory, name), data, 0o600)
+                rel = ws.paths.relative(os.path.join(directory, name))
+                lines.add("task.checkpoint", at, {"task": task_id, "worktree": worktree, "branch": branch,
+                                                  "path": rel, "sha256": digest, "lines": body.count("\n") + 1})
+            lines.flush()
+            if rel is not None:
+                with store.locked(ws.paths.lock):  # what checkpoint.write does after its last record
+                    current = tasks.load(ws, task_id)
+                    current.checkpoint, current.checkpoint_at, current.updated_at = rel, at, at
+                    tasks.save(ws, current)
+            sim.moment += STEP
+            if task_id != TASK:
+                tasks.done(ws, task_id)
+                lines.reload()
+    lines.flush()
+    return {"records": records, "tasks": len(ids), "ledger_events": lines.seq}
+
+
+def big_ledger(repo: str, events: int) -> str:
+    """A ledger of `events` hash-chained `task.checkpoint` lines (no record files: replay reads only lines)."""
+    from majordomus import clock
+    from majordomus.workspace import Workspace
+
+    ws = Workspace.open(repo)
+    ws.ensure_state("tasks", "checkpoints", "cache")
+    lines = LedgerLines(ws.paths.ledger)
+    moment = clock.now() - STEP * (events + 1)
+    fields = {"task": "", "worktree": ws.worktree, "branch": ws.branch, "path": "", "sha256": "", "lines": 3}
+    for i in range(events):
+        moment += STEP
+        at = moment.replace(tzinfo=None).isoformat() + "Z"  # clock.iso's bytes, without strftime's cost
+        if i == 0:
+            assert at == clock.iso(moment), (at, clock.iso(moment))
+        digest = f"{i:064x}"
+        fields["task"] = f"t{i // RECORDS_PER_TASK:04d}"
+        fields["path"] = f"checkpoints/{at.replace('-', '').replace(':', '')}--main--0a1b2c3--{digest[-16:]}.md"
+        fields["sha256"] = digest
+        lines.add("task.checkpoint", at, fields)
+    lines.flush()
+    return ws.paths.ledger

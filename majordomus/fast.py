@@ -56,6 +56,8 @@ def try_run(args: list[str]) -> Optional[int]:
 def write(ws: Workspace) -> int:
     from majordomus import checkpoint
 
+    if sys.stdin.isatty():
+        sys.stderr.write("majordomus: reading the checkpoint from the terminal; end it with Ctrl-D\n")
     written = checkpoint.write(ws, sys.stdin.buffer)
     if written.path is None:
         sys.stderr.write("empty body: no record written; the task's checkpoint time moved\n")

@@ -54,9 +54,9 @@ def try_run(args: list[str]) -> Optional[int]:
 
 
 def write(ws: Workspace) -> int:
-    from majordomus import checkpoint
+    from majordomus import checkpoint, tasks
 
-    if sys.stdin.isatty():
+    if sys.stdin.isatty() and tasks.active_id(ws) is not None:
         sys.stderr.write("majordomus: reading the checkpoint from the terminal; end it with Ctrl-D\n")
     written = checkpoint.write(ws, sys.stdin.buffer)
     if written.path is None:

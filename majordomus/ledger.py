@@ -98,6 +98,37 @@ def append(path: str, event: str, fields: dict[str, Any], at: str) -> dict[str, 
         os.close(fd)
 
 
+def append_many(path: str, items: list[tuple[str, dict[str, Any]]], at: str) -> list[dict[str, Any]]:
+    """Append several chained events in one write and one fsync (`sync` imports records by the hundred)."""
+    if not items:
+        return []
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE)
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot open the ledger {path}: {exc.strerror}", "check the state directory") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        last, last_line, ends_clean = _last_valid(fd, os.fstat(fd).st_size)
+        seq = last["seq"] if last else 0
+        written: list[dict[str, Any]] = []
+        lines = [] if ends_clean else [b""]  # keep a torn line from a killed writer on its own line
+        for event, fields in items:
+            seq += 1
+            record: dict[str, Any] = {"v": 1, "seq": seq, "at": at, "event": event}
+            record.update(fields)
+            record["prev"] = line_hash(last_line) if last_line is not None else None
+            last_line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            lines.append(last_line)
+            written.append(record)
+        os.write(fd, b"\n".join(lines) + b"\n")
+        os.fsync(fd)
+        return written
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot append to the ledger {path}: {exc.strerror}", "check free space") from exc
+    finally:
+        os.close(fd)
+
+
 def iter_lines(path: str, offset: int = 0) -> Iterator[bytes]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)

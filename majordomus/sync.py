@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
-from majordomus import clock, git, records, statetree, store, tasks
+from majordomus import clock, git, ledger, records, statetree, store, tasks
 from majordomus import remote as transport
 from majordomus.errors import EnvironmentProblem, NotFound
 from majordomus.remote import STATE_REF, tracking_ref
@@ -20,6 +20,7 @@ from majordomus.statetree import FORMAT, FORMAT_PATH, Conflict, Plan, Refusal, S
 from majordomus.workspace import Workspace
 
 MAX_ATTEMPTS = 5  # pushes tried when someone else keeps pushing first
+BATCH = 256  # records linked in per directory fsync and ledger write
 
 
 @dataclass
@@ -156,26 +157,41 @@ def _checkout(ws: Workspace, remote: str, plan: Plan, ours: Side, result: Result
     for directory, kind in statetree.RECORD_DIRS.items():
         full = os.path.join(ws.paths.root, directory)
         present = set(os.listdir(full))
-        for path in sorted(p for p in plan.entries if p.startswith(directory + "/")):
-            name = path[len(directory) + 1:]
-            if name in present:
-                continue
-            data = plan.data.get(path) or git.read_blob(ws.repo, plan.entries[path].oid)
-            reason = statetree.check_record(directory, name, data)
-            if reason:  # checked in the merge already; a second look costs one hash and guards the store
-                _add_refusals(result, [Refusal(path, reason)])
-                continue
-            _stored, created = store.link_in(full, name, data)
-            if created:
-                task = records.split(data)[0].get("task")
-                tasks.event(ws, "sync.import", task, at, remote=remote, kind=kind, path=path,
-                            sha256=records.sha256(data))
-                result.imported.append(Imported(kind, path, task))
+        missing = sorted(p for p in plan.entries if p.startswith(directory + "/") and p.split("/", 1)[1] not in present)
+        for start in range(0, len(missing), BATCH):
+            _import_records(ws, remote, plan, directory, kind, missing[start:start + BATCH], result, at)
     changed = sorted(p for p, e in plan.entries.items() if p.startswith("tasks/") and ours.disk.get(p) != e.oid)
     if changed:
         with store.locked(ws.paths.lock):
             for path in changed:
                 _import_task(ws, remote, path, plan, ours, result, at)
+
+
+def _import_records(ws: Workspace, remote: str, plan: Plan, directory: str, kind: str, paths: list[str],
+                    result: Result, at: str) -> None:
+    """Link a batch of records in (each fsynced), fsync the directory once, then log them in one ledger write.
+
+    An event is written only once its record is durable; a crash inside a batch can leave up to BATCH
+    records without their event, which `doctor` reports (a warning) and which loses nothing."""
+    full = os.path.join(ws.paths.root, directory)
+    logged: list[tuple[str, dict[str, Any]]] = []
+    for path in paths:
+        name = path[len(directory) + 1:]
+        data = plan.data.get(path) or git.read_blob(ws.repo, plan.entries[path].oid)
+        reason = statetree.check_record(directory, name, data)
+        if reason:  # checked in the merge already; a second look costs one hash and guards the store
+            _add_refusals(result, [Refusal(path, reason)])
+            continue
+        _stored, created = store.link_in(full, name, data, sync_dir=False)
+        if created:
+            task = records.split(data)[0].get("task")
+            logged.append(("sync.import", {"task": task, "worktree": ws.worktree, "branch": ws.branch,
+                                           "remote": remote, "kind": kind, "path": path,
+                                           "sha256": records.sha256(data)}))
+            result.imported.append(Imported(kind, path, task))
+    if logged:
+        store.fsync_dir(full)
+        ledger.append_many(ws.paths.ledger, logged, at)
 
 
 def _import_task(ws: Workspace, remote: str, path: str, plan: Plan, ours: Side, result: Result, at: str) -> None:

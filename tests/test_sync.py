@@ -58,6 +58,7 @@ def test_records_travel_from_a_to_b_and_b_resumes(cli, repo, remote, b):
     assert sorted(e["path"] for e in imports) == sorted(
         [f"checkpoints/{n}" for n in a_checkpoints] + [f"handoffs/{handoff.name}", "tasks/t1.yaml"])
     assert all(e["remote"] == "origin" and e["task"] == "t1" and len(e["sha256"]) == 64 for e in imports)
+    assert cli("ledger", "--verify", cwd=b).exit_code == 0  # the batched events keep the hash chain
 
     listed = json.loads(cli("checkpoint", "--list", "--json", cwd=b).stdout)
     assert sorted(item["name"] for item in listed) == a_checkpoints
@@ -409,3 +410,45 @@ def test_sync_subcommands_have_help(cli):
     for sub in ("push", "pull", "status"):
         result = cli("sync", sub, "--help")
         assert result.exit_code == 0 and "Usage:" in result.stdout
+
+
+def test_append_many_chains_like_append(tmp_path):
+    from majordomus import ledger
+
+    path = str(tmp_path / "ledger.jsonl")
+    ledger.append(path, "one", {"task": "t"}, "2026-01-01T00:00:00Z")
+    with open(path, "ab") as fh:
+        fh.write(b'{"v":1,"seq":2,"torn')  # a writer killed mid-append
+    written = ledger.append_many(path, [("two", {"n": 2}), ("three", {"n": 3})], "2026-01-01T00:00:01Z")
+    assert [e["seq"] for e in written] == [2, 3]
+    assert ledger.append_many(path, [], "2026-01-01T00:00:02Z") == []
+    replayed = ledger.replay(path)
+    assert [e["event"] for e in replayed.events] == ["one", "two", "three"] and replayed.dropped_lines == 1
+    assert ledger.verify(path).ok
+
+
+def test_console_script_exit_codes_and_json(repo, remote, b):
+    from conftest import run
+
+    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    missing = run("sync", "pull", cwd=b)
+    assert missing.returncode == 2 and b"no majordomus state to pull" in missing.stderr and not missing.stdout
+    pushed = run("sync", "push", "--json", cwd=repo)
+    assert pushed.returncode == 0, pushed.stderr
+    report = json.loads(pushed.stdout)
+    assert report["pushed"] and report["held"] == {"tasks": 1, "handoffs": 0, "checkpoints": 0}
+    pulled = run("sync", "pull", "--json", cwd=b)
+    assert pulled.returncode == 0
+    assert [i["path"] for i in json.loads(pulled.stdout)["imported"]] == ["tasks/t1.yaml"]
+    via_module = run("sync", "status", "--json", cwd=b)
+    assert via_module.returncode == 0 and json.loads(via_module.stdout)["behind"]["tasks"] == []
+
+
+def test_sync_from_a_linked_worktree_shares_one_state(cli, repo, remote, b, tmp_path):
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(wt), "-b", "side")
+    cli("task", "start", "t1", cwd=wt)
+    assert cli("sync", "push", cwd=wt).exit_code == 0  # branch `side` has no upstream: origin
+    assert git(repo, "rev-parse", "refs/majordomus/state") == git(remote, "rev-parse", "refs/majordomus/state")
+    assert cli("sync", "push").stdout.startswith("already up to date:")
+    assert "imported from origin: 1 task" in cli("sync", "pull", cwd=b).stdout

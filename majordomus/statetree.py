@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from majordomus import clock, git, records, store, tasks
+from majordomus.errors import EnvironmentProblem
 from majordomus.workspace import Workspace
 
 FORMAT_PATH = "format"
 FORMAT = b"majordomus-state 1\n"
 RECORD_DIRS = {"handoffs": "handoff", "checkpoints": "checkpoint"}
 DIRS = ("tasks", "handoffs", "checkpoints")
-# Far above anything majordomus writes (a 64 KiB handoff plus its front matter); a bound on what a remote
-# can make us hold in memory per entry.
+# Far above anything majordomus writes (a 64 KiB handoff plus its front matter): a bigger entry from a
+# remote is refused rather than imported.
 MAX_ENTRY_BYTES = 4 * 1024 * 1024
 BLOB = int(git.BLOB_MODES[0])
 _RECORD_POINTER = re.compile(r"^(checkpoints|handoffs)/\d{8}T\d{6}Z--.+--[0-9a-f]{7}--[0-9a-f]{16}\.md$")
@@ -120,14 +122,25 @@ def check_entry(repo: git.Repo, side: Side, path: str) -> Optional[str]:
 
 def _names(directory: str) -> list[str]:
     try:
+        if stat.S_ISLNK(os.lstat(directory).st_mode):
+            raise EnvironmentProblem(f"{directory} is a symbolic link; majordomus never follows links inside its state",
+                                     "replace the link with a real directory (move its contents in)")
         return sorted(e.name for e in os.scandir(directory) if not e.name.startswith(".") and e.is_file(follow_symlinks=False))
     except FileNotFoundError:
         return []
 
 
+def _read(path: str, rel: str, skipped: list[Refusal]) -> Optional[bytes]:
+    try:
+        return store.read_nofollow(path)
+    except OSError as exc:
+        skipped.append(Refusal(rel, f"unreadable here ({exc.strerror})", side="local"))
+        return None
+
+
 def snapshot(ws: Workspace, base: dict[str, git.Entry], *, checkpoints: bool, write: bool) -> tuple[Side, list[Refusal]]:
     """`base` (the last synced tree) with what this machine holds now on top; writes blobs when `write`."""
-    entries = {p: e for p, e in base.items() if p.partition("/")[0] in DIRS and "/" in p}
+    entries = dict(base)
     side = Side(entries=entries)
     skipped: list[Refusal] = []
     put = (lambda data: git.write_blob(ws.repo, data)) if write else git.blob_id
@@ -135,11 +148,12 @@ def snapshot(ws: Workspace, base: dict[str, git.Entry], *, checkpoints: bool, wr
         if not name.endswith(".yaml"):
             continue
         path = f"tasks/{name}"
-        data = store.read_nofollow(os.path.join(ws.paths.tasks, name))
-        reason = check_task(name, data)
-        if reason:
-            side.disk[path] = UNREADABLE
-            skipped.append(Refusal(path, reason, side="local"))
+        data = _read(os.path.join(ws.paths.tasks, name), path, skipped)
+        reason = None if data is None else check_task(name, data)
+        if data is None or reason:
+            side.disk[path] = UNREADABLE  # never replaced by a sync: the user sees the refusal and decides
+            if reason:
+                skipped.append(Refusal(path, reason, side="local"))
             continue
         oid = git.blob_id(data)
         side.disk[path] = oid
@@ -151,7 +165,9 @@ def snapshot(ws: Workspace, base: dict[str, git.Entry], *, checkpoints: bool, wr
             path = f"{directory}/{name}"
             if path in entries or records.name_digest(name) is None:
                 continue  # content-named: the same name is the same record
-            data = store.read_nofollow(os.path.join(ws.paths.root, directory, name))
+            data = _read(os.path.join(ws.paths.root, directory, name), path, skipped)
+            if data is None:
+                continue
             reason = check_record(directory, name, data)
             if reason:
                 skipped.append(Refusal(path, reason, side="local"))
@@ -182,7 +198,11 @@ def merge(repo: git.Repo, base: dict[str, git.Entry], ours: Side, theirs: Side) 
 
     for path in sorted(set(ours.entries) | set(theirs.entries)):
         directory = path.partition("/")[0]
+        if path == FORMAT_PATH:
+            continue
         if "/" not in path or directory not in DIRS:
+            # Written by a newer majordomus of the same format: carried along, never imported.
+            plan.entries[path] = theirs.entries.get(path) or ours.entries[path]
             continue
         mine, other = ours.entries.get(path), theirs.entries.get(path)
         if other is None or (mine is not None and mine.oid == other.oid):

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from majordomus import git, statetree
+from majordomus import git, paths, statetree
 from majordomus.remote import STATE_REF, tracking_ref
 from majordomus.statetree import FORMAT_PATH, Conflict, Refusal, Side
 from majordomus.sync import _check_format, _fetch, resolve_remote
@@ -46,6 +46,7 @@ def _present(ws: Workspace, directory: str) -> set[str]:
 def status(ws: Workspace, name: Optional[str], *, fetch: bool = True) -> Status:
     """Compare this machine's state with the remote's (fetched first unless `fetch` is False)."""
     remote = resolve_remote(ws, name)
+    paths.check_readable(ws.paths)  # refuses a state directory reached through a symlink
     repo = ws.repo
     theirs = _fetch(ws, remote) if fetch else git.ref_target(repo, tracking_ref(remote))
     current = git.ref_target(repo, STATE_REF)
@@ -61,9 +62,9 @@ def status(ws: Workspace, name: Optional[str], *, fetch: bool = True) -> Status:
     result.behind = {d: [] for d in statetree.DIRS}
     present = {d: _present(ws, d) for d in statetree.RECORD_DIRS}
     for path, entry in sorted(plan.entries.items()):
-        if path == FORMAT_PATH:
-            continue
         directory, _, name_ = path.partition("/")
+        if path == FORMAT_PATH or directory not in statetree.DIRS or not name_:
+            continue
         mine = ours.entries.get(path)
         if mine == entry and other.entries.get(path) != entry:
             result.ahead[directory].append(path)

@@ -452,3 +452,51 @@ def test_sync_from_a_linked_worktree_shares_one_state(cli, repo, remote, b, tmp_
     assert git(repo, "rev-parse", "refs/majordomus/state") == git(remote, "rev-parse", "refs/majordomus/state")
     assert cli("sync", "push").stdout.startswith("already up to date:")
     assert "imported from origin: 1 task" in cli("sync", "pull", cwd=b).stdout
+
+
+def test_entries_of_a_newer_version_are_carried_not_imported(cli, repo, remote, b):
+    cli("task", "start", "t1")
+    cli("sync", "push")
+    rewrite_remote(remote, {"notes/n1.txt": b"from a newer majordomus\n", "extra": b"x\n"}, "newer")
+    assert cli("sync", "pull", cwd=b).exit_code == 0
+    assert not (state_dir(b) / "notes").exists() and not (state_dir(b) / "extra").exists()
+    cli("task", "start", "t2", cwd=b)
+    assert cli("sync", "push", cwd=b).exit_code == 0
+    assert {"notes/n1.txt", "extra", "tasks/t1.yaml", "tasks/t2.yaml"} <= set(remote_files(remote))
+    status = json.loads(cli("sync", "status", "--json", cwd=b).stdout)
+    assert status["ahead"] == status["behind"] == {"tasks": [], "handoffs": [], "checkpoints": []}
+
+
+def test_a_newer_format_is_refused_before_anything_is_written(cli, repo, remote, b):
+    cli("task", "start", "t1")
+    cli("sync", "push")
+    rewrite_remote(remote, {"format": b"majordomus-state 2\n"}, "format 2")
+    before = snapshot(b)
+    result = cli("sync", "pull", cwd=b)
+    assert result.exit_code == 12 and "upgrade majordomus" in result.stderr
+    assert snapshot(b) == before
+
+
+def test_a_symlinked_store_directory_is_refused(cli, repo, remote, tmp_path):
+    cli("task", "start", "t1")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (state_dir(repo) / "handoffs").symlink_to(elsewhere)
+    for command in ("push", "status"):
+        result = cli("sync", command)
+        assert result.exit_code == 12 and "symbolic link" in result.stderr
+    assert remote_refs(remote) == ["refs/heads/main"]
+
+
+@pytest.mark.parametrize("command, message", [("push", "cannot push refs/majordomus/state to broken"),
+                                              ("pull", "cannot fetch refs/majordomus/state from broken"),
+                                              ("status", "cannot fetch refs/majordomus/state from broken")])
+def test_an_unreachable_remote_is_a_clear_error(cli, repo, tmp_path, command, message):
+    git(repo, "remote", "add", "broken", str(tmp_path / "no-such-repository"))
+    cli("task", "start", "t1")
+    before = snapshot(repo)
+    result = cli("sync", command, "broken")
+    assert result.exit_code == 12 and message in result.stderr
+    assert "no-such-repository" in result.stderr  # what git said
+    if command != "push":  # a push has committed the snapshot on the local ref and made .sync-lock
+        assert snapshot(repo) == before

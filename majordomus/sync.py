@@ -67,7 +67,7 @@ def _lock(ws: Workspace) -> str:
     return os.path.join(ws.paths.root, ".sync-lock")
 
 
-def _fetch(ws: Workspace, remote: str) -> Optional[str]:
+def fetch_state(ws: Workspace, remote: str) -> Optional[str]:
     """Fetch the remote's state; its commit, or None when the remote has none."""
     out = transport.fetch(ws.worktree, remote)
     if out.ok:
@@ -82,7 +82,7 @@ def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines()) or "  (git said nothing)"
 
 
-def _check_format(repo: git.Repo, entries: dict[str, git.Entry], remote: str) -> None:
+def check_format(repo: git.Repo, entries: dict[str, git.Entry], remote: str) -> None:
     entry = entries.get(FORMAT_PATH)
     if entry is None:
         return
@@ -129,7 +129,7 @@ def _integrate(ws: Workspace, remote: str, theirs: str, *, checkpoints: bool, re
     _add_refusals(result, skipped)
     mine = _commit_local(ws, current, base_entries, ours)
     other = Side(git.read_tree(repo, theirs))
-    _check_format(repo, other.entries, remote)
+    check_format(repo, other.entries, remote)
     common = git.merge_base(repo, mine, theirs) if mine else None
     plan = statetree.merge(repo, git.read_tree(repo, common) if common else {}, ours, other)
     _add_refusals(result, plan.refused)
@@ -254,7 +254,7 @@ def push(ws: Workspace, name: Optional[str], *, checkpoints: bool = False) -> Re
             if not out.rejected:
                 raise EnvironmentProblem(f"cannot push {STATE_REF} to {remote}:\n{_indent(out.detail)}",
                                          f"check the remote and your access to it (`git push {remote}`)")
-            theirs = _fetch(ws, remote)
+            theirs = fetch_state(ws, remote)
             if theirs is None or git.contains(repo, mine, theirs):
                 raise EnvironmentProblem(
                     f"{remote} rejected {STATE_REF}:\n{_indent(out.detail)}",
@@ -277,11 +277,11 @@ def pull(ws: Workspace, name: Optional[str]) -> Result:
     """Fetch the remote's state and import what this machine lacks."""
     remote = resolve_remote(ws, name)
     result = Result(remote=remote)
-    theirs = _fetch(ws, remote)
+    theirs = fetch_state(ws, remote)
     if theirs is None:
         raise NotFound(f"{remote} has no majordomus state to pull ({STATE_REF} is not there)",
                        f"push it first from a machine that has records: `majordomus sync push {remote}`")
-    _check_format(ws.repo, git.read_tree(ws.repo, theirs), remote)
+    check_format(ws.repo, git.read_tree(ws.repo, theirs), remote)
     ws.ensure_state("tasks", "handoffs", "checkpoints")
     with store.locked(_lock(ws)):
         result.commit = _integrate(ws, remote, theirs, checkpoints=False, result=result)

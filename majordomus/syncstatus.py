@@ -9,7 +9,7 @@ from typing import Any, Optional
 from majordomus import git, paths, statetree
 from majordomus.remote import STATE_REF, tracking_ref
 from majordomus.statetree import FORMAT_PATH, Conflict, Refusal, Side
-from majordomus.sync import _check_format, _fetch, resolve_remote
+from majordomus.sync import check_format, fetch_state, resolve_remote
 from majordomus.workspace import Workspace
 
 
@@ -48,12 +48,12 @@ def status(ws: Workspace, name: Optional[str], *, fetch: bool = True) -> Status:
     remote = resolve_remote(ws, name)
     paths.check_readable(ws.paths)  # refuses a state directory reached through a symlink
     repo = ws.repo
-    theirs = _fetch(ws, remote) if fetch else git.ref_target(repo, tracking_ref(remote))
+    theirs = fetch_state(ws, remote) if fetch else git.ref_target(repo, tracking_ref(remote))
     current = git.ref_target(repo, STATE_REF)
     base = git.read_tree(repo, current) if current else {}
     ours, skipped = statetree.snapshot(ws, base, checkpoints=True, write=False)
     other = Side(git.read_tree(repo, theirs) if theirs else {})
-    _check_format(repo, other.entries, remote)
+    check_format(repo, other.entries, remote)
     common = git.merge_base(repo, current, theirs) if current and theirs else None
     plan = statetree.merge(repo, git.read_tree(repo, common) if common else {}, ours, other)
     result = Status(remote=remote, remote_commit=theirs, fetched=fetch, conflicts=plan.conflicts,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
 from pathlib import Path
 
@@ -193,10 +192,9 @@ def test_invalid_task_record_on_the_remote_is_refused(cli, repo, remote, b, old,
     task = (state_dir(repo) / "tasks" / "t1.yaml").read_bytes()
     assert old in task
     rewrite_remote(remote, {"tasks/t1.yaml": task.replace(old, new)})
-    before = snapshot(b)
     result = cli("sync", "pull", cwd=b)
     assert result.exit_code == 10 and f"tasks/t1.yaml (origin): {reason}" in result.stderr
-    assert not (state_dir(b) / "tasks" / "t1.yaml").exists()
+    assert list((state_dir(b) / "tasks").iterdir()) == []
     assert events(b, "sync.import") == []
 
 
@@ -363,8 +361,6 @@ def test_status_reports_ahead_and_behind(cli, repo, remote, b):
     assert status["remote_commit"] is None
     assert status["ahead"]["tasks"] == ["tasks/t1.yaml"] and len(status["ahead"]["checkpoints"]) == 1
     assert status["behind"] == {"tasks": [], "handoffs": [], "checkpoints": []}
-    before = snapshot(repo)
-    assert snapshot(repo) == before
     cli("sync", "push", "--checkpoints")
     after = json.loads(cli("sync", "status", "--json").stdout)
     assert after["ahead"] == {"tasks": [], "handoffs": [], "checkpoints": []}

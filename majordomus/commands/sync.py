@@ -88,7 +88,7 @@ def push_cmd(remote: Optional[str], checkpoints: bool, as_json: bool) -> None:
     if as_json:
         emit_json(_result_dict(result))
     elif result.commit is None:
-        note(f"majordomus: nothing to push: no task records here yet (start one with `majordomus task start ID`)")
+        note("majordomus: nothing to push: no task records here yet (start one with `majordomus task start ID`)")
     else:
         _report_merge(result)
         what = "pushed" if result.pushed else "already up to date:"

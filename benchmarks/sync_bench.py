@@ -4,7 +4,7 @@
 
 Builds scratch repositories in a temporary directory (nothing outside it is touched): clone A holds one
 task with N checkpoint records and N/10 handoffs; B is a fresh clone. Times the real console script:
-A's first `sync push --checkpoints`, B's first `sync pull`, then both again with nothing new.
+A's first `sync push --checkpoints`, B's first `sync pull`, both again with nothing new, then with 10 new.
 """
 
 from __future__ import annotations
@@ -57,6 +57,15 @@ def fill(repo: Path, records: int) -> None:
         tasks.event(ws, "task.handoff", "bench", at, path=ws.paths.relative(path), sha256=digest)
 
 
+def more(repo: Path, count: int) -> None:
+    from majordomus import checkpoint
+    from majordomus.workspace import Workspace
+
+    ws = Workspace.open(str(repo))
+    for i in range(count):
+        checkpoint.write(ws, io.BytesIO(f"one more {i}\n".encode()))
+
+
 def one_round(root: Path, records: int) -> dict[str, float]:
     remote, a = root / "remote.git", root / "a"
     git(root, "init", "-q", "--bare", str(remote))
@@ -75,6 +84,10 @@ def one_round(root: Path, records: int) -> dict[str, float]:
         "pull (nothing new)": majordomus(root / "b", "sync", "pull"),
         "status": majordomus(root / "b", "sync", "status"),
     }
+    more(a, 10)
+    times["push --checkpoints (10 new)"] = majordomus(a, "sync", "push", "--checkpoints")
+    times["pull (10 new)"] = majordomus(root / "b", "sync", "pull")
+    records += 10
     imported = len(os.listdir(root / "b" / ".ai" / "local" / "state" / "checkpoints"))
     assert imported == records, f"B holds {imported} checkpoints, expected {records}"
     return times

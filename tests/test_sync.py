@@ -496,3 +496,17 @@ def test_an_unreachable_remote_is_a_clear_error(cli, repo, tmp_path, command, me
     assert "no-such-repository" in result.stderr  # what git said
     if command != "push":  # a push has committed the snapshot on the local ref and made .sync-lock
         assert snapshot(repo) == before
+
+
+def test_only_the_state_ref_leaves_whatever_the_push_configuration(cli, repo, remote):
+    git(repo, "config", "push.followTags", "true")
+    git(repo, "config", "push.default", "matching")
+    git(repo, "config", "remote.origin.push", "refs/heads/*:refs/heads/*")
+    remote_main = git(remote, "rev-parse", "refs/heads/main")
+    commit_file(repo, "ahead.txt", "a local commit the remote must not get\n")
+    git(repo, "tag", "-a", "v2", "-m", "annotated, on a local commit")
+    git(repo, "branch", "side")
+    cli("task", "start", "t1")
+    assert cli("sync", "push").exit_code == 0
+    assert remote_refs(remote) == ["refs/heads/main", "refs/majordomus/state"]
+    assert git(remote, "rev-parse", "refs/heads/main") == remote_main

@@ -95,7 +95,7 @@ def _facts(ws: Workspace, task: tasks.Task, last: Optional[handoff.Record]) -> l
     if last is not None:
         m = last.meta
         out.append(f"- last record: {m.get('kind')} at {m.get('timestamp')} in {m.get('worktree')} on "
-                   f"{_where(m)}, {_state(m)} ({last.rel})")
+                   f"{_where(m)}, {_state(m)}; {last.rel}")
     else:
         out.append("- last record: none yet (no checkpoint or handoff)")
     event = ledger.last_event(ws.paths.ledger, task.id)

@@ -48,15 +48,6 @@ def run(argv: Optional[list[str]] = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence
-        import click
-
-        # Without standalone mode click raises its usage errors (exit 2) instead of printing them.
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
-            sys.stderr.write("majordomus: aborted\n")
-            return 1
         return internal_error(exc)
 
 

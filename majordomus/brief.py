@@ -133,7 +133,7 @@ def compose(ws: Workspace, task_id: Optional[str] = None, budget_bytes: Optional
     limit = ws.config.get("continuity", "render_max_bytes") if budget_bytes is None else budget_bytes
     doc, note = _continuity(ws, task)
     latest_handoff = handoff.previous(ws, task)
-    since = handoff.checkpoints_since(ws, task, latest_handoff)  # oldest first
+    since, unread = handoff.recent_checkpoints(ws, task, latest_handoff, limit)  # oldest first
     last = since[-1] if since else latest_handoff
 
     parts: list[budget.Part] = [_title(ws, task)]
@@ -155,10 +155,11 @@ def compose(ws: Workspace, task_id: Optional[str] = None, budget_bytes: Optional
             parts.append(f"\nThe latest handoff record ({task.handoff}) is missing; run `majordomus doctor`.\n")
         handoff_unit = []
 
+    checkpoint_label = ("oldest checkpoint", "oldest checkpoints")
     if since:
         heading = "Checkpoints since the latest handoff" if latest_handoff else "Checkpoints"
         entries = [budget.Entry(f"\n## {r.meta.get('timestamp')} · {_where(r.meta)} · {_state(r.meta)}\n{r.body}\n",
-                                "oldest checkpoint", "oldest checkpoints") for r in reversed(since)]
+                                *checkpoint_label) for r in reversed(since)]
         parts.append(budget.Block(f"\n# {heading}, newest first\n", entries))
         # Entries are shown newest first, dropped oldest first, before anything else goes.
         order = [(len(parts) - 1, j) for j in reversed(range(len(entries)))] + order
@@ -176,5 +177,6 @@ def compose(ws: Workspace, task_id: Optional[str] = None, budget_bytes: Optional
             return f"\n(dropped to fit {limit} bytes: {', '.join(labels)})\n"
         return f"\n(complete: nothing was dropped to fit {limit} bytes)\n"
 
-    fitted = budget.fit(parts, order, limit, closing)
+    # Checkpoints too old to matter were only counted (see handoff.recent_checkpoints): dropped first.
+    fitted = budget.fit(parts, order, limit, closing, already=(budget.Entry("", *checkpoint_label), unread))
     return Briefing(task=task.id, text=fitted.text, dropped=fitted.dropped, drift=moved)

@@ -55,13 +55,19 @@ def cut_to(text: str, budget: int) -> str:
     return data[: max(budget, 0)].decode("utf-8", errors="ignore")
 
 
-def tally(dropped: list[Entry]) -> list[str]:
-    counts: dict[str, int] = {}
-    first: dict[str, Entry] = {}
-    for entry in dropped:
-        counts[entry.singular] = counts.get(entry.singular, 0) + 1
-        first.setdefault(entry.singular, entry)
-    return [first[key].label(counts[key]) for key in first]
+class Tally:
+    """Dropped entries counted by label as they go, so the closing line costs nothing to recompute."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.first: dict[str, Entry] = {}
+
+    def add(self, entry: Entry, count: int = 1) -> None:
+        self.counts[entry.singular] = self.counts.get(entry.singular, 0) + count
+        self.first.setdefault(entry.singular, entry)
+
+    def labels(self) -> list[str]:
+        return [self.first[key].label(count) for key, count in self.counts.items()]
 
 
 def fit(
@@ -69,8 +75,10 @@ def fit(
     order: list[tuple[int, int]],
     budget: int,
     closing: Callable[[list[str]], str],
+    already: tuple[Entry, int] | None = None,
 ) -> Fitted:
-    """Drop entries (`(part index, entry index)` in `order`) until the text and its closing line fit."""
+    """Drop entries (`(part index, entry index)` in `order`) until the text and its closing line fit.
+    `already` counts entries the caller left out before fitting (they head the closing line)."""
     kept = [[True] * len(p.entries) if isinstance(p, Block) else [] for p in parts]
     block_bytes = [
         sum(size(e.text) for e in p.entries) if isinstance(p, Block) else size(p) for p in parts
@@ -84,9 +92,11 @@ def fit(
         return size(part.heading) + block_bytes[i] if kept_count[i] else 0
 
     total = sum(part_size(i) for i in range(len(parts)))
-    dropped: list[Entry] = []
+    dropped = Tally()
+    if already is not None and already[1]:
+        dropped.add(*already)
     step = 0
-    while total + size(closing(tally(dropped))) > budget and step < len(order):
+    while total + size(closing(dropped.labels())) > budget and step < len(order):
         i, j = order[step]
         step += 1
         part = parts[i]
@@ -97,7 +107,7 @@ def fit(
         kept_count[i] -= 1
         block_bytes[i] -= size(part.entries[j].text)
         total += part_size(i) - before
-        dropped.append(part.entries[j])
+        dropped.add(part.entries[j])
     out: list[str] = []
     for i, part in enumerate(parts):
         if isinstance(part, str):
@@ -105,7 +115,7 @@ def fit(
         elif kept_count[i]:
             out.append(part.heading)
             out.extend(e.text for e, keep in zip(part.entries, kept[i]) if keep)
-    labels = tally(dropped)
+    labels = dropped.labels()
     tail = closing(labels)
     body = "".join(out)
     if size(body) + size(tail) <= budget:

@@ -92,11 +92,10 @@ def check_sections(body: str, required: list[str]) -> None:
     )
 
 
-def checkpoints_since(ws: Workspace, task: tasks.Task, previous: Optional[Record]) -> list[Record]:
-    """This task's checkpoints written since `previous` (the task's start when None), oldest first.
-
-    Record names begin with their UTC second, so only names from that second on are read; a checkpoint
-    in the very second of the previous handoff counts unless that handoff already listed it."""
+def _candidates(ws: Workspace, task: tasks.Task, previous: Optional[Record]) -> tuple[list[os.DirEntry[str]], set[str]]:
+    """Checkpoint files named from the second of `previous` (the task's start when None) on, oldest first,
+    and the paths `previous` already listed. Record names begin with their UTC second, so older names are
+    never opened; a checkpoint in the very second of the previous handoff counts unless it was listed."""
     since = previous.meta.get("timestamp") if previous else None
     lower = clock.compact(clock.parse(since or task.started_at))
     listed = set(previous.meta.get("checkpoints") or []) if previous else set()
@@ -104,20 +103,90 @@ def checkpoints_since(ws: Workspace, task: tasks.Task, previous: Optional[Record
         entries = [e for e in os.scandir(ws.paths.checkpoints)
                    if e.name.endswith(".md") and not e.name.startswith(".") and e.name[:16] >= lower]
     except FileNotFoundError:
-        return []
-    entries.sort(key=lambda e: (e.name[:16], e.stat(follow_symlinks=False).st_mtime_ns, e.name))
+        return [], listed
+    return _chronological(entries), listed
+
+
+def _chronological(entries: list[os.DirEntry[str]]) -> list[os.DirEntry[str]]:
+    """Oldest first by the second in the name; within one second by mtime — stat only where names tie."""
+    entries.sort(key=lambda e: e.name)
+    out: list[os.DirEntry[str]] = []
+    start = 0
+    while start < len(entries):
+        end = start + 1
+        while end < len(entries) and entries[end].name[:16] == entries[start].name[:16]:
+            end += 1
+        group = entries[start:end]
+        if len(group) > 1:
+            group.sort(key=lambda e: (e.stat(follow_symlinks=False).st_mtime_ns, e.name))
+        out.extend(group)
+        start = end
+    return out
+
+
+def _rel(entry: os.DirEntry[str]) -> str:
+    return os.path.join("checkpoints", entry.name)
+
+
+def _read_if_ours(ws: Workspace, entry: os.DirEntry[str], task_id: str) -> Optional[Record]:
+    try:
+        found = read_record(ws, _rel(entry))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None  # doctor reports unreadable records; a briefing goes on with the rest
+    if found.meta.get("task") == task_id and found.meta.get("kind", "checkpoint") == "checkpoint":
+        return found
+    return None
+
+
+def checkpoints_since(ws: Workspace, task: tasks.Task, previous: Optional[Record]) -> list[Record]:
+    """This task's checkpoints written since `previous` (the task's start when None), oldest first."""
+    entries, listed = _candidates(ws, task, previous)
     out = []
     for entry in entries:
-        rel = ws.paths.relative(entry.path)
-        if rel in listed:
-            continue
-        try:
-            found = read_record(ws, rel)
-        except (OSError, ValueError, UnicodeDecodeError):
-            continue  # doctor reports unreadable records; a briefing goes on with the rest
-        if found.meta.get("task") == task.id and found.meta.get("kind", "checkpoint") == "checkpoint":
-            out.append(found)
+        if _rel(entry) not in listed:
+            found = _read_if_ours(ws, entry, task.id)
+            if found is not None:
+                out.append(found)
     return out
+
+
+def recent_checkpoints(ws: Workspace, task: tasks.Task, previous: Optional[Record],
+                       enough: int) -> tuple[list[Record], int]:
+    """Like `checkpoints_since`, but read newest first only until the bodies pass `enough` bytes; the
+    older ones are only counted. A briefing drops the oldest checkpoints before anything else, so once
+    the newer ones alone exceed its budget every older one would be dropped anyway."""
+    entries, listed = _candidates(ws, task, previous)
+    out: list[Record] = []
+    older = 0
+    total = 0
+    key = f'\ntask: "{task.id}"\n'.encode()
+    for entry in reversed(entries):
+        if _rel(entry) in listed:
+            continue
+        if total > enough:
+            older += _is_ours_cheaply(ws, entry, task.id, key)
+            continue
+        found = _read_if_ours(ws, entry, task.id)
+        if found is not None:
+            out.append(found)
+            total += len(found.body.encode("utf-8"))
+    out.reverse()
+    return out, older
+
+
+def _is_ours_cheaply(ws: Workspace, entry: os.DirEntry[str], task_id: str, key: bytes) -> int:
+    """1 when the record belongs to the task, read from its first KiB (front matter puts `task` 4th)."""
+    try:
+        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            head = os.read(fd, 1024)
+        finally:
+            os.close(fd)
+    except OSError:
+        return 0
+    if b'\nkind: "checkpoint"\n' in head and b"\ntask: " in head:
+        return int(key in head)
+    return int(_read_if_ours(ws, entry, task_id) is not None)
 
 
 def previous(ws: Workspace, task: tasks.Task) -> Optional[Record]:

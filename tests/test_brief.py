@@ -181,3 +181,22 @@ def test_brief_without_records_and_its_refusals(cli: Any, repo: Path) -> None:
     text = cli("brief").stdout
     assert "- last record: none yet (no checkpoint or handoff)" in text
     assert "- last event: task.start at" in text
+
+
+def test_old_checkpoints_past_the_budget_are_counted_not_lost(cli: Any, repo: Path) -> None:
+    with freeze_time("2026-09-03T09:00:00Z"):
+        cli("task", "start", "t1")
+        cli("task", "start", "other")
+        cli("checkpoint", input="OTHER task's checkpoint\n")  # same seconds, another task: never counted
+        cli("task", "resume", "t1")
+    for i in range(30):
+        with freeze_time(f"2026-09-03T10:{i:02d}:00Z"):
+            assert cli("checkpoint", input=f"CP{i:02d} " + "z" * 80 + "\n").exit_code == 0
+    ws = Workspace.open(str(repo))
+    for limit in (0, 700, 1500, 3000):
+        result = brief.compose(ws, "t1", limit)
+        shown = [i for i in range(30) if f"CP{i:02d} " in result.text]
+        assert shown == list(range(30 - len(shown), 30))  # the newest survive
+        assert f"{30 - len(shown)} oldest checkpoints" in result.dropped[0]
+        assert len(result.text.encode()) <= limit
+    assert brief.compose(ws, "t1", 10**6).dropped == []

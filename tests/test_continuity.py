@@ -306,3 +306,23 @@ def test_unknown_kind_is_a_usage_error(repo: Path) -> None:
     result = run("context", "pin", "idea", "--", "x", cwd=repo)
     assert result.returncode == 2 and b"idea" in result.stderr
     assert snapshot(repo) == before
+
+
+def test_concurrent_pins_are_all_kept(repo: Path) -> None:
+    import subprocess
+
+    from conftest import MAJORDOMUS
+
+    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    procs = [subprocess.Popen([str(MAJORDOMUS), "context", "pin", "next-action", "--", f"Step {i}."], cwd=repo,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(6)]
+    ids = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        ids.append(out.decode().strip())
+    doc = read_doc(repo)
+    assert sorted(p["id"] for p in doc["nextActions"]) == sorted(ids)
+    assert sorted(p["text"] for p in doc["nextActions"]) == sorted(f"Step {i}." for i in range(6))
+    assert run("context", "validate", cwd=repo).returncode == 0
+    assert run("ledger", "--verify", cwd=repo).returncode == 0

@@ -66,7 +66,10 @@ def drift(ws: Workspace, meta: dict[str, Any]) -> list[str]:
     if new:
         out.append(f"- dirty now, not in the record: {_names(new)}")
     gone = sorted(recorded - set(changed))
-    if gone:
+    if gone and meta.get("worktree") not in (None, ws.worktree):
+        # Uncommitted work the record saw lives in the other worktree: the taker must know it is not here.
+        out.append(f"- changed in the record (in {meta['worktree']}), not changed here: {_names(gone)}")
+    elif gone:
         out.append(f"- changed in the record, unchanged now: {_names(gone)}")
     return out
 

@@ -220,10 +220,11 @@ def seed(ws: Workspace, task: tasks.Task, from_task: Optional[str]) -> None:
 
 def _modify(ws: Workspace, change: Any) -> tuple[tasks.Task, Any, str, str]:
     """Writer two, under the state lock: load (or rebuild) the active task's document, change, store."""
-    task = tasks.active(ws)
+    tasks.active(ws)  # refuse before anything is created
     at = clock.iso(clock.now())
     ws.ensure_state("context")
     with store.locked(ws.paths.lock):
+        task = tasks.active(ws)  # lock, then check again: a handoff or takeover may have come first
         doc = load(ws, task.id)
         if doc is None:  # context/ID/ was removed: the task record still knows the objective
             doc = new_doc(ws, task, at)

@@ -200,3 +200,17 @@ def test_old_checkpoints_past_the_budget_are_counted_not_lost(cli: Any, repo: Pa
         assert f"{30 - len(shown)} oldest checkpoints" in result.dropped[0]
         assert len(result.text.encode()) <= limit
     assert brief.compose(ws, "t1", 10**6).dropped == []
+
+
+def test_a_taker_in_another_worktree_learns_the_record_saw_uncommitted_work(
+        cli: Any, repo: Path, tmp_path: Path) -> None:
+    cli("task", "start", "t1")
+    (repo / "README").write_text("half-done edit\n")
+    cli("handoff", input="## State\ns\n## Decisions\nd\n## Open items\no\n## Next actions\nn\n")
+    other = tmp_path / "wt2"
+    git(repo, "worktree", "add", "-q", "-b", "take", str(other))
+    cli("task", "resume", "t1", cwd=other)
+    text = cli("brief", cwd=other).stdout
+    assert f"- worktree: this is {other}; the record was written in {repo}\n" in text
+    assert "- branch: now take; the record was on main\n" in text
+    assert f"- changed in the record (in {repo}), not changed here: README\n" in text

@@ -326,3 +326,14 @@ def test_concurrent_pins_are_all_kept(repo: Path) -> None:
     assert sorted(p["text"] for p in doc["nextActions"]) == sorted(f"Step {i}." for i in range(6))
     assert run("context", "validate", cwd=repo).returncode == 0
     assert run("ledger", "--verify", cwd=repo).returncode == 0
+
+
+def test_start_with_an_objective_over_the_document_limit_is_refused(cli: Any, repo: Path) -> None:
+    (repo / ".ai").mkdir()
+    (repo / ".ai" / "config.yaml").write_text("continuity:\n  max_bytes: 1000\n")
+    cli("task", "start", "first")
+    before = snapshot(repo)
+    result = cli("task", "start", "t1", "--objective", "o" * 1000)
+    assert result.exit_code == 10 and "(continuity.max_bytes); nothing was written" in result.stderr
+    assert snapshot(repo) == before
+    assert cli("task", "start", "t1", "--objective", "short").exit_code == 0

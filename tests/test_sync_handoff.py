@@ -11,8 +11,6 @@ from freezegun import freeze_time
 from conftest import git, state_dir
 from sync_helpers import clone, events, git_view, remote_refs
 
-pytest.importorskip("majordomus.handoff", reason="handoffs (issue 3) have not landed in this tree yet")
-
 HANDOFF = """## State
 The callback is normalised before the comparison; tests pass locally.
 

@@ -154,7 +154,10 @@ def parse_yaml(text: str) -> dict[str, Any]:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    data = yaml.load(text, Loader=loader)
+    try:
+        data = yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise ValueError("front matter is not a mapping")
     return {str(k): (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in data.items()}

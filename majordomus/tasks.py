@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Optional
 
 from majordomus import clock, ledger, records, store
-from majordomus.errors import MajordomusError, NoActiveTask, NotFound, Refused, UsageError
+from majordomus.errors import EnvironmentProblem, MajordomusError, NoActiveTask, NotFound, Refused, UsageError
 from majordomus.workspace import Workspace
 
 TASK_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -64,7 +64,7 @@ def load(ws: Workspace, task_id: str) -> Task:
     try:
         return Task.from_dict(records.parse_yaml(data.decode("utf-8")))
     except (ValueError, TypeError, UnicodeDecodeError) as exc:
-        raise MajordomusError(
+        raise EnvironmentProblem(
             f"the task record {path} is unreadable: {exc}", "run `majordomus doctor` to see what is wrong"
         ) from exc
 

@@ -171,9 +171,11 @@ def check_tasks(ws: Workspace, task_ids: list[str]) -> list[Finding]:
     for task_id in sorted(task_ids):
         try:
             task = tasks.load(ws, task_id)
-        except MajordomusError as exc:
+        except Exception as exc:  # noqa: BLE001 - a broken record is a finding; yaml's errors escape tasks.load
             shown = ws.display(ws.paths.task_file(task_id))
-            found.append(Finding(FAIL, "task.unreadable", exc.message, shown, "restore the task record from a "
+            message = exc.message if isinstance(exc, MajordomusError) else f"the task record {shown} is unreadable: " \
+                f"{type(exc).__name__}"
+            found.append(Finding(FAIL, "task.unreadable", message, shown, "restore the task record from a "
                                  "backup; the ledger still holds its history (`majordomus ledger --task ID`)"))
             continue
         if task.status == "active":

@@ -22,6 +22,12 @@ def internal_error(exc: BaseException) -> int:
 def run(argv: Optional[list[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
+        if args and args[-1] in ("checkpoint", "check", "--show", "--checkpoint"):
+            from majordomus import fast
+
+            code = fast.try_run(args)
+            if code is not None:
+                return code
         import click
 
         from majordomus.cli import cli

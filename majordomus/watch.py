@@ -11,6 +11,7 @@ from typing import Any, Callable, Optional
 
 from majordomus import clock, doctor, ledger, records, tasks
 from majordomus import config as config_mod
+from majordomus import paths as paths_mod
 from majordomus.doctor_store import RECORD_DIRS
 from majordomus.findings import OK, Finding
 from majordomus.workspace import Workspace
@@ -30,6 +31,7 @@ class Report:
     path: Optional[str] = None
     hint: Optional[str] = None
     event: Optional[dict[str, Any]] = None
+    tick: Optional[int] = None
 
 
 class Tail:
@@ -124,6 +126,7 @@ class Watcher:
     @classmethod
     def open(cls, cwd: Optional[str] = None, from_end: bool = True) -> "Watcher":
         ws, findings = doctor.open_workspace(cwd)
+        paths_mod.check_readable(ws.paths)  # never read through a link where the state should be
         watcher = cls(ws=ws, tail=Tail(ws.paths.ledger, from_end=from_end))
         watcher.config_stamp = watcher._config_stamp()
         watcher.config_problem = next((f for f in findings if f.code == "config.invalid"), None)
@@ -248,7 +251,7 @@ def run(watcher: Watcher, interval: float, once: bool, emit: Callable[[Report], 
             for report in watcher.tick():
                 emit(report)
             if heartbeat:
-                emit(Report("tick", clock.iso(clock.now()), "tick", str(watcher.ticks)))
+                emit(Report("tick", clock.iso(clock.now()), tick=watcher.ticks))
             if once:
                 return 0
             time.sleep(interval)

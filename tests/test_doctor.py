@@ -444,3 +444,43 @@ def test_state_in_bare_common_dir_is_checked(tmp_path):
     os.chmod(records[0], 0o644)
     result = run("doctor", "--json", cwd=work)
     assert result.returncode == 1 and only(json.loads(result.stdout), "perm.file")
+
+
+def test_edited_continuity_fails_integrity(cli, repo):
+    pytest.importorskip("majordomus.continuity")
+    result = cli("task", "start", "c1", "--objective", "Keep the login callback correct")
+    assert result.exit_code == 0, result.output
+    assert doctor(cli)[0] == 0
+    path = state_dir(repo) / "context" / "c1" / "continuity.json"
+    doc = json.loads(path.read_text())
+    doc["objective"] = "Something nobody decided"
+    path.write_text(json.dumps(doc, indent=2))
+    code, report = doctor(cli)
+    assert code == 1
+    found = only(report, "continuity.integrity")
+    assert len(found) == 1 and found[0]["level"] == "fail" and "`c1`" in found[0]["message"]
+    assert found[0]["path"].endswith("context/c1/continuity.json")
+
+
+def test_without_a_continuity_module_doctor_says_it_did_not_check(cli, repo, store, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "majordomus.continuity", None)  # import now fails as if absent
+    code, report = doctor(cli)
+    assert code == 0
+    assert "not checked" in only(report, "continuity")[0]["message"]
+
+
+def test_unborn_repository_is_ok(unborn_repo):
+    result = run("doctor", "--json", cwd=unborn_repo)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["counts"]["fail"] == 0
+
+
+def test_staged_state_in_unborn_repository_fails(unborn_repo):
+    assert run("task", "start", "u1", cwd=unborn_repo).returncode == 0
+    git(unborn_repo, "add", "-f", ".ai/local/state/tasks/u1.yaml")
+    result = run("doctor", "--json", cwd=unborn_repo)
+    assert result.returncode == 1
+    found = only(json.loads(result.stdout), "state.in-git")
+    assert found[0]["path"] == ".ai/local/state/tasks/u1.yaml" and "staged" in found[0]["message"]

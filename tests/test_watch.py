@@ -300,3 +300,14 @@ def test_sigterm_ends_it_cleanly(repo):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_refuses_a_state_directory_that_is_a_link(cli, repo, tmp_path):
+    real = tmp_path / "real-local"
+    real.mkdir()
+    (repo / ".ai").mkdir()
+    (repo / ".ai" / "local").symlink_to(real)
+    before = snapshot(repo)
+    result = cli("watch", "--once")
+    assert result.exit_code == 12 and "symbolic link" in result.stderr
+    assert snapshot(repo) == before and list(real.iterdir()) == []

@@ -41,7 +41,7 @@ def _printer(as_json: bool) -> Any:
             if report.kind == "event":
                 data["event"] = report.event
             elif report.kind == "tick":
-                data["tick"] = int(report.message)
+                data["tick"] = report.tick
             else:
                 data.update(code=report.code, level=report.level, message=report.message, path=report.path,
                             hint=report.hint)
@@ -49,7 +49,7 @@ def _printer(as_json: bool) -> Any:
         elif report.kind == "event":
             line = f"{report.at}  event   {report.code:<16} {report.message}"
         elif report.kind == "tick":
-            line = f"{report.at}  tick    {report.message}"
+            line = f"{report.at}  tick    {report.tick}"
         else:
             line = f"{report.at}  {report.kind:<7} {report.code}: {report.message}"
             if report.kind == "begins" and report.hint:

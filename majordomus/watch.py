@@ -13,7 +13,7 @@ from majordomus import clock, doctor, ledger, records, tasks
 from majordomus import config as config_mod
 from majordomus import paths as paths_mod
 from majordomus.doctor_store import RECORD_DIRS
-from majordomus.findings import OK, Finding
+from majordomus.findings import FAIL, OK, Finding
 from majordomus.workspace import Workspace
 
 _CHUNK = 1 << 20
@@ -150,7 +150,7 @@ class Watcher:
             self.ws.config = config_mod.load(self.ws.paths.config_root)
             self.config_problem = None
         except config_mod.ConfigError as exc:
-            self.config_problem = Finding("fail", "config.invalid", exc.message, None, exc.hint)
+            self.config_problem = Finding(FAIL, "config.invalid", exc.message, None, exc.hint)
 
     def _count(self, directory: str) -> int:
         """Records in a directory, recounted only when the directory changed (its mtime moves on link)."""
@@ -164,8 +164,11 @@ class Watcher:
         cached = self.counted.get(directory)
         if cached and cached[0] == key and time.time_ns() - st.st_mtime_ns > _RACY_NS:
             return cached[1]
-        with os.scandir(directory) as entries:
-            count = sum(1 for e in entries if records.name_digest(e.name) is not None)
+        try:
+            with os.scandir(directory) as entries:
+                count = sum(1 for e in entries if records.name_digest(e.name) is not None)
+        except OSError:
+            return 0
         self.counted[directory] = (key, count)
         return count
 

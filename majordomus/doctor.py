@@ -204,9 +204,9 @@ def check_continuity(ws: Workspace, task_ids: list[str]) -> list[Finding]:
             problems = [getattr(exc, "message", None) or str(exc)]
         for problem in problems:
             found.append(Finding(FAIL, "continuity.integrity", f"continuity of `{task_id}`: {problem}", shown,
-                                 "it was changed outside `task start` and `context pin|unpin`: "
-                                 f"see `majordomus context validate {task_id}`; the records and the ledger "
-                                 "remain the authority"))
+                                 f"inspect it with `majordomus context validate {task_id}`; if the change is not "
+                                 f"one to keep, move context/{task_id} away: brief and resume work without it "
+                                 "(the records and the ledger are the authority)"))
     return found or [Finding(OK, "continuity", f"{len(task_ids)} continuity file(s) intact")]
 
 

@@ -484,3 +484,21 @@ def test_staged_state_in_unborn_repository_fails(unborn_repo):
     assert result.returncode == 1
     found = only(json.loads(result.stdout), "state.in-git")
     assert found[0]["path"] == ".ai/local/state/tasks/u1.yaml" and "staged" in found[0]["message"]
+
+
+HANDOFF = "## State\nhalf done\n\n## Decisions\nnone yet\n\n## Open items\none\n\n## Next actions\nfinish\n"
+
+
+def test_handoff_written_by_the_command_is_checked(cli, repo, store):
+    pytest.importorskip("majordomus.handoff")
+    result = cli("handoff", input=HANDOFF)
+    assert result.exit_code == 0, result.output
+    path = repo / result.stdout.strip()
+    assert path.parent.name == "handoffs"
+    code, report = doctor(cli)
+    assert code == 0 and "1 handoff records (limit 200)" in only(report, "retention.handoffs")[0]["message"]
+    os.chmod(path, 0o640)
+    path.write_bytes(path.read_bytes().replace(b"half done", b"all done!"))
+    code, report = doctor(cli)
+    assert code == 1
+    assert {"perm.file", "record.digest", "record.changed"} <= set(codes(report, "fail"))

@@ -50,9 +50,9 @@ def normalise(raw: bytes, *, what: str, max_lines: int | None, max_bytes: int) -
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
+        bad_line = raw[: exc.start].count(b"\n") + 1
         raise Refused(
-            f"the {what} body is not valid UTF-8 (line {line}, byte {exc.start}); nothing was written",
+            f"the {what} body is not valid UTF-8 (line {bad_line}, byte {exc.start}); nothing was written",
             "convert it to UTF-8 (e.g. `iconv -t UTF-8`) and pipe it again",
         ) from exc
     text = text.replace("\r\n", "\n")

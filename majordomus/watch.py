@@ -187,9 +187,9 @@ class Watcher:
                 task = tasks.load(self.ws, task_id)
             except Exception:  # noqa: BLE001 - a task record being replaced or broken is doctor's business
                 continue
-            finding = doctor.stale(self.ws, task) if task.status == "active" else None
-            if finding is not None:
-                now[f"task.stale:{task_id}"] = finding
+            stale = doctor.stale(self.ws, task) if task.status == "active" else None
+            if stale is not None:
+                now[f"task.stale:{task_id}"] = stale
         return now
 
     def tick(self) -> list[Report]:

@@ -22,9 +22,24 @@ def internal_error(exc: BaseException) -> int:
 def run(argv: Optional[list[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
+        if args and args[-1] in ("checkpoint", "check", "--show", "--checkpoint"):
+            from majordomus import fast
+
+            code = fast.try_run(args)
+            if code is not None:
+                return code
+        import click
+
         from majordomus.cli import cli
 
-        return int(cli.main(args=args, prog_name="majordomus", standalone_mode=False) or 0)
+        try:
+            return int(cli.main(args=args, prog_name="majordomus", standalone_mode=False) or 0)
+        except click.ClickException as exc:
+            exc.show()
+            return exc.exit_code
+        except click.Abort:
+            sys.stderr.write("majordomus: interrupted\n")
+            return 130
     except SystemExit as exc:  # click's own exits in non-standalone mode are returned, but be safe
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     except BrokenPipeError:

@@ -13,7 +13,7 @@ cd "$repo"
 echo 'def login(): pass' > app.py
 git add app.py && git commit -qm "initial commit"
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*" | sed 's/\x1b\[[0-9;]*m//g'; }
+step() { printf '\n$ %s\n' "$*"; }
 run() { step "$*"; "$@"; }
 
 run majordomus init
@@ -70,7 +70,7 @@ MD
   run majordomus handoff --list
 fi
 if majordomus --help | grep -q '^  brief'; then
-  run majordomus brief
+  run majordomus brief fix-login   # handed off: no task is active here any more, so name it
 fi
 run majordomus ledger
 run majordomus ledger --verify

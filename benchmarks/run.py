@@ -244,8 +244,9 @@ def plan(bench: Bench) -> list[tuple[str, Callable[[], list[Row]]]]:
     def ledger_rows() -> list[Row]:
         cwd = bench.ledger()
         path = os.path.join(cwd, ".ai", "local", "state", "ledger.jsonl")
-        floor = bench.python(cwd, "import collections, json, sys; collections.deque("
-                                  '(json.loads(line) for line in open(sys.argv[1], "rb")), maxlen=0)', path)
+        # The cheapest bare loop: text mode decodes in bulk, a fifth cheaper than json.loads on each bytes line.
+        floor = bench.python(cwd, "import collections, json, sys; collections.deque((json.loads(line) for line "
+                                  'in open(sys.argv[1], encoding="utf-8")), maxlen=0)', path)
         at = f"{fmt(s.ledger_events)} events"
         return [Row("ledger --verify", at, bench.majordomus(cwd, "ledger", "--verify"), floor,
                     "json.loads loop", 1.5),

@@ -12,13 +12,20 @@ Request: {"argv": [absolute path, args...], "cwd": str, "env": {str: str}, "stdi
 "stderr": path}. Answer: (wall seconds, user+sys seconds, ru_maxrss KiB, exit code, inherited KiB).
 """
 
+from __future__ import annotations
+
 import marshal
 import os
 import sys
 import time
 
+TYPE_CHECKING = False  # not typing's: importing typing would grow what every child inherits
+if TYPE_CHECKING:
+    import resource
 
-def spawn(argv, cwd, env, stdin, stderr):
+
+def spawn(argv: list[str], cwd: str, env: dict[str, str], stdin: str | None,
+          stderr: str) -> tuple[int, resource.struct_rusage]:
     """fork + exec with stdin from a file, stdout to /dev/null, stderr to a file; returns (status, rusage)."""
     pid = os.fork()
     if pid == 0:  # the child: nothing but file descriptors and exec
@@ -38,7 +45,7 @@ def spawn(argv, cwd, env, stdin, stderr):
     return status, usage
 
 
-def main():
+def main() -> None:
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     shell = "/bin/sh" if os.path.exists("/bin/sh") else "/usr/bin/sh"
     inherited = spawn([shell, "-c", ":"], "/", {}, None, os.devnull)[1].ru_maxrss

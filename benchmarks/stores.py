@@ -144,11 +144,11 @@ class SimulatedClock:
         self._clock, self._real, self.moment = clock, clock.now, start
 
     def __enter__(self) -> "SimulatedClock":
-        self._clock.now = lambda: self.moment  # type: ignore[assignment]
+        self._clock.now = lambda: self.moment
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._clock.now = self._real  # type: ignore[assignment]
+        self._clock.now = self._real
 
 
 def _body(i: int) -> str:
@@ -204,7 +204,7 @@ def populate(repo: str, records: int) -> dict[str, Any]:
                 lines.add("task.checkpoint", at, {"task": task_id, "worktree": worktree, "branch": branch,
                                                   "path": rel, "sha256": digest, "lines": body.count("\n") + 1})
             lines.flush()
-            if rel is not None:
+            if rel is not None and at is not None:
                 with store.locked(ws.paths.lock):  # what checkpoint.write does after its last record
                     current = tasks.load(ws, task_id)
                     current.checkpoint, current.checkpoint_at, current.updated_at = rel, at, at

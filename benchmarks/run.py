@@ -315,7 +315,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--quick", action="store_true", help="10 / 1,000 / 10,000 records, 100,000 events")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one run: proves the script works")
     parser.add_argument("--repeat", type=int, help="runs per figure (median); default 5, --quick 3")
-    parser.add_argument("--only", metavar="REGEX", help="only the groups whose name matches, e.g. 'show|check'")
+    parser.add_argument("--only", metavar="REGEX",
+                        help="only the groups whose name matches: 'checkpoint vs floor', 'checkpoint --show', "
+                             "'check', 'checkpoint (write)', 'post-commit hook', '--list and doctor', 'ledger', "
+                             "'hooks' (e.g. 'show|post-commit')")
     parser.add_argument("--no-init", action="store_true", help="scratch repos without `majordomus init`")
     parser.add_argument("--dir", metavar="DIR", help="make the scratch directory inside DIR")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory to reproduce rows")

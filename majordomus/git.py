@@ -182,3 +182,12 @@ def config_value(repo: Repo, key: str) -> str | None:
         return str(repo.handle.config[key])
     except (KeyError, pygit2.GitError):
         return None
+
+
+def hooks_dir(repo: Repo) -> str:
+    """The directory git runs hooks from: `core.hooksPath` (relative to the worktree top), else <common>/hooks."""
+    configured = config_value(repo, "core.hooksPath")
+    if configured:
+        path = os.path.expanduser(configured)
+        return os.path.normpath(path if os.path.isabs(path) else os.path.join(repo.worktree, path))
+    return os.path.join(repo.common_dir, "hooks")

@@ -19,8 +19,39 @@ def internal_error(exc: BaseException) -> int:
     return 70
 
 
-def run(argv: Optional[list[str]] = None) -> int:
+def _hook_args(args: list[str]) -> Optional[tuple[Optional[str], list[str]]]:
+    """(directory of a leading `-C DIR`, the words after `hook`) when this is `majordomus hook …`."""
+    directory = None
+    i = 0
+    while i < len(args) and args[i].startswith("-C"):
+        if args[i] == "-C" and i + 1 < len(args):
+            directory, i = args[i + 1], i + 2
+        else:
+            directory, i = args[i][2:], i + 1
+    if i < len(args) and args[i] == "hook":
+        return directory, args[i + 1:]
+    return None
+
+
+def run_hook(directory: Optional[str], words: list[str], args: list[str]) -> int:
+    """Agent-runtime hooks are fail-open (SPEC §12): whatever happens, exit 0."""
+    if words[:1] == ["compact"] and not {"-h", "--help"} & set(words):
+        # The fast path: every compaction runs it, so the click CLI (and pygit2, yaml) is never imported.
+        from majordomus import journal
+
+        return journal.main(words[1:], directory)
+    try:
+        run(args, hook=False)
+    except BaseException:  # noqa: BLE001 - even an interrupt must not fail the agent's session
+        pass
+    return 0
+
+
+def run(argv: Optional[list[str]] = None, hook: bool = True) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    hook_args = _hook_args(args) if hook else None
+    if hook_args is not None:
+        return run_hook(hook_args[0], hook_args[1], args)
     try:
         from majordomus.cli import cli
 

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from majordomus.errors import MajordomusError, REFUSED
+from majordomus.errors import ENVIRONMENT, MajordomusError
 
 DEFAULTS: dict[str, Any] = {
     "checkpoint": {
@@ -41,7 +41,7 @@ CONFIG_RELPATH = os.path.join(".ai", "config.yaml")
 
 
 class ConfigError(MajordomusError):
-    code = REFUSED
+    code = ENVIRONMENT
 
 
 @dataclass

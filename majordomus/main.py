@@ -53,9 +53,18 @@ def run(argv: Optional[list[str]] = None, hook: bool = True) -> int:
     if hook_args is not None:
         return run_hook(hook_args[0], hook_args[1], args)
     try:
+        import click
+
         from majordomus.cli import cli
 
-        return int(cli.main(args=args, prog_name="majordomus", standalone_mode=False) or 0)
+        try:
+            return int(cli.main(args=args, prog_name="majordomus", standalone_mode=False) or 0)
+        except click.ClickException as exc:
+            exc.show()
+            return exc.exit_code
+        except click.Abort:
+            sys.stderr.write("majordomus: interrupted\n")
+            return 130
     except SystemExit as exc:  # click's own exits in non-standalone mode are returned, but be safe
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     except BrokenPipeError:

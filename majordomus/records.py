@@ -116,7 +116,15 @@ def _scalar(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    return json.dumps(str(value), ensure_ascii=False)
+    return _NOT_YAML_PRINTABLE.sub(_escape, json.dumps(str(value), ensure_ascii=False))
+
+
+# JSON leaves these raw, but YAML either refuses them or reads them as line breaks: escape them.
+_NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 def emit_yaml(fields: Iterable[tuple[str, Any]]) -> str:

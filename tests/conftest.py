@@ -36,6 +36,16 @@ def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("MAJORDOMUS_OWNER", "MAJORDOMUS_DEBUG", "NO_COLOR", "GIT_DIR", "GIT_WORK_TREE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
+    # libgit2 reads HOME once, when pygit2 is first imported: point its search paths here too, so that
+    # in-process calls see the same hermetic configuration as subprocesses.
+    import pygit2
+
+    empty = tmp_path / "no-config"
+    empty.mkdir()
+    levels = pygit2.enums.ConfigLevel
+    pygit2.settings.search_path[levels.GLOBAL] = str(home)
+    pygit2.settings.search_path[levels.XDG] = str(empty)
+    pygit2.settings.search_path[levels.SYSTEM] = str(empty)
 
 
 def git(cwd: Path | str, *args: str) -> str:

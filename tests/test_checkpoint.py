@@ -1,0 +1,349 @@
+"""`majordomus checkpoint`: every step of SPEC §6, in-process through click and on real repositories."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from freezegun import freeze_time
+
+from conftest import commit_file, git, snapshot, state_dir
+
+NAME = re.compile(r"^\.ai/local/state/checkpoints/(\d{8}T\d{6}Z)--([A-Za-z0-9._-]+)--([0-9a-f]{7})--([0-9a-f]{16})\.md$")
+
+
+def start(cli, task="t1", **kw):
+    result = cli("task", "start", task, **kw)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def events(repo: Path) -> list[dict]:
+    path = state_dir(repo) / "ledger.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_writes_record_with_identity_and_event(cli, repo):
+    start(cli)
+    with freeze_time("2026-09-03T19:45:00Z"):
+        result = cli("checkpoint", input="State reproduced.\nNext: regression test.\n")
+    assert result.exit_code == 0, result.output
+    rel = result.stdout.strip()
+    match = NAME.match(rel)
+    assert match, rel
+    head = git(repo, "rev-parse", "HEAD")
+    assert match.group(1) == "20260903T194500Z"
+    assert match.group(2) == "main"
+    assert match.group(3) == head[:7]
+    data = (repo / rel).read_bytes()
+    import hashlib
+
+    assert match.group(4) == hashlib.sha256(data).hexdigest()[:16]
+    text = data.decode()
+    assert text.startswith("---\n")
+    import yaml
+
+    front, body = text[4:].split("---\n", 1)
+    meta = yaml.safe_load(front)
+    assert list(meta) == ["schema_version", "kind", "timestamp", "task", "profile", "owner", "repo_id",
+                          "worktree", "branch", "head", "worktree_state", "changed_files"]
+    assert meta["schema_version"] == 1 and meta["kind"] == "checkpoint"
+    assert meta["timestamp"] == "2026-09-03T19:45:00Z"
+    assert meta["task"] == "t1" and meta["profile"] == "default" and meta["owner"] == "test@example.com"
+    assert meta["repo_id"] == git(repo, "rev-list", "--max-parents=0", "HEAD")
+    assert meta["worktree"] == str(repo) and meta["branch"] == "main" and meta["head"] == head
+    assert meta["worktree_state"] == "clean" and meta["changed_files"] == []
+    assert body == "State reproduced.\nNext: regression test.\n"
+    ev = events(repo)[-1]
+    assert ev["event"] == "task.checkpoint" and ev["task"] == "t1"
+    assert ev["path"] == rel[len(".ai/local/state/"):]
+    assert ev["sha256"] == hashlib.sha256(data).hexdigest()
+    task = json.loads(cli("task", "show", "--json").stdout)
+    assert task["checkpoint"] == ev["path"] and task["checkpoint_at"] == "2026-09-03T19:45:00Z"
+
+
+def test_forty_lines_pass_forty_one_refused(cli, repo):
+    start(cli)
+    ok = cli("checkpoint", input="".join(f"line {i}\n" for i in range(40)))
+    assert ok.exit_code == 0
+    before = snapshot(repo)
+    refused = cli("checkpoint", input="".join(f"line {i}\n" for i in range(41)))
+    assert refused.exit_code == 10
+    assert "41 lines" in refused.stderr and "limit is 40" in refused.stderr
+    assert "write a handoff instead" in refused.stderr
+    assert snapshot(repo) == before
+
+
+def test_byte_cap_refused(cli, repo):
+    start(cli)
+    before = snapshot(repo)
+    refused = cli("checkpoint", input="x" * 16385)
+    assert refused.exit_code == 10
+    assert "16384" in refused.stderr and "write a handoff instead" in refused.stderr
+    assert snapshot(repo) == before
+    assert cli("checkpoint", input="y" * 16384).exit_code == 0
+
+
+def test_configured_cap_of_five(cli, repo):
+    (repo / ".ai").mkdir()
+    (repo / ".ai" / "config.yaml").write_text("checkpoint:\n  max_body_lines: 5\n")
+    start(cli)
+    assert cli("checkpoint", input="1\n2\n3\n4\n5\n").exit_code == 0
+    before = snapshot(repo)
+    refused = cli("checkpoint", input="1\n2\n3\n4\n5\n6\n")
+    assert refused.exit_code == 10 and "6 lines" in refused.stderr and "limit is 5" in refused.stderr
+    assert snapshot(repo) == before
+
+
+@pytest.mark.parametrize("body,field,line", [
+    ("Repo ID: abc\n", "repo_id", 1),
+    ("- task: other\n", "task", 1),
+    ("note\n  * Branch: main\n", "branch", 2),
+    ("HEAD: 1234\n", "head", 1),
+    ("ok\nworktree-state: clean\n", "worktree_state", 2),
+    ("Changed Files: a.py\n", "changed_files", 1),
+    ("timestamp : now\n", "timestamp", 1),
+    ("\tschema_version: 2\n", "schema_version", 1),
+    ("-owner: me\n", "owner", 1),
+])
+def test_identity_fields_refused(cli, repo, body, field, line):
+    start(cli)
+    before = snapshot(repo)
+    result = cli("checkpoint", input=body)
+    assert result.exit_code == 10
+    assert f"`{field}`" in result.stderr and f"line {line}" in result.stderr
+    assert snapshot(repo) == before
+
+
+def test_front_matter_body_refused(cli, repo):
+    start(cli)
+    before = snapshot(repo)
+    result = cli("checkpoint", input="---\nfoo: bar\n---\nhello\n")
+    assert result.exit_code == 10 and "front matter" in result.stderr
+    assert snapshot(repo) == before
+
+
+def test_prose_passes(cli, repo):
+    start(cli)
+    body = "Next: write the test.\nThe task: tricky.\nState of the branch is fine.\nheadline: ok\n"
+    result = cli("checkpoint", input=body)
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize("raw,words", [
+    (b"ok\n\xff\xfe bad\n", "not valid UTF-8 (line 2"),
+    (b"ok\nnul\x00here\n", "U+0000 on line 2"),
+    (b"\x1b[31mred\x1b[0m\n", "U+001B on line 1"),
+    (b"a\rb\n", "U+000D on line 1"),
+])
+def test_encoding_and_control_characters_refused(cli, repo, raw, words):
+    start(cli)
+    before = snapshot(repo)
+    result = cli("checkpoint", input=raw)
+    assert result.exit_code == 10
+    assert words in result.stderr
+    assert snapshot(repo) == before
+
+
+def test_crlf_normalised_and_blank_edges_dropped(cli, repo):
+    start(cli)
+    result = cli("checkpoint", input=b"\r\n\r\nfirst\r\n\tsecond\r\n\r\n")
+    assert result.exit_code == 0
+    data = (repo / result.stdout.strip()).read_bytes()
+    assert data.endswith(b"---\nfirst\n\tsecond\n") and b"\r" not in data
+
+
+def test_empty_body_moves_checkpoint_at_only(cli, repo):
+    with freeze_time("2026-09-03T10:00:00Z"):
+        start(cli)
+    ledger_before = (state_dir(repo) / "ledger.jsonl").read_bytes()
+    with freeze_time("2026-09-03T11:00:00Z"):
+        result = cli("checkpoint", input="\n  \n")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert not list((state_dir(repo) / "checkpoints").glob("*.md")) if (state_dir(repo) / "checkpoints").exists() else True
+    assert (state_dir(repo) / "ledger.jsonl").read_bytes() == ledger_before
+    task = json.loads(cli("task", "show", "--json").stdout)
+    assert task["checkpoint_at"] == "2026-09-03T11:00:00Z" and task["checkpoint"] is None
+
+
+def test_check_checkpoint_is_the_same_operation(cli, repo):
+    with freeze_time("2026-09-03T10:00:00Z"):
+        start(cli)
+        assert cli("check").exit_code == 1
+    ledger_before = (state_dir(repo) / "ledger.jsonl").read_bytes()
+    with freeze_time("2026-09-03T11:00:00Z"):
+        assert cli("check", "--checkpoint").exit_code == 0
+        assert cli("check").exit_code == 0
+    assert (state_dir(repo) / "ledger.jsonl").read_bytes() == ledger_before
+    with freeze_time("2026-09-03T13:01:00Z"):
+        stale = cli("check")
+    assert stale.exit_code == 1 and "121 minutes" in stale.stderr
+
+
+def test_identical_record_is_not_duplicated(cli, repo):
+    start(cli)
+    with freeze_time("2026-09-03T19:45:00Z"):
+        first = cli("checkpoint", input="same\n")
+        second = cli("checkpoint", input="same\n")
+    assert first.exit_code == 0 and second.exit_code == 0
+    assert first.stdout == second.stdout
+    assert "already stored" in second.stderr
+    assert len(list((state_dir(repo) / "checkpoints").iterdir())) == 1
+    assert [e["event"] for e in events(repo)].count("task.checkpoint") == 1
+
+
+def test_no_active_task_exit_11(cli, repo):
+    result = cli("checkpoint", input="hello\n")
+    assert result.exit_code == 11
+    assert "no active task" in result.stderr and "majordomus task start" in result.stderr
+    assert not (repo / ".ai").exists()
+
+
+def test_show_scoped_to_branch_and_empty_after_new_task(cli, repo):
+    start(cli, "t1")
+    cli("checkpoint", input="on main\n")
+    git(repo, "checkout", "-q", "-b", "feature/x")
+    assert cli("checkpoint", "--show").exit_code == 11
+    start(cli, "t2")
+    assert cli("checkpoint", "--show").stdout == ""
+    cli("checkpoint", input="on feature\n")
+    assert cli("checkpoint", "--show").stdout.endswith("---\non feature\n")
+    git(repo, "checkout", "-q", "main")
+    assert cli("checkpoint", "--show").stdout.endswith("---\non main\n")
+    start(cli, "t3")
+    shown = cli("checkpoint", "--show")
+    assert shown.exit_code == 0 and shown.stdout == ""
+    listed = cli("checkpoint", "--list", "--json")
+    assert [r["task"] for r in json.loads(listed.stdout)] == ["t2", "t1"]
+
+
+def test_list_json_fields_newest_first(cli, repo):
+    start(cli)
+    with freeze_time("2026-09-03T10:00:00Z"):
+        cli("checkpoint", input="one\n")
+    with freeze_time("2026-09-03T10:00:05Z"):
+        cli("checkpoint", input="two\nlines\n")
+    data = json.loads(cli("checkpoint", "--list", "--json").stdout)
+    assert [d["timestamp"] for d in data] == ["2026-09-03T10:00:05Z", "2026-09-03T10:00:00Z"]
+    for key in ("path", "timestamp", "task", "branch", "head", "worktree", "lines", "sha256"):
+        assert key in data[0]
+    assert data[0]["lines"] == 2 and data[1]["lines"] == 1
+    shown = json.loads(cli("checkpoint", "--show", "--json").stdout)
+    assert shown["sha256"] == data[0]["sha256"]
+    human = cli("checkpoint", "--list").stdout.splitlines()
+    assert len(human) == 2 and human[0].startswith("2026-09-03T10:00:05Z")
+
+
+def test_dirty_state_and_changed_files(cli, repo):
+    start(cli)
+    (repo / "README").write_text("changed\n")
+    (repo / "new.txt").write_text("untracked\n")
+    result = cli("checkpoint", input="dirty now\n")
+    text = (repo / result.stdout.strip()).read_text()
+    assert 'worktree_state: "dirty"' in text
+    assert 'changed_files:\n- "README"\n- "new.txt"\n' in text
+
+
+def test_changed_files_capped_with_omitted_count(cli, repo):
+    (repo / ".ai").mkdir()
+    (repo / ".ai" / "config.yaml").write_text("checkpoint:\n  max_changed_files: 2\n")
+    start(cli)
+    for name in ("a", "b", "c", "d"):
+        (repo / name).write_text(name)
+    result = cli("checkpoint", input="many\n")
+    import yaml
+
+    meta = yaml.safe_load((repo / result.stdout.strip()).read_text().split("---\n")[1])
+    # .ai/config.yaml itself is untracked, so five changed paths in all
+    assert meta["changed_files"] == [".ai/config.yaml", "a"]
+    assert meta["changed_files_omitted"] == 3
+
+
+def test_modes_under_permissive_umask(cli, repo):
+    old = os.umask(0)
+    try:
+        start(cli)
+        result = cli("checkpoint", input="modes\n")
+    finally:
+        os.umask(old)
+    record = repo / result.stdout.strip()
+    assert oct(record.stat().st_mode & 0o777) == "0o600"
+    for d in (repo / ".ai" / "local", state_dir(repo), state_dir(repo) / "checkpoints", state_dir(repo) / "tasks"):
+        assert oct(d.stat().st_mode & 0o777) == "0o700", d
+    for f in (state_dir(repo) / "ledger.jsonl", next((state_dir(repo) / "tasks").iterdir())):
+        assert oct(f.stat().st_mode & 0o777) == "0o600", f
+
+
+def test_state_never_staged(cli, repo):
+    start(cli)
+    cli("checkpoint", input="x\n")
+    git(repo, "add", "-A")
+    staged = git(repo, "diff", "--cached", "--name-only").splitlines()
+    assert not [p for p in staged if p.startswith(".ai/local")]
+    assert (repo / ".ai" / "local" / ".gitignore").read_text() == "*\n"
+
+
+def test_symlinked_checkpoints_dir_refused(cli, repo, tmp_path):
+    start(cli)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (state_dir(repo) / "checkpoints").mkdir(exist_ok=True)
+    os.rmdir(state_dir(repo) / "checkpoints")
+    os.symlink(elsewhere, state_dir(repo) / "checkpoints")
+    before = snapshot(repo)
+    result = cli("checkpoint", input="through a link\n")
+    assert result.exit_code == 12
+    assert "symbolic link" in result.stderr and "checkpoints" in result.stderr
+    assert list(elsewhere.iterdir()) == []
+    assert snapshot(repo) == before
+
+
+def test_state_path_that_is_a_file_refused(cli, repo):
+    (repo / ".ai").mkdir()
+    (repo / ".ai" / "local").write_text("not a dir")
+    before = snapshot(repo)
+    result = cli("task", "start", "t1")
+    assert result.exit_code == 12 and "not a directory" in result.stderr
+    assert snapshot(repo) == before
+
+
+def test_unborn_branch(cli, unborn_repo):
+    assert cli("task", "start", "t1", cwd=unborn_repo).exit_code == 0
+    result = cli("checkpoint", input="nothing committed yet\n", cwd=unborn_repo)
+    assert result.exit_code == 0, result.stderr
+    rel = result.stdout.strip()
+    assert "--main--0000000--" in rel
+    text = (unborn_repo / rel).read_text()
+    assert "repo_id: null\n" in text and "head: null\n" in text and 'branch: "main"' in text
+
+
+def test_detached_head(cli, repo):
+    commit_file(repo, "b.txt", "b")
+    git(repo, "checkout", "-q", "--detach", "HEAD~1")
+    start(cli)
+    result = cli("checkpoint", input="detached\n")
+    rel = result.stdout.strip()
+    assert "--detached--" in rel
+    assert "branch: null\n" in (repo / rel).read_text()
+
+
+def test_repo_id_follows_first_parents_and_is_cached(cli, repo):
+    root = git(repo, "rev-parse", "HEAD")
+    # a second root, merged in as a second parent, must not change the id
+    git(repo, "checkout", "-q", "--orphan", "other")
+    git(repo, "rm", "-q", "-rf", ".")
+    commit_file(repo, "o.txt", "o")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--allow-unrelated-histories", "-m", "merge", "other")
+    start(cli)
+    text = (repo / cli("checkpoint", input="x\n").stdout.strip()).read_text()
+    assert f'repo_id: "{root}"' in text
+    cache = state_dir(repo) / "cache" / "root-commit"
+    assert cache.read_text().split() == [git(repo, "rev-parse", "HEAD"), root]
+    commit_file(repo, "c.txt", "c")
+    text = (repo / cli("checkpoint", input="y\n").stdout.strip()).read_text()
+    assert f'repo_id: "{root}"' in text
+    assert cache.read_text().split() == [git(repo, "rev-parse", "HEAD"), root]

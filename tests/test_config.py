@@ -1,0 +1,53 @@
+"""Configuration (SPEC §3): defaults, validation errors naming key and file, unknown keys kept for doctor."""
+
+from __future__ import annotations
+
+import pytest
+
+from majordomus import config
+from majordomus.errors import ENVIRONMENT
+
+
+def test_defaults_without_a_file(tmp_path):
+    cfg = config.load(str(tmp_path))
+    assert cfg.get("checkpoint", "max_body_lines") == 40
+    assert cfg.get("handoff", "required_sections") == ["State", "Decisions", "Open items", "Next actions"]
+    assert cfg.profile == "default" and cfg.unknown_keys == []
+
+
+def test_partial_file_keeps_other_defaults_and_lists_unknown_keys(tmp_path):
+    (tmp_path / ".ai").mkdir()
+    (tmp_path / ".ai" / "config.yaml").write_text(
+        "checkpoint:\n  max_body_lines: 5\n  colour: red\nextras: 1\nprofile: reviewer\n")
+    cfg = config.load(str(tmp_path))
+    assert cfg.get("checkpoint", "max_body_lines") == 5
+    assert cfg.get("checkpoint", "max_body_bytes") == 16384
+    assert cfg.profile == "reviewer"
+    assert sorted(cfg.unknown_keys) == ["checkpoint.colour", "extras"]
+
+
+@pytest.mark.parametrize("text,words", [
+    ("checkpoint:\n  max_body_lines: -1\n", "`checkpoint.max_body_lines` must be zero or more"),
+    ("checkpoint:\n  max_body_lines: true\n", "`checkpoint.max_body_lines` must be a whole number"),
+    ("handoff:\n  required_sections: State\n", "`handoff.required_sections` must be a list"),
+    ("hooks: 3\n", "`hooks` must be a mapping"),
+    ("profile: ''\n", "`profile` must be a non-empty string"),
+    ("- a\n- b\n", "must be a mapping of sections"),
+])
+def test_wrong_types_are_clear_errors(tmp_path, text, words):
+    (tmp_path / ".ai").mkdir()
+    path = tmp_path / ".ai" / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(config.ConfigError) as info:
+        config.load(str(tmp_path))
+    assert words in info.value.message and str(path) in info.value.message
+    assert info.value.code == ENVIRONMENT
+
+
+def test_template_matches_the_documented_defaults():
+    from importlib import resources
+
+    import yaml
+
+    text = resources.files("majordomus").joinpath("templates", "ai", "config.yaml").read_text()
+    assert yaml.safe_load(text) == config.DEFAULTS

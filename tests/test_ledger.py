@@ -1,0 +1,66 @@
+"""The ledger (SPEC §10): hash chain, sequence, tolerant replay, verify."""
+
+from __future__ import annotations
+
+import json
+
+from majordomus import ledger
+
+from conftest import state_dir
+
+
+def test_chain_and_sequence(tmp_path):
+    path = str(tmp_path / "ledger.jsonl")
+    for i in range(5):
+        ledger.append(path, "task.checkpoint", {"task": "t", "n": i}, "2026-01-01T00:00:00Z")
+    lines = open(path, "rb").read().splitlines()
+    objs = [json.loads(line) for line in lines]
+    assert [o["seq"] for o in objs] == [1, 2, 3, 4, 5]
+    assert objs[0]["prev"] is None
+    for prev_line, obj in zip(lines, objs[1:]):
+        assert obj["prev"] == ledger.line_hash(prev_line)
+    assert list(objs[0])[:4] == ["v", "seq", "at", "event"]
+    assert ledger.verify(path).ok
+
+
+def test_torn_line_is_counted_and_the_chain_continues(tmp_path):
+    path = str(tmp_path / "ledger.jsonl")
+    ledger.append(path, "a", {}, "2026-01-01T00:00:00Z")
+    with open(path, "ab") as fh:
+        fh.write(b'{"v":1,"seq":2,"at":"2026')  # a writer killed mid-append
+    assert ledger.replay(path).dropped_lines == 1
+    ledger.append(path, "b", {}, "2026-01-01T00:00:01Z")
+    replayed = ledger.replay(path)
+    assert [e["event"] for e in replayed.events] == ["a", "b"] and replayed.dropped_lines == 1
+    assert [e["seq"] for e in replayed.events] == [1, 2]
+    result = ledger.verify(path)
+    assert result.ok and result.dropped_lines == 1
+
+
+def test_edited_line_breaks_the_chain(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    for name in ("a", "b", "c"):
+        ledger.append(str(path), name, {"task": "t"}, "2026-01-01T00:00:00Z")
+    lines = path.read_text().splitlines()
+    lines[1] = lines[1].replace('"event":"b"', '"event":"x"')
+    path.write_text("\n".join(lines) + "\n")
+    result = ledger.verify(str(path))
+    assert not result.ok and "seq 3" in result.breaks[0]
+
+
+def test_cli_ledger_verify_task_filter_and_json(cli, repo):
+    cli("task", "start", "a")
+    cli("task", "start", "b")
+    cli("checkpoint", input="x\n")
+    out = json.loads(cli("ledger", "--json", "--task", "b").stdout)
+    assert [e["event"] for e in out["events"]] == ["task.start", "task.checkpoint"]
+    assert out["dropped_lines"] == 0
+    ok = cli("ledger", "--verify")
+    assert ok.exit_code == 0 and "4 events" in ok.stdout
+    path = state_dir(repo) / "ledger.jsonl"
+    text = path.read_text().replace('"task":"a"', '"task":"z"', 1)
+    path.write_text(text)
+    broken = cli("ledger", "--verify")
+    assert broken.exit_code == 1 and "broken" in broken.stdout
+    human = cli("ledger").stdout.splitlines()
+    assert len(human) == 4 and "task.checkpoint" in human[-1]

@@ -1,0 +1,181 @@
+"""What only a real process shows: exit codes, memory bounds, concurrency, kill -9, read-only state."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import MAJORDOMUS, run, snapshot, state_dir
+
+
+def start_task(repo: Path, task: str = "t1") -> None:
+    assert run("task", "start", task, cwd=repo).returncode == 0
+
+
+def test_console_script_and_python_m(repo):
+    start_task(repo)
+    result = run("checkpoint", cwd=repo, input="hello\n")
+    assert result.returncode == 0 and result.stdout.decode().startswith(".ai/local/state/checkpoints/")
+    module = subprocess.run([sys.executable, "-m", "majordomus", "checkpoint", "--show"], cwd=repo,
+                            capture_output=True)
+    assert module.returncode == 0 and module.stdout.endswith(b"---\nhello\n")
+    assert run("--version", cwd=repo).stdout.decode().strip().endswith("0.1.0")
+
+
+def test_dash_C_runs_elsewhere(repo, tmp_path):
+    start_task(repo)
+    result = run("-C", str(repo), "checkpoint", "--show", cwd=tmp_path)
+    assert result.returncode == 0
+    missing = run("-C", str(tmp_path / "nope"), "task", "list", cwd=tmp_path)
+    assert missing.returncode == 2 and b"cannot change to" in missing.stderr
+
+
+def test_exit_codes_from_the_console_script(repo, tmp_path):
+    assert run("checkpoint", cwd=repo, input="x\n").returncode == 11
+    start_task(repo)
+    assert run("checkpoint", cwd=repo, input="line\n" * 41).returncode == 10
+    assert run("check", cwd=repo).returncode == 1
+    assert run("no-such-command", cwd=repo).returncode == 2
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert run("task", "list", cwd=plain).returncode == 12
+
+
+def test_internal_error_is_one_line_and_traceback_only_with_debug(repo):
+    start_task(repo)
+    task_file = state_dir(repo) / "tasks" / "t1.yaml"
+    task_file.write_text(task_file.read_text().replace("checkpoint: null", "checkpoint: 5"))
+    result = run("checkpoint", "--show", cwd=repo)
+    assert result.returncode == 70
+    err = result.stderr.decode()
+    assert err.startswith("majordomus: internal error: ") and "Traceback" not in err
+    assert "MAJORDOMUS_DEBUG=1" in err
+    debug = run("checkpoint", "--show", cwd=repo, env={"MAJORDOMUS_DEBUG": "1"})
+    assert debug.returncode == 70 and b"Traceback" in debug.stderr
+
+
+def test_bad_config_names_key_and_file(repo):
+    (repo / ".ai").mkdir()
+    cfg = repo / ".ai" / "config.yaml"
+    cfg.write_text("checkpoint:\n  max_body_lines: -3\n")
+    start = run("task", "start", "t1", cwd=repo)
+    assert start.returncode == 12
+    err = start.stderr.decode()
+    assert "checkpoint.max_body_lines" in err and str(cfg) in err
+    cfg.write_text("checkpoint:\n  max_body_lines: forty\n")
+    assert b"must be a whole number" in run("task", "start", "t1", cwd=repo).stderr
+    cfg.write_text("checkpoint: [\n")
+    assert b"not valid YAML" in run("task", "start", "t1", cwd=repo).stderr
+    assert not (repo / ".ai" / "local").exists()
+
+
+MEASURE = textwrap.dedent("""
+    import resource, subprocess, sys
+    proc = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    chunk = b"x" * (1 << 20)
+    try:
+        for _ in range(256):
+            proc.stdin.write(chunk)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    out, err = proc.communicate()
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(proc.returncode, peak_kib)
+    sys.stderr.write(err.decode())
+""")
+
+
+def test_256_mib_single_line_refused_with_bounded_memory(repo):
+    start_task(repo)
+    before = snapshot(repo)
+    result = subprocess.run([sys.executable, "-c", MEASURE, MAJORDOMUS, "checkpoint"], cwd=repo,
+                            capture_output=True, timeout=120)
+    code, peak_kib = map(int, result.stdout.split())
+    assert code == 10
+    assert b"over 16384 bytes" in result.stderr and b"write a handoff instead" in result.stderr
+    assert peak_kib < 200 * 1024, f"peak RSS {peak_kib} KiB"
+    assert snapshot(repo) == before
+
+
+def test_twelve_concurrent_writers(repo):
+    start_task(repo)
+    procs = [subprocess.Popen([MAJORDOMUS, "checkpoint"], cwd=repo, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(12)]
+    for i, proc in enumerate(procs):
+        proc.stdin.write(f"writer {i}\n".encode())
+        proc.stdin.close()
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    records = list((state_dir(repo) / "checkpoints").glob("*.md"))
+    assert len(records) == 12
+    lines = (state_dir(repo) / "ledger.jsonl").read_bytes().splitlines()
+    events = [json.loads(line) for line in lines]  # no torn line: every line parses
+    checkpoints = [e for e in events if e["event"] == "task.checkpoint"]
+    assert len(checkpoints) == 12
+    assert len({e["seq"] for e in events}) == len(events)
+    assert {e["path"] for e in checkpoints} == {f"checkpoints/{r.name}" for r in records}
+    assert run("ledger", "--verify", cwd=repo).returncode == 0
+
+
+def test_sigkill_never_leaves_a_partial_record_or_an_unreadable_ledger(repo):
+    start_task(repo)
+    rng = random.Random(1234)
+    checkpoints = state_dir(repo) / "checkpoints"
+    kills = 0
+    for i in range(40):
+        proc = subprocess.Popen([MAJORDOMUS, "checkpoint"], cwd=repo, stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc.stdin.write(f"attempt {i}\n".encode() * 20)
+        proc.stdin.close()
+        time.sleep(rng.uniform(0.0, 0.35))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        for record in checkpoints.glob("*.md") if checkpoints.exists() else []:
+            digest = hashlib.sha256(record.read_bytes()).hexdigest()
+            assert record.name.split("--")[-1] == digest[:16] + ".md", f"partial record {record.name}"
+        ledger = run("ledger", "--json", cwd=repo)
+        assert ledger.returncode == 0
+        assert run("task", "show", "--json", cwd=repo).returncode == 0
+    assert kills >= 10, "the loop should have killed writers mid-flight"
+    verify = json.loads(run("ledger", "--verify", "--json", cwd=repo).stdout)
+    assert verify["ok"], verify
+    # the store still takes writes afterwards
+    assert run("checkpoint", cwd=repo, input="after the storm\n").returncode == 0
+
+
+def _can_mount_read_only(tmp_path: Path) -> bool:
+    if not shutil.which("unshare") or os.geteuid() != 0:
+        return False
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    r = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind -o ro {probe} {probe}"],
+                       capture_output=True)
+    return r.returncode == 0
+
+
+def test_read_only_state_directory_exit_12(repo, tmp_path):
+    if not _can_mount_read_only(tmp_path):
+        pytest.skip("needs root and unshare -m to make a read-only bind mount")
+    start_task(repo)
+    state = state_dir(repo)
+    before = snapshot(repo)
+    script = f"mount --bind -o ro {state} {state} && exec {MAJORDOMUS} checkpoint"
+    result = subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=repo, input=b"read only\n",
+                            capture_output=True)
+    assert result.returncode == 12, result.stderr
+    assert b"not writable" in result.stderr or b"Read-only" in result.stderr
+    assert snapshot(repo) == before

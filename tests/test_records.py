@@ -1,0 +1,62 @@
+"""Records: the front-matter writer and reader, body normalisation, naming (properties, not examples)."""
+
+from __future__ import annotations
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from majordomus import records
+from majordomus.errors import Refused
+
+scalars = st.one_of(st.none(), st.integers(min_value=-10**9, max_value=10**9),
+                    st.text(st.characters(blacklist_categories=("Cs",)), max_size=40))
+values = st.one_of(scalars, st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=20), max_size=4))
+# Our keys are fixed identifiers; YAML 1.1 reads these words as booleans or null, so none of them is a key.
+keys = st.from_regex(r"[a-z_][a-z0-9_]{0,12}", fullmatch=True).filter(
+    lambda k: k not in {"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+
+
+@settings(max_examples=200)
+@given(st.dictionaries(keys, values, max_size=8))
+def test_emitted_front_matter_is_yaml_and_reads_back(mapping):
+    text = records.emit_yaml(mapping.items())
+    assert yaml.safe_load(text) == (mapping or None)
+    assert records.parse_yaml(text) == mapping
+
+
+@settings(max_examples=200)
+@given(st.lists(st.text(st.characters(blacklist_categories=("Cc", "Cs")), max_size=30), max_size=45))
+def test_normalise_never_truncates(lines):
+    raw = "\n".join(lines).encode()
+    try:
+        body = records.normalise(raw, what="checkpoint", max_lines=40, max_bytes=16384)
+    except Refused:
+        return
+    kept = body.text.split("\n") if body.text else []
+    stripped = list(lines)
+    while stripped and not stripped[0].strip():
+        stripped.pop(0)
+    while stripped and not stripped[-1].strip():
+        stripped.pop()
+    assert kept == stripped or (not kept and not stripped)
+
+
+def test_split_reads_what_render_writes():
+    data = records.render([("kind", "checkpoint"), ("changed_files", ["a", "b"]), ("head", None)], "body\ntext")
+    meta, body = records.split(data)
+    assert meta == {"kind": "checkpoint", "changed_files": ["a", "b"], "head": None}
+    assert body == "body\ntext"
+
+
+def test_split_reads_hand_written_yaml_too():
+    meta, body = records.split(b"---\nkind: checkpoint\ntimestamp: 2026-09-03T19:45:00Z\n---\nhi\n")
+    assert meta["kind"] == "checkpoint" and meta["timestamp"].startswith("2026-09-03T19:45:00")
+    assert body == "hi"
+
+
+def test_record_name_and_digest():
+    name = records.record_name("20260903T194500Z", "feature/ä+b", None, "ab" * 32)
+    assert name == "20260903T194500Z--feature---b--0000000--abababababababab.md"
+    assert records.name_digest(name) == "ab" * 8
+    assert records.name_digest("notes.md") is None

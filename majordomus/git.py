@@ -63,7 +63,9 @@ def open_repo(start: str) -> Repo:
             "run majordomus inside a git repository (or pass -C DIR); `git init` makes one",
         )
     try:
-        handle = pygit2.Repository(found)
+        # Opened from `start`, not from `found`: a `.git` file (`git init --separate-git-dir`) names a git
+        # directory whose parent is not the work tree; libgit2 gets the work tree right only this way.
+        handle = pygit2.Repository(start)
     except pygit2.GitError as exc:
         raise EnvironmentProblem(f"cannot open the git repository at {found}: {exc}", "run `git status` there") from exc
     if handle.workdir is None:

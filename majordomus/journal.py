@@ -231,7 +231,8 @@ def _event(line: bytes) -> Optional[dict[str, Any]]:
         return None
     trigger = obj.get("trigger")
     event = {"at": obj["at"], "phase": obj["phase"], "runtime": obj["runtime"],
-             "trigger": trigger if trigger in TRIGGERS else "unknown"}
+             "trigger": trigger if trigger in TRIGGERS else "unknown",
+             "_raw_trigger": trigger if isinstance(trigger, str) else None}
     for key in ("session_id", "agent_id", "agent_type", "turn_id", "prompt_id", "model", "parseError"):
         value = obj.get(key)
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
@@ -245,7 +246,8 @@ def _stream(event: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _dedupe_key(event: dict[str, Any]) -> tuple[Any, ...]:
-    return _stream(event) + tuple(event.get(k) for k in ("phase", "turn_id", "prompt_id", "trigger", "parseError"))
+    keys = ("phase", "turn_id", "prompt_id", "_raw_trigger", "parseError")
+    return _stream(event) + tuple(event.get(k) for k in keys)
 
 
 def replay(directory: str) -> dict[str, Any]:
@@ -293,10 +295,11 @@ def replay(directory: str) -> dict[str, Any]:
                 result["completed_without_pre"] += 1
             result["generation"] += 1
             result["triggers"][event["trigger"]] += 1
-            done = {k: v for k, v in event.items() if k not in ("phase", "parseError")}
+            done = {k: v for k, v in event.items() if k not in ("phase", "parseError", "_raw_trigger")}
             done["started_at"] = started["at"] if started else None
             result["last_completed"] = done
-    result["open"] = sorted(({k: v for k, v in e.items() if k != "phase"} for e in open_pre.values()),
+    result["open"] = sorted(({k: v for k, v in e.items() if k not in ("phase", "_raw_trigger")}
+                             for e in open_pre.values()),
                             key=lambda e: e["at"])
     result["pending"] = len(result["open"])
     return result

@@ -56,6 +56,18 @@ def _edited(path: str) -> Refused:
     )
 
 
+def _first_missing(path: str) -> str | None:
+    """The outermost directory of `path` that does not exist yet (what makedirs will create first)."""
+    missing = None
+    while not os.path.isdir(path):
+        missing = path
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing
+
+
 def install(ws: Any, hooks_dir: str) -> installers.Result:
     target, chained = os.path.join(hooks_dir, HOOK), os.path.join(hooks_dir, CHAINED)
     if os.path.lexists(hooks_dir) and not os.path.isdir(hooks_dir):
@@ -70,7 +82,7 @@ def install(ws: Any, hooks_dir: str) -> installers.Result:
     if kind != "absent" and os.path.lexists(chained):
         raise Refused(f"{chained} already exists, so {target} cannot be chained; nothing was written",
                       f"merge or remove {chained} by hand, then try again")
-    created_dir = not os.path.isdir(hooks_dir)
+    created_top = _first_missing(hooks_dir)
     os.makedirs(hooks_dir, exist_ok=True)
     tmp = os.path.join(hooks_dir, f".{HOOK}.majordomus-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
@@ -80,8 +92,8 @@ def install(ws: Any, hooks_dir: str) -> installers.Result:
     if kind != "absent":
         os.rename(target, chained)  # a rename keeps the original's bytes, mode and link-ness
     os.rename(tmp, target)
-    if created_dir:
-        installers.save_receipt(ws, "git", target, {"version": 1, "path": target, "created_dir": True})
+    if created_top is not None:
+        installers.save_receipt(ws, "git", target, {"version": 1, "path": target, "created_dir": created_top})
     return installers.Result(target, [HOOK], "chained" if kind != "absent" else "added")
 
 
@@ -100,10 +112,16 @@ def uninstall(ws: Any, hooks_dir: str) -> installers.Result:
         os.rename(chained, target)
         how = "restored"
     receipt = installers.load_receipt(ws, "git", target)
-    if receipt is not None and receipt.get("created_dir"):
-        try:
-            os.rmdir(hooks_dir)
-        except OSError:
-            pass  # not empty: other hooks live there now
+    top = receipt.get("created_dir") if receipt is not None else None
+    if isinstance(top, str) and (hooks_dir == top or hooks_dir.startswith(top.rstrip(os.sep) + os.sep)):
+        directory = hooks_dir
+        while True:  # the directories install created, innermost first, as long as they are empty
+            try:
+                os.rmdir(directory)
+            except OSError:
+                break  # not empty: other hooks live there now
+            if directory == top:
+                break
+            directory = os.path.dirname(directory)
     installers.drop_receipt(ws, "git", target)
     return installers.Result(target, [HOOK] if how != "absent" else [], how)

@@ -247,25 +247,24 @@ def install(ws: Any, runtime: str, compact_bridge: bool) -> Result:
     path = settings_path(ws, runtime)
     before = _read(path)
     doc = _parse(before, path)
-    ours_before = any(present(doc, e) for e in entries(runtime, compact_bridge=True))
     added = [e for e in entries(runtime, compact_bridge) if not present(doc, e)]
     if not added:
         return Result(path, [], "already")
     for entry in added:
         add(doc, entry)
     after = _dump(doc, _style(before))
-    receipt = load_receipt(ws, runtime, path)
     directory = os.path.dirname(path)
-    if not ours_before:
-        receipt = {"version": 1, "path": path, "created_dir": not os.path.isdir(directory),
-                   "before": None if before is None else before.decode("utf-8")}
-    elif receipt is None or receipt.get("after_sha256") != _digest(before):
-        receipt = None  # edited since majordomus wrote it: uninstall will remove entries, not restore bytes
-    if receipt is not None:
-        receipt["after_sha256"] = _digest(after)
-        save_receipt(ws, runtime, path, receipt)
-    else:
-        drop_receipt(ws, runtime, path)
+    receipt = load_receipt(ws, runtime, path)
+    if receipt is None:
+        receipt = {"version": 1, "path": path, "exact": True, "created_dir": not os.path.isdir(directory),
+                   "before": None if before is None else before.decode("utf-8"), "added": []}
+    elif receipt.get("after_sha256") != _digest(before):
+        # Edited since majordomus last wrote it: its earlier bytes no longer describe what to go back to,
+        # so uninstall will take out the entries it added instead of restoring bytes.
+        receipt.update(exact=False, before=None)
+    receipt["added"] = sorted(set(receipt.get("added", [])) | {e.command for e in added})
+    receipt["after_sha256"] = _digest(after)
+    save_receipt(ws, runtime, path, receipt)
     os.makedirs(directory, exist_ok=True)
     write_file(path, after, _mode(path))
     return Result(path, [e.event for e in added], "added")
@@ -278,8 +277,9 @@ def uninstall(ws: Any, runtime: str) -> Result:
     if current is None:
         drop_receipt(ws, runtime, path)
         return Result(path, [], "absent")
-    if receipt is not None and receipt.get("after_sha256") == _digest(current):
-        events = sorted(set(remove(_parse(current, path), our_commands(runtime))))
+    ours = set(receipt.get("added", [])) & our_commands(runtime) if receipt else our_commands(runtime)
+    if receipt is not None and receipt.get("exact") and receipt.get("after_sha256") == _digest(current):
+        events = sorted(set(remove(_parse(current, path), ours)))
         previous = receipt.get("before")
         if previous is None:
             os.unlink(path)
@@ -293,7 +293,7 @@ def uninstall(ws: Any, runtime: str) -> Result:
         drop_receipt(ws, runtime, path)
         return Result(path, events, "restored")
     doc = _parse(current, path)
-    removed = remove(doc, our_commands(runtime))
+    removed = remove(doc, ours)
     drop_receipt(ws, runtime, path)
     if not removed:
         return Result(path, [], "absent")

@@ -190,49 +190,34 @@ def task_done(task_id: Optional[str]) -> None:
 @click.pass_context
 def checkpoint_cmd(ctx: click.Context, show: bool, list_: bool, as_json: bool) -> None:
     """Record what holds now: a few lines from stdin, identity computed from git."""
-    from majordomus import checkpoint, paths, store
+    from majordomus import checkpoint, fast, paths
 
     if show and list_:
         raise UsageError("--show and --list do not go together", "pick one")
     if as_json and not (show or list_):
         raise UsageError("--json goes with --show or --list", "add --show or --list")
     ws = _workspace()
+    if show and not as_json:
+        ctx.exit(fast.show(ws))
     if show:
         path = checkpoint.latest(ws)
-        if path is None:
-            if as_json:
-                emit_json(None)
-            return
-        if as_json:
-            emit_json(checkpoint.describe(ws, path))
-        else:
-            sys.stdout.buffer.write(store.read_nofollow(path))
+        emit_json(checkpoint.describe(ws, path) if path else None)
         return
     if list_:
-        if not paths.check_readable(ws.paths):
-            found: list[str] = []
-        else:
-            found = checkpoint.list_paths(ws.paths.checkpoints)
+        found = checkpoint.list_paths(ws.paths.checkpoints) if paths.check_readable(ws.paths) else []
         _print_records(ws, found, as_json)
         return
-    written = checkpoint.write(ws, sys.stdin.buffer)
-    if written.path is None:
-        note("empty body: no record written; the task's checkpoint time moved")
-    elif not written.created:
-        note("the identical record is already stored; nothing new was written")
-        emit(ws.display(written.path))
-    else:
-        emit(ws.display(written.path))
+    ctx.exit(fast.write(ws))
 
 
 def _print_records(ws: Any, found: list[str], as_json: bool) -> None:
+    import json
+
     from majordomus import checkpoint
 
-    if as_json:
+    if as_json:  # streamed, one record at a time, so a large store never sits in memory twice
         sys.stdout.write("[")
         for i, path in enumerate(found):
-            import json
-
             sys.stdout.write(("," if i else "") + "\n  " + json.dumps(checkpoint.describe(ws, path), ensure_ascii=False))
         sys.stdout.write("\n]\n" if found else "]\n")
         return
@@ -248,18 +233,9 @@ def _print_records(ws: Any, found: list[str], as_json: bool) -> None:
 @click.pass_context
 def check_cmd(ctx: click.Context, as_checkpoint: bool) -> None:
     """Is the active task's checkpoint fresh? Exit 0 fresh, 1 stale or none."""
-    from majordomus import checkpoint, clock, tasks
+    from majordomus import fast
 
-    ws = _workspace()
-    task = tasks.active(ws)
-    if as_checkpoint:
-        checkpoint.touch(ws, task.id, clock.iso(clock.now()))
-        return
-    problem = checkpoint.staleness(ws, task)
-    if problem:
-        note(f"majordomus: {problem}\nhint: pipe a few lines into `majordomus checkpoint`")
-        ctx.exit(1)
-    emit(f"fresh: {task.id} checkpointed at {task.checkpoint_at}")
+    ctx.exit(fast.check(_workspace(), touch=as_checkpoint))
 
 
 # ---------------------------------------------------------------- ledger

@@ -53,6 +53,12 @@ def run(argv: Optional[list[str]] = None, hook: bool = True) -> int:
     if hook_args is not None:
         return run_hook(hook_args[0], hook_args[1], args)
     try:
+        if args and args[-1] in ("checkpoint", "check", "--show", "--checkpoint"):
+            from majordomus import fast
+
+            code = fast.try_run(args)
+            if code is not None:
+                return code
         import click
 
         from majordomus.cli import cli

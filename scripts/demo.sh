@@ -13,7 +13,7 @@ cd "$repo"
 echo 'def login(): pass' > app.py
 git add app.py && git commit -qm "initial commit"
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*" | sed 's/\x1b\[[0-9;]*m//g'; }
+step() { printf '\n$ %s\n' "$*"; }
 run() { step "$*"; "$@"; }
 
 run majordomus init

@@ -179,3 +179,17 @@ def test_read_only_state_directory_exit_12(repo, tmp_path):
     assert result.returncode == 12, result.stderr
     assert b"not writable" in result.stderr or b"Read-only" in result.stderr
     assert snapshot(repo) == before
+
+
+def test_hot_commands_do_not_import_click(repo):
+    start_task(repo)
+    probe = ("import sys, runpy; sys.argv = ['majordomus'] + sys.argv[1:]\n"
+             "from majordomus import main\n"
+             "code = main.run(sys.argv[1:])\n"
+             "print('CLICK' if 'click' in sys.modules else 'NOCLICK', code)\n")
+    for args, stdin in ((["checkpoint"], b"hot\n"), (["checkpoint", "--show"], b""), (["check"], b""),
+                        (["check", "--checkpoint"], b""), (["-C", str(repo), "check"], b"")):
+        result = subprocess.run([sys.executable, "-c", probe, *args], cwd=repo, input=stdin, capture_output=True)
+        assert result.stdout.decode().split()[-2:] == ["NOCLICK", "0"], (args, result.stderr)
+    result = subprocess.run([sys.executable, "-c", probe, "checkpoint", "--list"], cwd=repo, capture_output=True)
+    assert b"CLICK" in result.stdout and b"NOCLICK" not in result.stdout

@@ -233,3 +233,22 @@ def fail_open(what: str, exc: BaseException) -> None:
 
         traceback.print_exception(type(exc), exc, exc.__traceback__)
     sys.stderr.write(f"majordomus: hook {what}: {type(exc).__name__}: {exc} (the session goes on)\n")
+
+
+def run(name: str, directory: Optional[str] = None) -> None:
+    """`hook session-start` or `hook stop` as a process: stdin in, stdout out, never an exception."""
+    try:
+        stream = sys.stdin
+        stdin = stream.buffer if stream is not None and not stream.isatty() else None
+        cwd = None if directory is None else os.path.abspath(directory)
+        if cwd is not None and not os.path.isdir(cwd):
+            raise NotADirectoryError(f"-C {directory}: not a directory")
+        if name == "session-start":
+            out = session_start(stdin, cwd)
+            if out is not None:
+                sys.stdout.write(out + "\n")
+                sys.stdout.flush()
+        else:
+            stop(stdin, cwd)
+    except BaseException as exc:  # noqa: BLE001 - fail-open
+        fail_open(name, exc)

@@ -41,6 +41,12 @@ def run_hook(directory: Optional[str], words: list[str], args: list[str]) -> int
 
         return journal.main(words[1:], directory)
     try:
+        if words in (["session-start"], ["stop"]):
+            # Every session start runs this: its floor is pygit2 and yaml, so click is not imported either.
+            from majordomus import hooks
+
+            hooks.run(words[0], directory)
+            return 0
         run(args, hook=False)
     except BaseException:  # noqa: BLE001 - even an interrupt must not fail the agent's session
         pass

@@ -72,3 +72,12 @@ def test_console_script_import_trace(active):
 def test_help_still_goes_through_click(active):
     result = run("hook", "compact", "--help", cwd=active)
     assert result.returncode == 0 and b"--phase" in result.stdout
+
+
+@pytest.mark.parametrize("hook_name", ["session-start", "stop"])
+def test_session_hooks_do_not_import_click(active, hook_name):
+    payload = (FIXTURES / "payloads" / f"claude-{'session-start-compact' if hook_name != 'stop' else 'stop'}.json")
+    got = probe(active, ["hook", hook_name], payload.read_bytes())
+    assert got["code"] == 0
+    assert not [m for m in got["heavy"] if m.split(".")[0] == "click"]
+    assert "pygit2" in got["heavy"]  # it did open the repository

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-import sys
-from typing import Any, Optional
+from typing import Any
 
 import click
 
@@ -26,13 +25,6 @@ class FailOpenGroup(click.Group):
             ctx.exit(0)
 
 
-def _stdin() -> Optional[Any]:
-    stream = sys.stdin
-    if stream is None or stream.isatty():
-        return None  # run by hand in a terminal: do not wait for a payload that will not come
-    return stream.buffer
-
-
 @click.group("hook", cls=FailOpenGroup)
 def hook() -> None:
     """What agent runtimes run (SessionStart, Stop, PreCompact/PostCompact). Always exits 0."""
@@ -43,9 +35,7 @@ def session_start() -> None:
     """Print the identity and the briefing as SessionStart context (every source alike)."""
     from majordomus import hooks
 
-    out = hooks.session_start(_stdin())
-    if out is not None:
-        click.echo(out)
+    hooks.run("session-start")
 
 
 @hook.command("stop")
@@ -53,7 +43,7 @@ def stop() -> None:
     """Record `session.stop` (session id, final message length): bookkeeping only."""
     from majordomus import hooks
 
-    hooks.stop(_stdin())
+    hooks.run("stop")
 
 
 @hook.command("compact")

@@ -155,7 +155,8 @@ def record(phase: str, runtime: str, stdin: BinaryIO, cwd: str) -> Optional[str]
     return append(directory, line, limits["rotate_bytes"])
 
 
-def _parse_argv(argv: list[str]) -> tuple[Optional[str], Optional[str]]:
+def _parse_argv(argv: list[str]) -> tuple[str, str, Optional[str]]:
+    """(phase, runtime, problem): argv is all this path trusts for phase and runtime."""
     opts: dict[str, str] = {}
     i = 0
     while i < len(argv):
@@ -167,24 +168,23 @@ def _parse_argv(argv: list[str]) -> tuple[Optional[str], Optional[str]]:
                 value = argv[i] if i < len(argv) else ""
             opts[name[2:]] = value
         else:
-            return None, f"unexpected argument `{arg}`"
+            return "", "", f"unexpected argument `{arg}`"
         i += 1
-    phase, runtime = opts.get("phase"), opts.get("runtime")
+    phase, runtime = opts.get("phase", ""), opts.get("runtime", "")
     if phase not in PHASES:
-        return None, "--phase must be pre or post"
+        return phase, runtime, "--phase must be pre or post"
     if runtime not in WHITELIST:
-        return None, "--runtime must be claude or codex"
-    return f"{phase} {runtime}", None
+        return phase, runtime, "--runtime must be claude or codex"
+    return phase, runtime, None
 
 
 def main(argv: list[str], cwd: Optional[str] = None) -> int:
     """`majordomus hook compact --phase pre|post --runtime claude|codex`: always exits 0 (fail-open)."""
     try:
-        parsed, problem = _parse_argv(argv)
-        if parsed is None:
+        phase, runtime, problem = _parse_argv(argv)
+        if problem is not None:
             sys.stderr.write(f"majordomus: hook compact: {problem}; nothing recorded\n")
             return 0
-        phase, runtime = parsed.split(" ")
         if cwd is not None and not os.path.isdir(cwd):
             sys.stderr.write(f"majordomus: hook compact: -C {cwd}: not a directory; nothing recorded\n")
             return 0

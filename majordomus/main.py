@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn, Optional
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: `hook compact` starts here, and typing is not free
+if TYPE_CHECKING:
+    from typing import NoReturn, Optional
 
 
 def internal_error(exc: BaseException) -> int:

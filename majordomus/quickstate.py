@@ -21,18 +21,28 @@ import json
 import os
 import re
 import stat
-from typing import NamedTuple, Optional
+TYPE_CHECKING = False  # annotations only: `hook compact` pays for every import
+if TYPE_CHECKING:
+    from typing import Optional
 
 TASK_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")  # the same rule as tasks.TASK_ID
 JOURNAL_DEFAULTS = {"line_max_bytes": 16384, "rotate_bytes": 1048576}  # as config.DEFAULTS["journal"]
 _CONFIG_READ_MAX = 1 << 20
 
 
-class Place(NamedTuple):
-    worktree: str
-    branch: Optional[str]
-    state_root: str  # .../local/state
-    config_root: Optional[str]  # where .ai/config.yaml is looked for
+class Place:
+    """Where we are: the worktree, its branch, the state directory and where the config is looked for."""
+
+    __slots__ = ("worktree", "branch", "state_root", "config_root")
+
+    def __init__(self, worktree: str, branch: Optional[str], state_root: str, config_root: Optional[str]) -> None:
+        self.worktree = worktree
+        self.branch = branch
+        self.state_root = state_root  # .../local/state
+        self.config_root = config_root  # where .ai/config.yaml is looked for
+
+    def __repr__(self) -> str:
+        return f"Place({self.worktree!r}, {self.branch!r}, {self.state_root!r}, {self.config_root!r})"
 
 
 def _read_text(path: str, limit: int = 65536) -> Optional[str]:

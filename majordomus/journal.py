@@ -267,13 +267,13 @@ def replay(directory: str) -> dict[str, Any]:
     """
     previous: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     open_pre: dict[tuple[Any, ...], dict[str, Any]] = {}
+    # The order is the order of importance: `context status` prints the keys as they come.
     result: dict[str, Any] = {
-        "generation": 0, "pending": 0, "last_completed": None, "events": 0, "duplicates": 0,
-        "dropped_lines": 0, "parse_errors": 0, "abandoned": 0, "completed_without_pre": 0,
+        "generation": 0, "pending": 0, "last_completed": None, "dropped_lines": 0, "duplicates": 0,
+        "abandoned": 0, "completed_without_pre": 0, "parse_errors": 0, "events": 0,
         "triggers": {"manual": 0, "auto": 0, "unknown": 0}, "open": [],
-        "files": [os.path.join(directory, name) for name in (ROTATED, FILE)],
     }
-    for path in result["files"]:
+    for path in (os.path.join(directory, ROTATED), os.path.join(directory, FILE)):
         for line in _lines(path):
             if not line.strip():
                 continue
@@ -315,6 +315,7 @@ def status(ws: Any, task_id: Optional[str] = None) -> dict[str, Any]:
         from majordomus import tasks
 
         task_id = tasks.active(ws).id
-    result = {"task": task_id}
-    result.update(replay(ws.paths.context_dir(task_id)))
+    directory = ws.paths.context_dir(task_id)
+    result = replay(directory)
+    result["journal"] = ws.display(os.path.join(directory, FILE))
     return result

@@ -194,7 +194,7 @@ def test_missing_journal_and_active_task_default(repo):
 
     start_task(repo)
     status = journal.status(Workspace.open(str(repo)))
-    assert status["task"] == "t1"
+    assert status["journal"] == ".ai/local/state/context/t1/compact-events.jsonl"
     assert (status["generation"], status["pending"], status["last_completed"], status["dropped_lines"]) == (
         0, 0, None, 0)
 

@@ -248,6 +248,8 @@ def check_cmd(ctx: click.Context, as_checkpoint: bool) -> None:
 @click.pass_context
 def ledger_cmd(ctx: click.Context, as_json: bool, task_id: Optional[str], verify: bool) -> None:
     """Print the ledger's events, or verify its hash chain."""
+    import json
+
     from majordomus import ledger
 
     ws = _workspace()
@@ -271,7 +273,7 @@ def ledger_cmd(ctx: click.Context, as_json: bool, task_id: Optional[str], verify
     for ev in replayed.events:
         extra = {k: v for k, v in ev.items() if k not in ("v", "seq", "at", "event", "task", "worktree",
                                                            "branch", "prev")}
-        detail = " ".join(f"{k}={v}" for k, v in extra.items())
+        detail = " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in extra.items())
         emit(f"{ev['seq']:>6}  {ev['at']}  {ev['event']:<16} {ev.get('task') or '-'}  {detail}".rstrip())
     if replayed.dropped_lines:
         note(f"majordomus: {replayed.dropped_lines} torn or invalid ledger lines skipped "

@@ -193,3 +193,44 @@ def hooks_dir(repo: Repo) -> str:
         path = os.path.expanduser(configured)
         return os.path.normpath(path if os.path.isabs(path) else os.path.join(repo.worktree, path))
     return os.path.join(repo.common_dir, "hooks")
+
+
+# ---------------------------------------------------------------- drift since a record (used by `brief`)
+
+
+def divergence(repo: Repo, old: str, new: str) -> tuple[int, int] | None:
+    """(commits in `new` not in `old`, commits in `old` not in `new`); None when either is unknown here."""
+    try:
+        ahead, behind = repo.handle.ahead_behind(new, old)
+    except (pygit2.GitError, KeyError, ValueError):
+        return None
+    return int(ahead), int(behind)
+
+
+def knows(repo: Repo, oid: str) -> bool:
+    """Whether `oid` names a commit in this repository (a record may come from another clone)."""
+    try:
+        return isinstance(repo.handle[oid], pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return False
+
+
+def commits_since(repo: Repo, old: str | None, new: str, limit: int) -> tuple[list[tuple[str, str]], int]:
+    """Up to `limit` (short id, summary) of commits reachable from `new` but not `old`, newest first,
+    and how many there are in all (counting stops at 10,000: enough to say "a lot")."""
+    try:
+        walker = repo.handle.walk(new, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME)
+        if old is not None:
+            walker.hide(old)
+    except (pygit2.GitError, KeyError, ValueError):
+        return [], 0
+    shown: list[tuple[str, str]] = []
+    total = 0
+    for commit in walker:
+        total += 1
+        if len(shown) < limit:
+            summary = (commit.message or "").strip().split("\n", 1)[0]
+            shown.append((str(commit.id)[:7], summary))
+        if total >= 10_000:
+            break
+    return shown, total

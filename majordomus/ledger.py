@@ -145,3 +145,29 @@ def verify(path: str) -> Verification:
             breaks.append(f"event seq {obj['seq']}: expected seq {previous_seq + 1}")
         previous, previous_seq = line, obj["seq"]
     return Verification(events=count, dropped_lines=dropped, breaks=breaks)
+
+
+def last_event(path: str, task: str | None = None, events: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The newest valid event (of `task`, among `events` when given), reading backwards from the end:
+    a briefing asks for the latest fact, which should not cost a replay of the whole history."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    try:
+        end = os.fstat(fd).st_size
+        carry = b""
+        while end > 0:
+            start = max(0, end - _TAIL_CHUNK)
+            lines = (os.pread(fd, end - start, start) + carry).split(b"\n")
+            carry = lines[0] if start > 0 else b""
+            for line in reversed(lines[1:] if start > 0 else lines):
+                obj = _event(line) if line.strip() else None
+                if obj is None:
+                    continue
+                if (task is None or obj.get("task") == task) and (not events or obj["event"] in events):
+                    return obj
+            end = start
+    finally:
+        os.close(fd)
+    return None

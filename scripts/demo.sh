@@ -70,7 +70,7 @@ MD
   run majordomus handoff --list
 fi
 if majordomus --help | grep -q '^  brief'; then
-  run majordomus brief
+  run majordomus brief fix-login   # handed off: no task is active here any more, so name it
 fi
 run majordomus ledger
 run majordomus ledger --verify

@@ -1,0 +1,335 @@
+"""Continuity (SPEC §8): the objective and four kinds of pin a task must not forget, with an integrity hash.
+
+Exactly two writers touch `context/ID/continuity.json`: `task start` (through `seed`) and
+`context pin|unpin`. Everything else only reads it, and a document whose hash does not match was changed
+by someone else: that is a finding, and no writer re-hashes it (which would launder the edit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import unicodedata
+import uuid
+from typing import Any, Optional
+
+from majordomus import budget, clock, store, tasks
+from majordomus.errors import EnvironmentProblem, MajordomusError, NotFound, Refused, UsageError
+from majordomus.workspace import Workspace
+
+VERSION = 1
+FILE = "continuity.json"
+RENDERED = "continuity.md"
+KINDS = {"decision": "decisions", "constraint": "constraints", "open-item": "openItems", "next-action": "nextActions"}
+SOURCES = ("principal", "agent", "execution")
+# The render's fixed order, and the order in which an over-budget render gives things up: a stale next
+# action is the cheapest thing to lose, a settled decision the dearest (forgetting it reopens a debate).
+SECTIONS = (("objective", "Objective"), ("decisions", "Decisions"), ("constraints", "Constraints"),
+            ("openItems", "Open items"), ("nextActions", "Next actions"))
+CUT_ORDER = ("nextActions", "openItems", "objective", "constraints", "decisions")
+LABELS = {"decisions": "decision", "constraints": "constraint", "openItems": "open item", "nextActions": "next action"}
+PIN_KEYS = tuple(KINDS.values())
+
+# Pins are injected into model context after every compaction and kept on disk: refuse the obvious secrets.
+_SECRETS = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{36,}\b"
+    r"|\bgithub_pat_[A-Za-z0-9_]{40,}\b|\bxox[abprs]-[A-Za-z0-9-]{10,}\b|\bsk-[A-Za-z0-9_-]{32,}\b"
+    r"|\bglpat-[A-Za-z0-9_-]{20,}\b"
+)
+
+
+class Broken(EnvironmentProblem):
+    """A continuity file that cannot be trusted: unreadable, malformed, or changed outside its writers."""
+
+    def __init__(self, task_id: str, findings: list[str]) -> None:
+        super().__init__(
+            f"the continuity of task `{task_id}` cannot be trusted: {findings[0]}",
+            f"see `majordomus context validate {task_id}`; if the change was yours, remove "
+            f"context/{task_id}/{FILE} and pin again (records and the ledger keep the history)",
+        )
+        self.findings = findings
+
+
+def canonical(doc: dict[str, Any]) -> bytes:
+    """Keys sorted recursively, no insignificant whitespace, UTF-8: the same data gives the same bytes."""
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def digest(doc: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical({k: v for k, v in doc.items() if k != "integrity"})).hexdigest()
+
+
+def config_hash(ws: Workspace) -> str:
+    """Which limits governed the document: the canonical hash of the `continuity` configuration."""
+    return hashlib.sha256(canonical({"continuity": ws.config.values["continuity"]})).hexdigest()
+
+
+def clean_text(text: str) -> str:
+    """One sentence: control characters (newlines included) collapse to a space, runs of space to one."""
+    chars = [" " if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in text]
+    return re.sub(r"\s+", " ", "".join(chars)).strip()
+
+
+def pin_text(ws: Workspace, text: str) -> str:
+    """The text of a new pin, or a refusal (exit 10) saying which rule it breaks."""
+    cleaned = clean_text(text)
+    if not cleaned:
+        raise Refused("the pin is empty; nothing was written", 'give one sentence: `majordomus context pin decision -- "…"`')
+    try:
+        size = len(cleaned.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise Refused("the pin is not valid UTF-8; nothing was written", "convert the text to UTF-8") from None
+    limit = ws.config.get("continuity", "pin_max_bytes")
+    if size > limit:
+        raise Refused(
+            f"the pin is {size} bytes; the limit is {limit} (continuity.pin_max_bytes); nothing was written",
+            "a pin is one sentence, not a summary: shorten it, or write a handoff (`majordomus handoff`)",
+        )
+    if _SECRETS.search(cleaned):
+        raise Refused(
+            "the pin looks like it carries a secret (a key or token); nothing was written",
+            "never pin secrets or file contents: pins are re-injected into model context; say where it lives instead",
+        )
+    return cleaned
+
+
+def new_doc(ws: Workspace, task: tasks.Task, at: str) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "version": VERSION, "task": task.id, "configHash": config_hash(ws), "runtime": None,
+        "createdAt": at, "updatedAt": at, "objective": clean_text(task.objective),
+    }
+    doc.update({key: [] for key in PIN_KEYS})
+    return doc
+
+
+def path_of(ws: Workspace, task_id: str) -> str:
+    return os.path.join(ws.paths.context_dir(task_id), FILE)
+
+
+def _schema_findings(doc: Any, task_id: str) -> list[str]:
+    if not isinstance(doc, dict):
+        return ["the document is not a JSON object"]
+    found = []
+    for key in ("version", "task", "configHash", "runtime", "createdAt", "updatedAt", "objective") + PIN_KEYS:
+        if key not in doc:
+            found.append(f"the key `{key}` is missing")
+    if doc.get("task", task_id) != task_id:
+        found.append(f"it names task `{doc.get('task')}`, not `{task_id}`")
+    if "objective" in doc and not isinstance(doc["objective"], str):
+        found.append("`objective` is not a string")
+    for key in PIN_KEYS:
+        pins = doc.get(key, [])
+        if not isinstance(pins, list) or not all(_is_pin(p) for p in pins):
+            found.append(f"`{key}` is not a list of pins {{id, text, source, createdAt}}")
+    integrity = doc.get("integrity")
+    if not isinstance(integrity, dict) or not isinstance(integrity.get("sha256"), str):
+        found.append("`integrity.sha256` is missing")
+    return found
+
+
+def _is_pin(pin: Any) -> bool:
+    return (isinstance(pin, dict) and all(isinstance(pin.get(k), str) for k in ("id", "text", "source", "createdAt"))
+            and pin["source"] in SOURCES)
+
+
+def examine(ws: Workspace, task_id: str) -> tuple[Optional[dict[str, Any]], list[str]]:
+    """(document, findings): (None, []) when there is no file — pins are working memory, not authority."""
+    path = path_of(ws, task_id)
+    try:
+        raw = store.read_nofollow(path)
+    except FileNotFoundError:
+        return None, []
+    except OSError as exc:
+        why = "it is a symbolic link" if os.path.islink(path) else exc.strerror
+        return None, [f"{ws.display(path)} is unreadable: {why}"]
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        return None, [f"{ws.display(path)} is not valid JSON: {exc}"]
+    found = [f"{ws.display(path)}: {f}" for f in _schema_findings(doc, task_id)]
+    if not found:
+        recorded, computed = doc["integrity"]["sha256"], digest(doc)
+        if recorded != computed:
+            found.append(
+                f"{ws.display(path)}: integrity mismatch (recorded sha256 {recorded[:16]}…, computed {computed[:16]}…): "
+                "the file was changed outside `task start` and `context pin|unpin`"
+            )
+    return (doc if not found else None), found
+
+
+def validate(ws: Workspace, task_id: str) -> list[str]:
+    """Every integrity finding of the task's continuity; empty when intact or absent."""
+    return examine(ws, task_id)[1]
+
+
+def load(ws: Workspace, task_id: str) -> Optional[dict[str, Any]]:
+    """The trusted document, None when absent; raises Broken when it cannot be trusted."""
+    doc, found = examine(ws, task_id)
+    if found:
+        raise Broken(task_id, found)
+    return doc
+
+
+def effective(ws: Workspace, task_id: str) -> dict[str, Any]:
+    """The document, or — when `context/ID/` is gone — one rebuilt from the task record (objective only)."""
+    doc = load(ws, task_id)
+    if doc is not None:
+        return doc
+    task = tasks.load(ws, task_id)
+    return new_doc(ws, task, task.started_at)
+
+
+def _write(ws: Workspace, task_id: str, doc: dict[str, Any]) -> str:
+    """Hash, size-check and store the document and its render; refusals come before any byte is written."""
+    doc = {k: v for k, v in doc.items() if k != "integrity"}
+    doc["integrity"] = {"sha256": digest(doc)}
+    data = json.dumps(doc, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
+    limit = ws.config.get("continuity", "max_bytes")
+    if len(data) > limit:
+        raise Refused(
+            f"the continuity of task `{task_id}` would be {len(data)} bytes; the limit is {limit} "
+            "(continuity.max_bytes); nothing was written",
+            "unpin what no longer holds (`majordomus context unpin PIN_ID`), or write a handoff",
+        )
+    rendered = render_doc(doc, task_id, ws.config.get("continuity", "render_max_bytes")).text
+    ws.ensure_state("context", os.path.join("context", task_id))
+    store.replace(path_of(ws, task_id), data)
+    store.replace(os.path.join(ws.paths.context_dir(task_id), RENDERED), rendered.encode("utf-8"))
+    return doc["integrity"]["sha256"]
+
+
+def seed(ws: Workspace, task: tasks.Task, from_task: Optional[str]) -> None:
+    """Writer one: `task start` seeds the objective and, with `--from`, the pins of another task.
+    Called with the state lock held, before anything else of the start is written."""
+    doc = new_doc(ws, task, task.started_at)
+    if from_task is not None:
+        source, found = examine(ws, from_task)
+        if found:
+            raise Refused(
+                f"the continuity of task `{from_task}` cannot be trusted ({found[0]}); its pins were not copied; "
+                "nothing was written",
+                f"see `majordomus context validate {from_task}`, or start without --from",
+            )
+        if source is not None:
+            for key in PIN_KEYS:
+                doc[key] = [dict(p) for p in source[key]]
+    _write(ws, task.id, doc)
+
+
+def _modify(ws: Workspace, change: Any) -> tuple[tasks.Task, Any, str, str]:
+    """Writer two, under the state lock: load (or rebuild) the active task's document, change, store."""
+    tasks.active(ws)  # refuse before anything is created
+    at = clock.iso(clock.now())
+    ws.ensure_state("context")
+    with store.locked(ws.paths.lock):
+        task = tasks.active(ws)  # lock, then check again: a handoff or takeover may have come first
+        doc = load(ws, task.id)
+        if doc is None:  # context/ID/ was removed: the task record still knows the objective
+            doc = new_doc(ws, task, at)
+        result = change(doc)
+        doc["updatedAt"] = at
+        doc["configHash"] = config_hash(ws)
+        integrity = _write(ws, task.id, doc)
+    return task, result, at, integrity
+
+
+def pin(ws: Workspace, kind: str, text: str, source: str) -> dict[str, Any]:
+    """Add one pin to the active task's continuity; returns the pin."""
+    if kind not in KINDS:
+        raise UsageError(f"`{kind}` is not a pin kind", f"use one of: {', '.join(KINDS)}")
+    if source not in SOURCES:
+        raise UsageError(f"`{source}` is not a pin source", f"use one of: {', '.join(SOURCES)}")
+    cleaned = pin_text(ws, text)
+    new = {"id": str(uuid.uuid4()), "text": cleaned, "source": source, "createdAt": clock.iso(clock.now())}
+    task, _, at, integrity = _modify(ws, lambda doc: doc[KINDS[kind]].append(new))
+    # The ledger never holds the text: an unpinned sentence must not live on in an append-only log.
+    tasks.event(ws, "context.pin", task.id, at, pin=new["id"], kind=kind, source=source,
+                bytes=len(cleaned.encode("utf-8")), integrity=integrity)
+    return new
+
+
+def unpin(ws: Workspace, pin_id: str) -> tuple[str, dict[str, Any]]:
+    """Remove a pin (full id, or a unique prefix of at least 4 characters); returns (kind, pin)."""
+    if len(pin_id) < 4:
+        raise UsageError(f"`{pin_id}` is too short to name a pin", "give at least 4 characters of the pin id")
+
+    def change(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        hits = [(kind, p) for kind, key in KINDS.items() for p in doc[key] if p["id"].startswith(pin_id)]
+        exact = [h for h in hits if h[1]["id"] == pin_id]
+        hits = exact or hits
+        if not hits:
+            raise NotFound(f"no pin `{pin_id}` in task `{doc['task']}`; nothing was written",
+                           "see the pins and their ids with `majordomus context status`")
+        if len(hits) > 1:
+            raise UsageError(f"`{pin_id}` names {len(hits)} pins; nothing was written", "give more of the id")
+        kind, found = hits[0]
+        doc[KINDS[kind]].remove(found)
+        return kind, found
+
+    task, (kind, removed), at, integrity = _modify(ws, change)
+    tasks.event(ws, "context.unpin", task.id, at, pin=removed["id"], kind=kind, integrity=integrity)
+    return kind, removed
+
+
+def blocks(doc: dict[str, Any], level: int) -> tuple[list[budget.Block], list[tuple[int, int]]]:
+    """The render's sections as blocks (headings at `level`) and the cut order over their entries."""
+    mark = "#" * level
+    out: list[budget.Block] = []
+    index: dict[str, int] = {}
+    for key, title in SECTIONS:
+        block = budget.Block(heading=f"\n{mark} {title}\n")
+        if key == "objective":
+            objective = doc.get("objective") or ""
+            if objective and objective != clean_text(tasks.INTERACTIVE_OBJECTIVE):
+                block.entries.append(budget.Entry(objective + "\n", "the objective", whole=True))
+        else:
+            block.entries.extend(budget.Entry(f"- {p['text']}\n", LABELS[key]) for p in doc.get(key, []))
+        index[key] = len(out)
+        out.append(block)
+    # Within a section the oldest entry goes first: pins are kept in the order they were made.
+    order = [(index[key], j) for key in CUT_ORDER for j in range(len(out[index[key]].entries))]
+    return out, order
+
+
+def render_doc(doc: dict[str, Any], task_id: str, budget_bytes: int) -> budget.Fitted:
+    parts: list[budget.Part] = [f"# Continuity: {task_id}\n"]
+    section_blocks, order = blocks(doc, 2)
+    parts.extend(section_blocks)
+    shifted = [(i + 1, j) for i, j in order]
+    return budget.fit(parts, shifted, budget_bytes,
+                      lambda labels: f"\n(dropped to fit {budget_bytes} bytes: {', '.join(labels)})\n" if labels else "")
+
+
+def render(ws: Workspace, task_id: str, budget_bytes: int) -> str:
+    """The rendered continuity of a task within `budget_bytes`; raises Broken when it cannot be trusted."""
+    return render_doc(effective(ws, task_id), task_id, budget_bytes).text
+
+
+def status(ws: Workspace, task_id: str) -> dict[str, Any]:
+    """Pins by kind, integrity, and — when the journal module is present — the compaction state."""
+    path = path_of(ws, task_id)
+    doc, found = examine(ws, task_id)
+    out: dict[str, Any] = {"task": task_id, "path": ws.display(path), "exists": os.path.lexists(path)}
+    if found:
+        out["integrity"] = "broken"
+    else:
+        out["integrity"] = "ok" if doc is not None else "absent"
+    out["findings"] = found
+    if doc is not None:
+        out["objective"] = bool(blocks(doc, 2)[0][0].entries)
+        out["createdAt"], out["updatedAt"] = doc["createdAt"], doc["updatedAt"]
+        out["pins"] = {key: [{k: p[k] for k in ("id", "text", "source", "createdAt")} for p in doc[key]]
+                       for key in PIN_KEYS}
+        out["counts"] = {key: len(doc[key]) for key in PIN_KEYS}
+    try:
+        from majordomus import journal  # issue 4: the compaction journal's replay
+    except ImportError:
+        journal = None  # type: ignore[assignment]
+    if journal is not None and hasattr(journal, "status"):
+        try:
+            out["compaction"] = journal.status(ws, task_id)
+        except (OSError, ValueError, MajordomusError) as exc:
+            out["compaction"] = {"error": str(exc)}
+    return out

@@ -1,0 +1,216 @@
+"""`majordomus brief` (SPEC §9): records first, drift made visible, a budget kept by a stated drop order."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from freezegun import freeze_time
+
+from conftest import commit_file, git, run, snapshot, state_dir
+from majordomus import brief
+from majordomus.workspace import Workspace
+
+BODY = """## State
+HANDOFF-STATE normalise() is half done.
+
+## Decisions
+Normalise at the edge.
+
+## Open items
+Uppercase hosts?
+
+## Next actions
+Finish normalise().
+"""
+
+
+def setup_task(cli: Any) -> None:
+    with freeze_time("2026-09-03T10:00:00Z"):
+        cli("task", "start", "t1", "--title", "Fix login", "--objective", "Login callbacks compare correctly")
+        cli("context", "pin", "decision", "--", "Normalise at the edge.")
+        cli("context", "pin", "next-action", "--", "Write the regression test.")
+    with freeze_time("2026-09-03T10:01:00Z"):
+        cli("checkpoint", input="CHECKPOINT-BEFORE the handoff\n")
+    with freeze_time("2026-09-03T10:02:00Z"):
+        assert cli("handoff", input=BODY).exit_code == 0
+
+
+def test_handoff_resume_in_a_linked_worktree_checkpoint_then_brief_shows_both(
+        cli: Any, repo: Path, tmp_path: Path, monkeypatch: Any) -> None:
+    # In-process, libgit2 keeps the global config it found at import: name the owner explicitly.
+    monkeypatch.setenv("MAJORDOMUS_OWNER", "test@example.com")
+    setup_task(cli)
+    other = tmp_path / "wt2"
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(other))
+    with freeze_time("2026-09-03T11:00:00Z"):
+        assert cli("task", "resume", "t1", cwd=other).exit_code == 0
+    with freeze_time("2026-09-03T11:05:00Z"):
+        assert cli("checkpoint", input="CHECKPOINT-ONE after resume\n", cwd=other).exit_code == 0
+    with freeze_time("2026-09-03T11:10:00Z"):
+        assert cli("checkpoint", input="CHECKPOINT-TWO after resume\n", cwd=other).exit_code == 0
+    text = cli("brief", cwd=other).stdout
+    assert text.startswith("Briefing for task `t1` (Fix login): active, profile default, owner test@example.com.\n")
+    order = ["# Objective", "Login callbacks compare correctly", "# Decisions", "- Normalise at the edge.",
+             "# Next actions", "- Write the regression test.", "# Latest handoff: 2026-09-03T10:02:00Z",
+             "HANDOFF-STATE", "# Checkpoints since the latest handoff, newest first", "CHECKPOINT-TWO",
+             "CHECKPOINT-ONE", "# Last recorded facts"]
+    positions = [text.index(marker) for marker in order]
+    assert positions == sorted(positions)
+    assert "CHECKPOINT-BEFORE" not in text  # it belongs to the handoff, not to what came after it
+    assert "- last record: checkpoint at 2026-09-03T11:10:00Z in " + str(other) in text
+    assert "- last event: task.checkpoint at 2026-09-03T11:10:00Z" in text
+    assert "# Since the last record" not in text and "unchanged since the last record" in text
+    assert text.endswith("\n(complete: nothing was dropped to fit 24576 bytes)\n")
+    # The same briefing through the real console script, from the main worktree, naming the task.
+    result = run("brief", "t1", cwd=repo)
+    assert result.returncode == 0 and b"CHECKPOINT-TWO" in result.stdout
+    assert f"- worktree: this is {repo}; the record was written in {other}".encode() in result.stdout
+
+
+def test_brief_after_the_context_directory_is_removed(cli: Any, repo: Path) -> None:
+    setup_task(cli)
+    shutil.rmtree(state_dir(repo) / "context" / "t1")
+    result = run("brief", "t1", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout.decode()
+    assert "No continuity file (no pins): the objective below comes from the task record." in text
+    assert "# Objective\nLogin callbacks compare correctly\n" in text
+    assert "Normalise at the edge." in text  # from the handoff body, which is a record
+    assert "HANDOFF-STATE" in text and "Write the regression test." not in text
+    assert run("task", "resume", "t1", cwd=repo).returncode == 0
+    assert run("brief", cwd=repo).returncode == 0
+
+
+def test_brief_with_a_tampered_continuity_still_briefs_from_records(cli: Any, repo: Path) -> None:
+    setup_task(cli)
+    path = state_dir(repo) / "context" / "t1" / "continuity.json"
+    doc = json.loads(path.read_text())
+    doc["decisions"][0]["text"] = "Forged decision."
+    path.write_text(json.dumps(doc))
+    text = cli("brief", "t1").stdout
+    assert "Continuity not shown:" in text and "integrity mismatch" in text
+    assert "Forged decision." not in text and "HANDOFF-STATE" in text
+
+
+def test_drift_after_a_new_commit(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    recorded = git(repo, "rev-parse", "HEAD")
+    cli("checkpoint", input="before the commit\n")
+    assert "# Since the last record" not in cli("brief").stdout
+    commit_file(repo, "app.py", "print(1)\n", "Fix normalise for trailing slashes")
+    commit_file(repo, "b.py", "print(2)\n", "Second commit")
+    now = git(repo, "rev-parse", "HEAD")
+    text = cli("brief").stdout
+    assert "\n# Since the last record\n" in text
+    assert f"- HEAD: now {now[:7]}, 2 commits since the recorded {recorded[:7]}\n" in text
+    assert f"  - {now[:7]} Second commit\n" in text and "Fix normalise for trailing slashes" in text
+    assert json.loads(cli("brief", "--json").stdout)["drift"][0].startswith("- HEAD: now")
+
+
+def test_drift_after_editing_a_file(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    cli("checkpoint", input="clean tree\n")
+    (repo / "README").write_text("edited\n")
+    (repo / "new.txt").write_text("untracked\n")
+    text = cli("brief").stdout
+    assert "\n# Since the last record\n- dirty now, not in the record: README, new.txt\n" in text
+    cli("checkpoint", input="dirty tree recorded\n")
+    (repo / "README").write_text("hello\n")  # back to the committed content
+    text = cli("brief").stdout
+    assert "- changed in the record, unchanged now: README\n" in text
+    assert "dirty now, not in the record" not in text
+
+
+def test_drift_after_history_was_rewritten(cli: Any, repo: Path) -> None:
+    commit_file(repo, "a.txt", "a\n", "to be dropped")
+    cli("task", "start", "t1")
+    cli("checkpoint", input="at the dropped commit\n")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    commit_file(repo, "b.txt", "b\n", "replacement")
+    text = cli("brief").stdout
+    assert "1 commit since the recorded" in text and "1 recorded commit is not in HEAD" in text
+
+
+def test_budget_drops_oldest_checkpoints_then_continuity_then_the_handoff(cli: Any, repo: Path) -> None:
+    setup_task(cli)
+    cli("task", "resume", "t1")
+    for i in range(4):
+        with freeze_time(f"2026-09-03T12:0{i}:00Z"):
+            cli("checkpoint", input=f"CP{i} " + "é" * 40 + "\n")
+    ws = Workspace.open(str(repo))
+    full = brief.compose(ws, "t1", 10**6)
+    assert full.dropped == []
+    size = len(full.text.encode())
+    markers = ["CP0", "CP1", "CP2", "CP3", "- Write the regression test.", "Login callbacks compare correctly",
+               "- Normalise at the edge.", "HANDOFF-STATE"]  # the drop order, first to go first
+    seen = []
+    for limit in range(size, 0, -7):
+        result = brief.compose(ws, "t1", limit)
+        data = result.text.encode("utf-8")
+        assert len(data) <= limit
+        kept = [m for m in markers if m in result.text]
+        assert kept == markers[len(markers) - len(kept):], (limit, kept)
+        if result.dropped:
+            assert result.text.endswith(f"(dropped to fit {limit} bytes: {', '.join(result.dropped)})\n") or \
+                "the end of the remaining text" in result.dropped
+        seen.append(tuple(result.dropped))
+    assert ("1 oldest checkpoint",) in seen
+    assert ("4 oldest checkpoints", "1 next action", "the objective", "1 decision", "the latest handoff") in seen
+
+
+def test_brief_output_is_within_budget_and_valid_utf8_from_the_console_script(cli: Any, repo: Path) -> None:
+    setup_task(cli)
+    for limit in (0, 1, 5, 60, 333, 777, 1500):
+        result = run("brief", "t1", "--max-bytes", str(limit), cwd=repo)
+        assert result.returncode == 0
+        assert len(result.stdout) <= limit
+        result.stdout.decode("utf-8")  # strict: a cut in the middle of a character would raise
+
+
+def test_brief_without_records_and_its_refusals(cli: Any, repo: Path) -> None:
+    before = snapshot(repo)
+    result = cli("brief")
+    assert result.exit_code == 11 and "no active task" in result.stderr
+    assert cli("brief", "nope").exit_code == 2
+    assert cli("brief", "Bad!").exit_code == 2
+    assert snapshot(repo) == before
+    cli("task", "start", "t1")
+    text = cli("brief").stdout
+    assert "- last record: none yet (no checkpoint or handoff)" in text
+    assert "- last event: task.start at" in text
+
+
+def test_old_checkpoints_past_the_budget_are_counted_not_lost(cli: Any, repo: Path) -> None:
+    with freeze_time("2026-09-03T09:00:00Z"):
+        cli("task", "start", "t1")
+        cli("task", "start", "other")
+        cli("checkpoint", input="OTHER task's checkpoint\n")  # same seconds, another task: never counted
+        cli("task", "resume", "t1")
+    for i in range(30):
+        with freeze_time(f"2026-09-03T10:{i:02d}:00Z"):
+            assert cli("checkpoint", input=f"CP{i:02d} " + "z" * 80 + "\n").exit_code == 0
+    ws = Workspace.open(str(repo))
+    for limit in (0, 700, 1500, 3000):
+        result = brief.compose(ws, "t1", limit)
+        shown = [i for i in range(30) if f"CP{i:02d} " in result.text]
+        assert shown == list(range(30 - len(shown), 30))  # the newest survive
+        assert f"{30 - len(shown)} oldest checkpoints" in result.dropped[0]
+        assert len(result.text.encode()) <= limit
+    assert brief.compose(ws, "t1", 10**6).dropped == []
+
+
+def test_a_taker_in_another_worktree_learns_the_record_saw_uncommitted_work(
+        cli: Any, repo: Path, tmp_path: Path) -> None:
+    cli("task", "start", "t1")
+    (repo / "README").write_text("half-done edit\n")
+    cli("handoff", input="## State\ns\n## Decisions\nd\n## Open items\no\n## Next actions\nn\n")
+    other = tmp_path / "wt2"
+    git(repo, "worktree", "add", "-q", "-b", "take", str(other))
+    cli("task", "resume", "t1", cwd=other)
+    text = cli("brief", cwd=other).stdout
+    assert f"- worktree: this is {other}; the record was written in {repo}\n" in text
+    assert "- branch: now take; the record was on main\n" in text
+    assert f"- changed in the record (in {repo}), not changed here: README\n" in text

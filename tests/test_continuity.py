@@ -1,0 +1,339 @@
+"""Continuity (SPEC §8): the document, its two writers, the integrity hash, and every refusal."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from freezegun import freeze_time
+
+from conftest import run, snapshot, state_dir
+from majordomus import continuity, tasks
+from majordomus.workspace import Workspace
+
+KEYS = ["version", "task", "configHash", "runtime", "createdAt", "updatedAt", "objective",
+        "decisions", "constraints", "openItems", "nextActions", "integrity"]
+
+
+def doc_path(repo: Path, task: str = "t1") -> Path:
+    return state_dir(repo) / "context" / task / "continuity.json"
+
+
+def read_doc(repo: Path, task: str = "t1") -> dict[str, Any]:
+    return json.loads(doc_path(repo, task).read_text(encoding="utf-8"))
+
+
+@freeze_time("2026-09-03T19:45:00Z")
+def test_task_start_seeds_the_document_exactly_as_specified(cli: Any, repo: Path) -> None:
+    assert cli("task", "start", "t1", "--objective", "Make the login callback work").exit_code == 0
+    doc = read_doc(repo)
+    assert list(doc) == KEYS
+    assert doc["version"] == 1 and doc["task"] == "t1" and doc["runtime"] is None
+    assert doc["createdAt"] == doc["updatedAt"] == "2026-09-03T19:45:00Z"
+    assert doc["objective"] == "Make the login callback work"
+    assert all(doc[k] == [] for k in ("decisions", "constraints", "openItems", "nextActions"))
+    assert doc["integrity"]["sha256"] == continuity.digest(doc)
+    assert len(doc["configHash"]) == 64
+    mode = os.stat(doc_path(repo)).st_mode & 0o777
+    assert mode == 0o600 and os.stat(doc_path(repo).parent).st_mode & 0o777 == 0o700
+    rendered = (doc_path(repo).parent / "continuity.md").read_text()
+    assert rendered == "# Continuity: t1\n\n## Objective\nMake the login callback work\n"
+
+
+def test_pins_are_recorded_with_id_source_and_time(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    with freeze_time("2026-09-03T20:00:00Z"):
+        result = cli("context", "pin", "decision", "--", "Normalise at the edge, not in the comparison.")
+    assert result.exit_code == 0, result.output
+    pin_id = result.stdout.strip()
+    doc = read_doc(repo)
+    assert doc["decisions"] == [{"id": pin_id, "text": "Normalise at the edge, not in the comparison.",
+                                 "source": "agent", "createdAt": "2026-09-03T20:00:00Z"}]
+    assert doc["updatedAt"] == "2026-09-03T20:00:00Z"
+    assert continuity.validate(Workspace.open(str(repo)), "t1") == []
+    cli("context", "pin", "--source", "principal", "open-item", "--", "Uppercase", "hosts?")
+    assert read_doc(repo)["openItems"][0]["source"] == "principal"
+    assert read_doc(repo)["openItems"][0]["text"] == "Uppercase hosts?"
+    events = [json.loads(line) for line in (state_dir(repo) / "ledger.jsonl").read_text().splitlines()]
+    pins = [e for e in events if e["event"] == "context.pin"]
+    assert [e["kind"] for e in pins] == ["decision", "open-item"]
+    assert pins[0]["pin"] == pin_id and pins[-1]["integrity"] == read_doc(repo)["integrity"]["sha256"]
+    # An unpinned sentence must not live on in the append-only ledger.
+    assert "Normalise" not in (state_dir(repo) / "ledger.jsonl").read_text()
+
+
+def test_control_characters_collapse_to_one_space(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    assert cli("context", "pin", "constraint", "--", "Only\tsrc/\n\x1b[31mchanges\x00 here ").exit_code == 0
+    assert read_doc(repo)["constraints"][0]["text"] == "Only src/ [31mchanges here"
+
+
+def test_unpin_by_full_id_and_by_prefix(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    first = cli("context", "pin", "next-action", "--", "Write the test.").stdout.strip()
+    second = cli("context", "pin", "next-action", "--", "Fix normalise().").stdout.strip()
+    result = cli("context", "unpin", first)
+    assert result.exit_code == 0 and result.stdout == f"unpinned next-action {first}\n"
+    assert cli("context", "unpin", second[:8]).exit_code == 0
+    assert read_doc(repo)["nextActions"] == []
+    assert continuity.validate(Workspace.open(str(repo)), "t1") == []
+    events = [json.loads(line)["event"] for line in (state_dir(repo) / "ledger.jsonl").read_text().splitlines()]
+    assert events.count("context.unpin") == 2
+
+
+def test_from_copies_the_pins_of_another_task(cli: Any, repo: Path) -> None:
+    cli("task", "start", "old", "--objective", "Old objective")
+    cli("context", "pin", "decision", "--", "Keep the API.")
+    cli("context", "pin", "constraint", "--", "No new dependencies.")
+    assert cli("task", "start", "new", "--from", "old", "--objective", "New objective").exit_code == 0
+    old, new = read_doc(repo, "old"), read_doc(repo, "new")
+    assert new["objective"] == "New objective"
+    assert new["decisions"] == old["decisions"] and new["constraints"] == old["constraints"]
+    assert continuity.validate(Workspace.open(str(repo)), "new") == []
+
+
+def test_interactive_sentinel_renders_no_objective(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    assert read_doc(repo)["objective"] == tasks.INTERACTIVE_OBJECTIVE
+    assert cli("context", "show").stdout == "# Continuity: t1\n"
+    cli("context", "pin", "open-item", "--", "Which IdP?")
+    shown = cli("context", "show").stdout
+    assert shown == "# Continuity: t1\n\n## Open items\n- Which IdP?\n"
+    assert (doc_path(repo).parent / "continuity.md").read_text() + "" == shown
+
+
+def test_render_keeps_the_fixed_section_order_and_omits_empty_ones(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1", "--objective", "Obj")
+    for kind, text in (("next-action", "N1"), ("decision", "D1"), ("open-item", "O1"), ("decision", "D2")):
+        cli("context", "pin", kind, "--", text)
+    assert cli("context", "show").stdout == (
+        "# Continuity: t1\n\n## Objective\nObj\n\n## Decisions\n- D1\n- D2\n\n## Open items\n- O1\n"
+        "\n## Next actions\n- N1\n"
+    )
+
+
+# ---------------------------------------------------------------- the canonical hash
+
+
+def test_hash_is_stable_under_key_reordering_and_reindentation(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1", "--objective", "Ünïcode objective")
+    cli("context", "pin", "decision", "--", "Keep 漢字 intact.")
+    doc = read_doc(repo)
+
+    def reorder(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: reorder(value[k]) for k in reversed(list(value))}
+        if isinstance(value, list):
+            return [reorder(v) for v in value]
+        return value
+
+    doc_path(repo).write_text(json.dumps(reorder(doc), indent=7, ensure_ascii=True), encoding="utf-8")
+    assert continuity.validate(Workspace.open(str(repo)), "t1") == []
+    doc_path(repo).write_text(json.dumps(doc, separators=(",", ":")) + "\n\n", encoding="utf-8")
+    assert cli("context", "validate").exit_code == 0
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: d["decisions"][0].update(text=d["decisions"][0]["text"] + " "),
+    lambda d: d.update(objective="Another objective"),
+    lambda d: d["decisions"].clear(),
+    lambda d: d.update(runtime="claude"),
+    lambda d: d["decisions"][0].update(source="principal"),
+    lambda d: d.update(extra=1),
+])
+def test_any_content_edit_is_a_finding(cli: Any, repo: Path, edit: Any) -> None:
+    cli("task", "start", "t1", "--objective", "Obj")
+    cli("context", "pin", "decision", "--", "Keep the API.")
+    doc = read_doc(repo)
+    edit(doc)
+    doc_path(repo).write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    result = cli("context", "validate")
+    assert result.exit_code == 1
+    assert "integrity mismatch" in result.stdout
+    as_json = json.loads(cli("context", "validate", "--json").stdout)
+    assert as_json["ok"] is False and len(as_json["findings"]) == 1
+
+
+def test_validate_reports_unreadable_and_malformed_files(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    doc_path(repo).write_text("{not json", encoding="utf-8")
+    result = cli("context", "validate", "t1")
+    assert result.exit_code == 1 and "not valid JSON" in result.stdout
+    doc_path(repo).write_text(json.dumps({"version": 1}), encoding="utf-8")
+    result = cli("context", "validate", "t1")
+    assert result.exit_code == 1 and "`decisions` is missing" in result.stdout
+
+
+def test_a_missing_document_is_not_a_finding(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    doc_path(repo).unlink()
+    assert continuity.validate(Workspace.open(str(repo)), "t1") == []
+    assert cli("context", "validate").exit_code == 0
+    assert cli("context", "status", "--json").exit_code == 0
+
+
+def test_status_counts_pins_by_kind_and_joins_the_journal(cli: Any, repo: Path, monkeypatch: Any) -> None:
+    cli("task", "start", "t1", "--objective", "Obj")
+    pin_id = cli("context", "pin", "decision", "--", "D1").stdout.strip()
+    cli("context", "pin", "next-action", "--", "N1")
+    report = json.loads(cli("context", "status", "--json").stdout)
+    assert report["integrity"] == "ok" and report["objective"] is True
+    assert report["counts"] == {"decisions": 1, "constraints": 0, "openItems": 0, "nextActions": 1}
+    assert "compaction" not in report
+    human = cli("context", "status").stdout
+    assert f"  {pin_id[:8]}  D1" in human and "decisions     1" in human
+
+    import sys
+    import types
+
+    journal = types.ModuleType("majordomus.journal")
+    journal.status = lambda ws, task_id: {"generation": 2, "pending": False, "task": task_id}  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "majordomus.journal", journal)
+    report = json.loads(cli("context", "status", "--json").stdout)
+    assert report["compaction"] == {"generation": 2, "pending": False, "task": "t1"}
+    assert "compaction    generation 2, pending False" in cli("context", "status").stdout
+
+
+def test_only_the_two_writers_touch_the_document(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1", "--objective", "Obj")
+    cli("context", "pin", "decision", "--", "D1")
+    before = snapshot(doc_path(repo).parent)
+    cli("checkpoint", input="a note\n")
+    for args in (("context", "show"), ("context", "status"), ("context", "validate"), ("brief",),
+                 ("checkpoint", "--show"), ("task", "show")):
+        assert cli(*args).exit_code == 0, args
+    handoff = "## State\ns\n## Decisions\nd\n## Open items\no\n## Next actions\nn\n"
+    assert cli("handoff", input=handoff).exit_code == 0
+    assert cli("brief", "t1").exit_code == 0
+    assert snapshot(doc_path(repo).parent) == before
+
+
+def test_pin_after_the_context_directory_was_removed_starts_afresh(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1", "--objective", "Obj")
+    cli("context", "pin", "decision", "--", "D1")
+    import shutil
+
+    shutil.rmtree(doc_path(repo).parent)
+    assert cli("context", "show").stdout == "# Continuity: t1\n\n## Objective\nObj\n"
+    assert cli("context", "pin", "decision", "--", "D2").exit_code == 0
+    doc = read_doc(repo)
+    assert doc["objective"] == "Obj" and [p["text"] for p in doc["decisions"]] == ["D2"]
+
+
+# ---------------------------------------------------------------- refusals: exit code, message, nothing written
+
+
+def _refused(cli: Any, repo: Path, args: tuple[str, ...], code: int, words: str) -> None:
+    before = snapshot(repo)
+    result = cli(*args)
+    assert result.exit_code == code, result.output
+    assert words in result.stderr
+    assert result.stderr.startswith("majordomus: ") and "\nhint: " in result.stderr
+    assert snapshot(repo) == before
+
+
+def test_refusals_write_nothing(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    cli("context", "pin", "decision", "--", "D1")
+    _refused(cli, repo, ("context", "pin", "decision", "--", " \n\t "), 10, "the pin is empty")
+    _refused(cli, repo, ("context", "pin", "decision", "--", "é" * 2049), 10, "the pin is 4098 bytes; the limit is 4096")
+    _refused(cli, repo, ("context", "pin", "constraint", "--", "token ghp_" + "a" * 36), 10, "looks like it carries a secret")
+    _refused(cli, repo, ("context", "pin", "constraint", "--", "-----BEGIN RSA PRIVATE KEY----- x"), 10, "secret")
+    _refused(cli, repo, ("context", "unpin", "abcdef12"), 2, "no pin `abcdef12` in task `t1`")
+    _refused(cli, repo, ("context", "unpin", "ab"), 2, "too short")
+    _refused(cli, repo, ("context", "validate", "nope"), 2, "no task `nope`")
+
+
+def test_a_pin_of_exactly_the_limit_is_accepted(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    assert cli("context", "pin", "decision", "--", "é" * 2048).exit_code == 0
+
+
+def test_whole_document_over_the_limit_is_refused(cli: Any, repo: Path) -> None:
+    (repo / ".ai").mkdir()
+    (repo / ".ai" / "config.yaml").write_text("continuity:\n  max_bytes: 1500\n")
+    cli("task", "start", "t1")
+    for i in range(3):
+        assert cli("context", "pin", "decision", "--", f"Decision number {i} " + "x" * 100).exit_code == 0
+    _refused(cli, repo, ("context", "pin", "decision", "--", "y" * 300), 10, "the limit is 1500 (continuity.max_bytes)")
+
+
+def test_pin_needs_an_active_task(cli: Any, repo: Path) -> None:
+    before = snapshot(repo)
+    result = cli("context", "pin", "decision", "--", "D1")
+    assert result.exit_code == 11 and "no active task" in result.stderr
+    assert snapshot(repo) == before
+    cli("task", "start", "t1")
+    cli("task", "done")
+    _refused(cli, repo, ("context", "pin", "decision", "--", "D1"), 11, "no active task")
+    _refused(cli, repo, ("context", "show"), 11, "no active task")
+
+
+def test_pin_refuses_to_rehash_a_tampered_document(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1", "--objective", "Obj")
+    doc = read_doc(repo)
+    doc["objective"] = "Forged"
+    doc_path(repo).write_text(json.dumps(doc), encoding="utf-8")
+    _refused(cli, repo, ("context", "pin", "decision", "--", "D1"), 12, "cannot be trusted")
+    _refused(cli, repo, ("context", "show"), 12, "integrity mismatch")
+
+
+def test_start_from_a_tampered_task_is_refused(cli: Any, repo: Path) -> None:
+    cli("task", "start", "old", "--objective", "Obj")
+    doc = read_doc(repo, "old")
+    doc["objective"] = "Forged"
+    doc_path(repo, "old").write_text(json.dumps(doc), encoding="utf-8")
+    _refused(cli, repo, ("task", "start", "new", "--from", "old"), 10, "its pins were not copied")
+
+
+def test_ambiguous_prefix_is_refused(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    ws = Workspace.open(str(repo))
+    doc = continuity.load(ws, "t1")
+    assert doc is not None
+    doc["decisions"] = [{"id": f"abcd{i}000-0000-4000-8000-000000000000", "text": f"D{i}", "source": "agent",
+                         "createdAt": "2026-01-01T00:00:00Z"} for i in range(2)]
+    continuity._write(ws, "t1", doc)
+    _refused(cli, repo, ("context", "unpin", "abcd"), 2, "names 2 pins")
+
+
+def test_unknown_kind_is_a_usage_error(repo: Path) -> None:
+    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    before = snapshot(repo)
+    result = run("context", "pin", "idea", "--", "x", cwd=repo)
+    assert result.returncode == 2 and b"idea" in result.stderr
+    assert snapshot(repo) == before
+
+
+def test_concurrent_pins_are_all_kept(repo: Path) -> None:
+    import subprocess
+
+    from conftest import MAJORDOMUS
+
+    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    procs = [subprocess.Popen([str(MAJORDOMUS), "context", "pin", "next-action", "--", f"Step {i}."], cwd=repo,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(6)]
+    ids = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        ids.append(out.decode().strip())
+    doc = read_doc(repo)
+    assert sorted(p["id"] for p in doc["nextActions"]) == sorted(ids)
+    assert sorted(p["text"] for p in doc["nextActions"]) == sorted(f"Step {i}." for i in range(6))
+    assert run("context", "validate", cwd=repo).returncode == 0
+    assert run("ledger", "--verify", cwd=repo).returncode == 0
+
+
+def test_start_with_an_objective_over_the_document_limit_is_refused(cli: Any, repo: Path) -> None:
+    (repo / ".ai").mkdir()
+    (repo / ".ai" / "config.yaml").write_text("continuity:\n  max_bytes: 1000\n")
+    cli("task", "start", "first")
+    before = snapshot(repo)
+    result = cli("task", "start", "t1", "--objective", "o" * 1000)
+    assert result.exit_code == 10 and "(continuity.max_bytes); nothing was written" in result.stderr
+    assert snapshot(repo) == before
+    assert cli("task", "start", "t1", "--objective", "short").exit_code == 0

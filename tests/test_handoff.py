@@ -1,0 +1,229 @@
+"""`majordomus handoff` (SPEC §7): sections, identity, the task's release, and every refusal."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from freezegun import freeze_time
+
+from conftest import git, run, snapshot, state_dir
+from majordomus import records
+
+BODY = """## State
+The regression test fails; the fix in normalise() is half done.
+
+## Decisions
+Normalise at the edge.
+
+## Open items
+Does the IdP ever send uppercase hosts?
+
+## Next actions
+Finish normalise(), run the suite.
+"""
+IDENTITY = ["schema_version", "kind", "timestamp", "task", "profile", "owner", "repo_id", "worktree", "branch",
+            "head", "worktree_state", "changed_files"]
+
+
+def events(repo: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (state_dir(repo) / "ledger.jsonl").read_text().splitlines()]
+
+
+def front_matter(path: Path) -> dict[str, Any]:
+    return records.split(path.read_bytes())[0]
+
+
+def test_handoff_writes_a_record_and_releases_the_task(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1", "--objective", "Fix login")
+    with freeze_time("2026-09-03T19:45:00Z"):
+        result = cli("handoff", input=BODY)
+    assert result.exit_code == 0, result.output
+    rel = result.stdout.strip()
+    assert rel.startswith(".ai/local/state/handoffs/20260903T194500Z--main--")
+    assert "continue it anywhere with `majordomus task resume t1`" in result.stderr
+    path = repo / rel
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    data = path.read_bytes()
+    meta, body = records.split(data)
+    assert list(meta) == IDENTITY + ["previous_handoff", "checkpoints"]
+    assert meta["kind"] == "handoff" and meta["task"] == "t1" and meta["timestamp"] == "2026-09-03T19:45:00Z"
+    assert meta["head"] == git(repo, "rev-parse", "HEAD") and meta["worktree"] == str(repo)
+    assert meta["previous_handoff"] is None and meta["checkpoints"] == []
+    assert body == BODY.rstrip("\n")
+    assert path.name.split("--")[-1] == records.sha256(data)[:16] + ".md"
+    task = json.loads(cli("task", "show", "t1", "--json").stdout)
+    assert task["status"] == "handed-off" and task["handoff"] == os.path.relpath(path, state_dir(repo))
+    last = events(repo)[-1]
+    assert last["event"] == "task.handoff" and last["path"] == task["handoff"]
+    assert last["sha256"] == records.sha256(data) and last["checkpoints"] == 0
+    # The task left this worktree: nothing is active here any more.
+    assert cli("checkpoint", input="x\n").exit_code == 11
+    assert cli("ledger", "--verify").exit_code == 0
+
+
+def test_front_matter_lists_previous_handoff_and_checkpoints_since(cli: Any, repo: Path) -> None:
+    with freeze_time("2026-09-03T10:00:00Z"):
+        cli("task", "start", "t1")
+    with freeze_time("2026-09-03T10:01:00Z"):
+        first = cli("checkpoint", input="first\n").stdout.strip()
+    with freeze_time("2026-09-03T10:02:00Z"):
+        second = cli("checkpoint", input="second\n").stdout.strip()
+        cli("task", "start", "other")  # another task's checkpoint is not listed
+        cli("checkpoint", input="elsewhere\n")
+        cli("task", "resume", "t1")
+    with freeze_time("2026-09-03T10:03:00Z"):
+        handoff_one = cli("handoff", input=BODY).stdout.strip()
+    meta = front_matter(repo / handoff_one)
+    strip = len(".ai/local/state/")
+    assert meta["checkpoints"] == [first[strip:], second[strip:]]
+    assert meta["previous_handoff"] is None
+    with freeze_time("2026-09-03T10:03:00Z"):  # same second as the handoff: still counted, once
+        cli("task", "resume", "t1")
+        third = cli("checkpoint", input="third\n").stdout.strip()
+    with freeze_time("2026-09-03T10:05:00Z"):
+        handoff_two = cli("handoff", input=BODY.replace("half done", "done")).stdout.strip()
+    meta = front_matter(repo / handoff_two)
+    assert meta["previous_handoff"] == handoff_one[strip:]
+    assert meta["checkpoints"] == [third[strip:]]
+    assert events(repo)[-1]["previous_handoff"] == handoff_one[strip:]
+
+
+def test_sections_are_case_insensitive_and_may_carry_more(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    body = ("# Handoff of t1\nintro\n\n## state\nok\n### detail\nmore\n## DECISIONS ##\n- one\n"
+            "## Open items:\n  none left\n## Next actions\n1. ship\n## Notes\nextra\n")
+    assert cli("handoff", input=body).exit_code == 0
+
+
+# ---------------------------------------------------------------- refusals
+
+
+def _refused(cli: Any, repo: Path, body: str | bytes, code: int, *words: str) -> None:
+    before = snapshot(repo)
+    result = cli("handoff", input=body)
+    assert result.exit_code == code, result.output
+    for word in words:
+        assert word in result.stderr, result.stderr
+    assert result.stderr.startswith("majordomus: ") and "\nhint: " in result.stderr
+    assert snapshot(repo) == before
+
+
+def test_missing_and_empty_sections_are_all_named_in_one_refusal(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    body = "## State\nhalf done\n## Decisions\n\n   \n## Next actions\n### only a subheading\n"
+    _refused(cli, repo, body, 10, "missing `## Open items`", "empty `## Decisions`, `## Next actions`",
+             "nothing was written")
+    _refused(cli, repo, "", 10, "missing `## State`, `## Decisions`, `## Open items`, `## Next actions`")
+    fenced = BODY.replace("## Open items\nDoes", "```\n## Open items\n```\nDoes")
+    _refused(cli, repo, fenced, 10, "missing `## Open items`")
+    _refused(cli, repo, BODY.replace("## State", "# State"), 10, "missing `## State`")
+
+
+def test_custom_required_sections_come_from_config(cli: Any, repo: Path) -> None:
+    (repo / ".ai").mkdir()
+    (repo / ".ai" / "config.yaml").write_text("handoff:\n  required_sections: [Summary]\n")
+    cli("task", "start", "t1")
+    _refused(cli, repo, BODY, 10, "missing `## Summary`")
+    assert cli("handoff", input="## Summary\nall done\n").exit_code == 0
+
+
+def test_body_rules_are_those_of_checkpoints(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    _refused(cli, repo, BODY.encode() + b"\xff\xfe", 10, "not valid UTF-8")
+    _refused(cli, repo, BODY + "bell\x07\n", 10, "control character U+0007 on line 12")
+    _refused(cli, repo, BODY + "Repo ID: forged\n", 10, "identity field `repo_id` on line 12")
+    _refused(cli, repo, "---\ntask: x\n---\n" + BODY, 10, "starts with `---`")
+
+
+def test_over_max_bytes_is_refused(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    big = BODY + ("filler line\n" * 6000)
+    assert len(big.encode()) > 65536
+    _refused(cli, repo, big, 10, "over 65536 bytes")
+    # Lines are not capped for a handoff: a long one under the byte limit passes.
+    assert cli("handoff", input=BODY + "line\n" * 200).exit_code == 0
+
+
+def test_handoff_needs_an_active_task(cli: Any, repo: Path) -> None:
+    _refused(cli, repo, BODY, 11, "no active task")
+    cli("task", "start", "t1")
+    cli("handoff", input=BODY)
+    _refused(cli, repo, BODY, 11, "no active task")
+
+
+def test_crlf_body_is_stored_with_lf(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    rel = cli("handoff", input=BODY.replace("\n", "\r\n")).stdout.strip()
+    assert b"\r" not in (repo / rel).read_bytes()
+
+
+# ---------------------------------------------------------------- --show and --list
+
+
+def test_show_and_list(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1")
+    assert cli("handoff", "--show").stdout == ""
+    assert cli("handoff", "--show", "--json").stdout == "null\n"
+    with freeze_time("2026-09-03T19:45:00Z"):
+        rel = cli("handoff", input=BODY).stdout.strip()
+    result = cli("handoff", "--show")
+    assert result.exit_code == 11 and "majordomus handoff --show TASK" in result.stderr
+    assert cli("handoff", "--show", "t1").stdout.encode() == (repo / rel).read_bytes()
+    shown = json.loads(cli("handoff", "--show", "t1", "--json").stdout)
+    assert shown["path"] == rel and shown["kind"] == "handoff" and shown["task"] == "t1"
+    cli("task", "start", "t2")
+    with freeze_time("2026-09-03T19:50:00Z"):
+        rel2 = cli("handoff", input=BODY).stdout.strip()
+    listed = cli("handoff", "--list").stdout.splitlines()
+    assert [line.split()[-1] for line in listed] == [rel2, rel]
+    as_json = json.loads(cli("handoff", "--list", "--json").stdout)
+    assert [d["path"] for d in as_json] == [rel2, rel] and as_json[0]["task"] == "t2"
+    assert {"path", "timestamp", "task", "branch", "head", "worktree", "lines", "sha256"} <= set(as_json[0])
+
+
+@pytest.mark.parametrize("args", [("--show", "--list"), ("--json",), ("t1",), ("--list", "t1")])
+def test_usage_errors(cli: Any, repo: Path, args: tuple[str, ...]) -> None:
+    cli("task", "start", "t1")
+    before = snapshot(repo)
+    result = cli("handoff", *args, input=BODY)
+    assert result.exit_code == 2 and result.stderr.startswith("majordomus: ")
+    assert snapshot(repo) == before
+
+
+def test_show_of_an_unknown_task_is_a_usage_error(repo: Path) -> None:
+    result = run("handoff", "--show", "nope", cwd=repo)
+    assert result.returncode == 2 and b"no task `nope`" in result.stderr
+
+
+# ---------------------------------------------------------------- taking over in another worktree
+
+
+def test_resume_in_a_linked_worktree_names_who_took_it(cli: Any, repo: Path, tmp_path: Path) -> None:
+    cli("task", "start", "t1", "--objective", "Fix login")
+    cli("handoff", input=BODY)
+    other = tmp_path / "wt2"
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(other))
+    result = run("task", "resume", "t1", cwd=other, env={"MAJORDOMUS_OWNER": "bob@example.com"})
+    assert result.returncode == 0, result.stderr
+    resume = events(repo)[-1]
+    assert resume["event"] == "task.resume" and resume["by"] == "bob@example.com"
+    assert resume["worktree"] == str(other) and resume["branch"] == "feature"
+    assert resume["previous"] == {"worktree": str(repo), "branch": "main", "status": "handed-off"}
+    task = json.loads(cli("task", "show", "t1", "--json").stdout)
+    assert task["status"] == "active" and task["worktree"] == str(other)
+
+
+def test_resume_works_after_the_context_directory_is_removed(cli: Any, repo: Path) -> None:
+    cli("task", "start", "t1", "--objective", "Fix login")
+    cli("context", "pin", "decision", "--", "Keep it.")
+    cli("handoff", input=BODY)
+    import shutil
+
+    shutil.rmtree(state_dir(repo) / "context" / "t1")
+    result = run("task", "resume", "t1", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert run("checkpoint", cwd=repo, input="resumed without pins\n").returncode == 0

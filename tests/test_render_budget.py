@@ -1,0 +1,129 @@
+"""The cut order of SPEC §8 and the byte budget: whole entries go, oldest first, never a half character."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from majordomus import budget, continuity
+
+KEYS = ("decisions", "constraints", "openItems", "nextActions")
+CUT = [("nextActions", 0), ("nextActions", 1), ("nextActions", 2), ("openItems", 0), ("openItems", 1),
+       ("openItems", 2), ("objective", 0), ("constraints", 0), ("constraints", 1), ("constraints", 2),
+       ("decisions", 0), ("decisions", 1), ("decisions", 2)]
+
+
+def make_doc(texts: dict[str, list[str]], objective: str = "The objective: ünïcödé 目標 🙂") -> dict[str, Any]:
+    doc: dict[str, Any] = {"task": "t1", "objective": objective}
+    for key in KEYS:
+        doc[key] = [{"id": f"{key}-{i}", "text": t, "source": "agent", "createdAt": f"2026-01-0{i + 1}T00:00:00Z"}
+                    for i, t in enumerate(texts.get(key, []))]
+    return doc
+
+
+def every_kind() -> dict[str, Any]:
+    # Three pins of every kind, oldest first; multi-byte text in each so a byte cut would show.
+    return make_doc({key: [f"{key} #{i} — ‘quoted’ 漢字 🙂 " + "x" * (20 + 7 * i) for i in range(3)] for key in KEYS})
+
+
+def kept_units(doc: dict[str, Any], text: str) -> list[tuple[str, int]]:
+    lines = text.split("\n")
+    out = []
+    for key, i in CUT:
+        if key == "objective":
+            if doc["objective"] in lines:
+                out.append((key, 0))
+        elif f"- {doc[key][i]['text']}" in lines:
+            out.append((key, i))
+    return out
+
+
+def test_every_budget_drops_a_prefix_of_the_cut_order() -> None:
+    doc = every_kind()
+    full = continuity.render_doc(doc, "t1", 10**6)
+    assert full.dropped == [] and len(kept_units(doc, full.text)) == len(CUT)
+    size = len(full.text.encode("utf-8"))
+    seen_first_drop = False
+    for limit in range(size, -1, -1):
+        fitted = continuity.render_doc(doc, "t1", limit)
+        data = fitted.text.encode("utf-8")
+        assert len(data) <= limit  # never over the byte budget
+        data.decode("utf-8")  # never cut mid-character (a str always encodes; the check is the round trip)
+        kept = kept_units(doc, fitted.text)
+        # What is kept is always a suffix of the cut order: nothing goes before everything ahead of it went.
+        assert kept == CUT[len(CUT) - len(kept):], (limit, kept)
+        # Every pin text that appears, appears whole.
+        for key in KEYS:
+            for pin in doc[key]:
+                if pin["text"].split(" —")[0] + " —" in fitted.text:
+                    assert pin["text"] in fitted.text
+        if limit == size - 1:
+            assert kept[0] == ("nextActions", 1), "the oldest next action goes first"
+            assert fitted.dropped == ["1 next action"]
+            seen_first_drop = True
+    assert seen_first_drop
+
+
+def test_decisions_go_last_and_the_objective_goes_whole() -> None:
+    doc = every_kind()
+    labels = "3 next actions, 3 open items, the objective, 3 constraints, 2 decisions"
+    kept = f"# Continuity: t1\n\n## Decisions\n- {doc['decisions'][2]['text']}\n"
+    limit = len(kept.encode()) + len(f"\n(dropped to fit 999 bytes: {labels})\n")
+    fitted = continuity.render_doc(doc, "t1", limit)
+    assert fitted.text == kept + f"\n(dropped to fit {limit} bytes: {labels})\n"
+    assert kept_units(doc, fitted.text) == [("decisions", 2)]
+    assert fitted.dropped == labels.split(", ")
+    one_less = continuity.render_doc(doc, "t1", limit - 1)
+    assert kept_units(doc, one_less.text) == [] and "## Decisions" not in one_less.text
+    assert one_less.dropped[-1] == "3 decisions"
+
+
+def test_continuity_show_respects_the_configured_budget(cli: Any, repo: Any) -> None:
+    (repo / ".ai").mkdir()
+    (repo / ".ai" / "config.yaml").write_text("continuity:\n  render_max_bytes: 300\n")
+    cli("task", "start", "t1", "--objective", "Obj")
+    for kind in ("decision", "constraint", "open-item", "next-action"):
+        for i in range(3):
+            assert cli("context", "pin", kind, "--", f"{kind} {i} 🙂 " + "y" * 30).exit_code == 0
+    shown = cli("context", "show")
+    assert len(shown.stdout.encode("utf-8")) <= 300
+    assert "next-action 0" not in shown.stdout and "decision 2" in shown.stdout
+    assert "(dropped to fit 300 bytes: 3 next actions" in shown.stdout
+    rendered = (repo / ".ai/local/state/context/t1/continuity.md").read_bytes()
+    assert rendered == shown.stdout.encode("utf-8")
+
+
+pin_text = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=60).map(
+    continuity.clean_text).filter(bool)
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.fixed_dictionaries({key: st.lists(pin_text, max_size=4) for key in KEYS}),
+       objective=pin_text, limit=st.integers(min_value=0, max_value=1200))
+def test_render_never_exceeds_the_budget(texts: dict[str, list[str]], objective: str, limit: int) -> None:
+    fitted = continuity.render_doc(make_doc(texts, objective), "t1", limit)
+    assert len(fitted.text.encode("utf-8")) <= limit
+
+
+@settings(max_examples=150, deadline=None)
+@given(entries=st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=8),
+       fixed=st.text(max_size=40), limit=st.integers(min_value=0, max_value=400))
+def test_fit_keeps_whole_entries_within_budget(entries: list[str], fixed: str, limit: int) -> None:
+    block = budget.Block("\n# H\n", [budget.Entry(e + "\n", "entry") for e in entries])
+    order = [(1, j) for j in range(len(entries))]
+    fitted = budget.fit([fixed, block], order, limit, lambda labels: f"({', '.join(labels)})" if labels else "")
+    assert len(fitted.text.encode("utf-8")) <= limit
+    if not fitted.cut:
+        assert fitted.text.startswith(fixed)
+        dropped = int(fitted.dropped[0].split()[0]) if fitted.dropped else 0
+        kept = entries[dropped:]
+        assert fitted.text[len(fixed):].startswith(("\n# H\n" + "".join(e + "\n" for e in kept)) if kept else "")
+
+
+def test_cut_to_never_splits_a_character() -> None:
+    text = "a🙂b漢c"
+    for n in range(len(text.encode("utf-8")) + 1):
+        part = budget.cut_to(text, n)
+        assert len(part.encode("utf-8")) <= n and text.startswith(part)

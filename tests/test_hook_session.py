@@ -56,8 +56,13 @@ def test_every_source_runs_the_same_path(repo, name):
     (repo / ".ai" / "profiles" / "default.md").write_text(PROFILE + "\n")
     assert run("task", "start", "t1", "--objective", "Ship the parser", cwd=repo).returncode == 0
     context = session_start(repo, (PAYLOADS / name).read_bytes())
-    assert context.startswith(PROFILE + "\n\n")
-    assert context == session_start(repo, (PAYLOADS / START_PAYLOADS[0]).read_bytes())
+    assert context.startswith(PROFILE + "\n\nBriefing for task `t1`")
+    assert "# Objective\nShip the parser" in context
+
+    def steady(text: str) -> list[str]:  # the ledger's last event moves with every session start
+        return [line for line in text.splitlines() if not line.startswith("- last event:")]
+
+    assert steady(context) == steady(session_start(repo, (PAYLOADS / START_PAYLOADS[0]).read_bytes()))
 
 
 def test_the_task_profile_wins_over_the_configured_one(repo):
@@ -186,3 +191,68 @@ def test_stop_bookkeeping_error_is_noted_not_fatal(repo):
 def test_usage_errors_under_hook_exit_0(repo, argv):
     result = run(*argv, cwd=repo, input=b"{}")
     assert result.returncode == 0
+
+
+# ---------------------------------------------------------------- identity and briefing fail apart
+
+
+def active_with_notes(repo: Path, notes: int = 1) -> None:
+    init(repo)
+    (repo / ".ai" / "profiles" / "default.md").write_text(PROFILE + "\n")
+    assert run("task", "start", "t1", "--objective", "Ship the parser", cwd=repo).returncode == 0
+    assert run("context", "pin", "decision", "--", "Parse with a table, not regexes", cwd=repo).returncode == 0
+    for n in range(notes):
+        assert run("checkpoint", cwd=repo, input=f"note {n}: " + "detail " * 40 + "\n").returncode == 0
+
+
+def test_the_briefing_follows_the_identity(repo):
+    active_with_notes(repo)
+    context = session_start(repo, (PAYLOADS / "claude-session-start-compact.json").read_bytes())
+    identity, briefing = context.split("\n\n", 2)[:2], context.split("\n\n", 2)[2]
+    assert "\n\n".join(identity) == PROFILE
+    assert briefing.startswith("Briefing for task `t1`")
+    assert "# Decisions\n- Parse with a table, not regexes" in briefing and "note 0: detail" in briefing
+
+
+def test_a_broken_continuity_file_still_yields_the_identity(repo):
+    active_with_notes(repo)
+    (state_dir(repo) / "context" / "t1" / "continuity.json").write_text("{torn")
+    context = session_start(repo)
+    assert context.startswith(PROFILE + "\n\n")
+    assert "Continuity not shown" in context and "Parse with a table" not in context
+
+
+def test_a_briefing_that_cannot_be_built_still_yields_the_identity(repo):
+    active_with_notes(repo)
+    ledger_path = state_dir(repo) / "ledger.jsonl"
+    ledger_path.unlink()
+    ledger_path.mkdir()  # the briefing reads the ledger's last facts: now it cannot
+    result = run("hook", "session-start", cwd=repo, input=b"{}")
+    assert result.returncode == 0
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith(PROFILE + "\n\n")
+    assert "the briefing of task `t1` could not be built" in context and "majordomus brief" in context
+    assert b"session.start not recorded" in result.stderr
+
+
+def test_deleting_the_context_directory_keeps_the_briefing(repo):
+    active_with_notes(repo)
+    import shutil
+
+    shutil.rmtree(state_dir(repo) / "context" / "t1")
+    context = session_start(repo)
+    assert context.startswith(PROFILE) and "note 0: detail" in context and "Ship the parser" in context
+
+
+def test_a_long_briefing_is_cut_in_its_own_order_within_both_limits(repo):
+    active_with_notes(repo, notes=12)
+    (repo / ".ai" / "config.yaml").write_text("hooks:\n  max_context_chars: 2500\n")
+    context = session_start(repo)
+    assert len(context) <= 2500
+    assert context.startswith(PROFILE + "\n\nBriefing for task `t1`")
+    assert "note 11: detail" in context and "note 0: detail" not in context  # the oldest go first
+    assert "Parse with a table" in context  # continuity goes only after every checkpoint
+    assert context.splitlines()[-1].startswith("(dropped to fit") and "oldest checkpoints" in context[-80:]
+    (repo / ".ai" / "config.yaml").write_text("continuity:\n  render_max_bytes: 1500\n")
+    context = session_start(repo)
+    assert len(context.encode()) <= 1500 and context.startswith(PROFILE)

@@ -319,3 +319,19 @@ def status(ws: Any, task_id: Optional[str] = None) -> dict[str, Any]:
     result = replay(directory)
     result["journal"] = ws.display(os.path.join(directory, FILE))
     return result
+
+
+def summary(result: dict[str, Any]) -> str:
+    """One line for people: `generation 2, pending 0, last completed … (auto, claude), …`."""
+    parts = [f"generation {result['generation']}", f"pending {result['pending']}"]
+    last = result.get("last_completed")
+    if last:
+        parts.append(f"last completed {last['at']} ({last['trigger']}, {last['runtime']})")
+    for key, one, many in (("dropped_lines", "dropped line", "dropped lines"),
+                           ("duplicates", "duplicate merged", "duplicates merged"),
+                           ("abandoned", "abandoned", "abandoned"),
+                           ("parse_errors", "unparsed payload", "unparsed payloads")):
+        count = result.get(key) or 0
+        if count:
+            parts.append(f"{count} {one if count == 1 else many}")
+    return ", ".join(parts)

@@ -282,3 +282,11 @@ def test_concurrent_writers_lose_no_line(repo):
     # each rotation keeps one older file: with 2000 bytes a file holds at least 12 of these lines
     assert sorted(g["session_id"] for g in total) == sorted(f"s{n}" for n in range(12))
     assert os.path.getsize(current) <= 2000
+
+
+def test_summary_for_people(tmp_path):
+    got = replay_of(tmp_path, ev("pre", "T1", trigger="auto"), ev("pre", "T1", trigger="auto"), "{torn",
+                    ev("post", "T2", trigger="auto"))
+    assert journal.summary(got) == ("generation 1, pending 0, last completed T2 (auto, claude), 1 dropped line, "
+                                    "1 duplicate merged")
+    assert journal.summary(journal.replay(str(tmp_path / "none"))) == "generation 0, pending 0"

@@ -277,3 +277,21 @@ def test_uninstall_leaves_someone_elses_hook_alone(repo):
     hook.write_text("#!/bin/sh\necho theirs\n")
     assert ok("hooks", "uninstall", "--runtime", "git", cwd=repo).startswith("nothing to remove")
     assert hook.read_text() == "#!/bin/sh\necho theirs\n"
+
+
+def test_git_refuses_a_post_commit_that_is_not_a_file(repo):
+    (repo / ".git" / "hooks" / "post-commit").mkdir(parents=True)
+    before = sorted(os.listdir(repo / ".git" / "hooks"))
+    snap = snapshot(repo)
+    result = run("hooks", "install", "--runtime", "git", cwd=repo)
+    assert result.returncode == 10 and b"is not a file" in result.stderr and b"nothing was written" in result.stderr
+    assert sorted(os.listdir(repo / ".git" / "hooks")) == before and snapshot(repo) == snap
+
+
+def test_git_refuses_a_hooks_path_that_is_a_file(repo):
+    (repo / "hooks-file").write_text("not a directory\n")
+    git(repo, "config", "core.hooksPath", "hooks-file")
+    snap = snapshot(repo)
+    result = run("hooks", "install", "--runtime", "git", cwd=repo)
+    assert result.returncode == 12 and b"is not a directory" in result.stderr and b"core.hooksPath" in result.stderr
+    assert snapshot(repo) == snap

@@ -106,7 +106,9 @@ def latest(ws: Workspace) -> Optional[str]:
     task = tasks.active(ws)
     if not task.checkpoint:
         return None
-    return ws.paths.absolute(task.checkpoint)
+    path = ws.paths.absolute(task.checkpoint)
+    # A task record brought by `majordomus sync` can point at a checkpoint that was not shared with it.
+    return path if os.path.lexists(path) else None
 
 
 def staleness(ws: Workspace, task: tasks.Task) -> Optional[str]:

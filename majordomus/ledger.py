@@ -98,6 +98,37 @@ def append(path: str, event: str, fields: dict[str, Any], at: str) -> dict[str, 
         os.close(fd)
 
 
+def append_many(path: str, items: list[tuple[str, dict[str, Any]]], at: str) -> list[dict[str, Any]]:
+    """Append several chained events in one write and one fsync (`sync` imports records by the hundred)."""
+    if not items:
+        return []
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE)
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot open the ledger {path}: {exc.strerror}", "check the state directory") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        last, last_line, ends_clean = _last_valid(fd, os.fstat(fd).st_size)
+        seq = last["seq"] if last else 0
+        written: list[dict[str, Any]] = []
+        lines = [] if ends_clean else [b""]  # keep a torn line from a killed writer on its own line
+        for event, fields in items:
+            seq += 1
+            record: dict[str, Any] = {"v": 1, "seq": seq, "at": at, "event": event}
+            record.update(fields)
+            record["prev"] = line_hash(last_line) if last_line is not None else None
+            last_line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            lines.append(last_line)
+            written.append(record)
+        os.write(fd, b"\n".join(lines) + b"\n")
+        os.fsync(fd)
+        return written
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot append to the ledger {path}: {exc.strerror}", "check free space") from exc
+    finally:
+        os.close(fd)
+
+
 def iter_lines(path: str, offset: int = 0) -> Iterator[bytes]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -124,11 +155,39 @@ def replay(path: str, task: str | None = None) -> Replay:
     return result
 
 
+class Chain:
+    """The hash chain and sequence checked one valid line at a time, so one pass can also do other work."""
+
+    def __init__(self) -> None:
+        self.previous: bytes | None = None
+        self.previous_seq = 0
+        self.breaks: list[str] = []
+
+    def feed(self, line: bytes, obj: dict[str, Any]) -> None:
+        expected = line_hash(self.previous) if self.previous is not None else None
+        if obj.get("prev") != expected:
+            self.breaks.append(f"event seq {obj['seq']}: `prev` does not match the line before it")
+        if obj["seq"] != self.previous_seq + 1:
+            self.breaks.append(f"event seq {obj['seq']}: expected seq {self.previous_seq + 1}")
+        self.previous, self.previous_seq = line, obj["seq"]
+
+
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    """The event on one ledger line, or None when the line is torn or not an event (same rule as replay).
+
+    Decoding the bytes first skips json's encoding detection: a third faster, which a full scan notices."""
+    try:
+        obj = json.loads(line.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError included
+        return None
+    if isinstance(obj, dict) and isinstance(obj.get("seq"), int) and isinstance(obj.get("event"), str):
+        return obj
+    return None
+
+
 def verify(path: str) -> Verification:
     """Check the hash chain and the sequence over the valid lines."""
-    breaks: list[str] = []
-    previous: bytes | None = None
-    previous_seq = 0
+    chain = Chain()
     count = dropped = 0
     for line in iter_lines(path):
         if not line.strip():
@@ -138,13 +197,8 @@ def verify(path: str) -> Verification:
             dropped += 1
             continue
         count += 1
-        expected = line_hash(previous) if previous is not None else None
-        if obj.get("prev") != expected:
-            breaks.append(f"event seq {obj['seq']}: `prev` does not match the line before it")
-        if obj["seq"] != previous_seq + 1:
-            breaks.append(f"event seq {obj['seq']}: expected seq {previous_seq + 1}")
-        previous, previous_seq = line, obj["seq"]
-    return Verification(events=count, dropped_lines=dropped, breaks=breaks)
+        chain.feed(line, obj)
+    return Verification(events=count, dropped_lines=dropped, breaks=chain.breaks)
 
 
 def last_event(path: str, task: str | None = None, events: tuple[str, ...] = ()) -> dict[str, Any] | None:

@@ -50,9 +50,9 @@ def normalise(raw: bytes, *, what: str, max_lines: int | None, max_bytes: int) -
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
+        bad_line = raw[: exc.start].count(b"\n") + 1
         raise Refused(
-            f"the {what} body is not valid UTF-8 (line {line}, byte {exc.start}); nothing was written",
+            f"the {what} body is not valid UTF-8 (line {bad_line}, byte {exc.start}); nothing was written",
             "convert it to UTF-8 (e.g. `iconv -t UTF-8`) and pipe it again",
         ) from exc
     text = text.replace("\r\n", "\n")
@@ -154,7 +154,10 @@ def parse_yaml(text: str) -> dict[str, Any]:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    data = yaml.load(text, Loader=loader)
+    try:
+        data = yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise ValueError("front matter is not a mapping")
     return {str(k): (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in data.items()}

@@ -62,8 +62,10 @@ def _unlink_quietly(path: str) -> None:
         pass
 
 
-def link_in(directory: str, name: str, data: bytes) -> tuple[str, bool]:
-    """Store an immutable record under `name`, never replacing anything. Returns (path, created)."""
+def link_in(directory: str, name: str, data: bytes, *, sync_dir: bool = True) -> tuple[str, bool]:
+    """Store an immutable record under `name`, never replacing anything. Returns (path, created).
+
+    `sync_dir=False` leaves the directory fsync to the caller, who links many records and syncs it once."""
     final = os.path.join(directory, name)
     tmp = _write_temp(directory, data)
     try:
@@ -75,7 +77,7 @@ def link_in(directory: str, name: str, data: bytes) -> tuple[str, bool]:
         _unlink_quietly(tmp)
         raise _environment(final, exc) from exc
     _unlink_quietly(tmp)
-    if created:
+    if created and sync_dir:
         fsync_dir(directory)
     return final, created
 

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Optional
 
 from majordomus import clock, ledger, records, store
-from majordomus.errors import MajordomusError, NoActiveTask, NotFound, Refused, UsageError
+from majordomus.errors import EnvironmentProblem, MajordomusError, NoActiveTask, NotFound, Refused, UsageError
 from majordomus.workspace import Workspace
 
 TASK_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -64,7 +64,7 @@ def load(ws: Workspace, task_id: str) -> Task:
     try:
         return Task.from_dict(records.parse_yaml(data.decode("utf-8")))
     except (ValueError, TypeError, UnicodeDecodeError) as exc:
-        raise MajordomusError(
+        raise EnvironmentProblem(
             f"the task record {path} is unreadable: {exc}", "run `majordomus doctor` to see what is wrong"
         ) from exc
 
@@ -198,19 +198,23 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False) -> Task:
     with store.locked(ws.paths.lock):
         task = load(ws, task_id)
         here = (ws.worktree, ws.branch)
-        elsewhere = task.status == "active" and (task.worktree, task.branch) != here
+        index = read_index(ws)
+        # Only this machine's index makes a task active here: a record brought by `majordomus sync` can name
+        # a worktree path that is also a path here (CI runners and sandboxes share paths).
+        elsewhere = task.status == "active" and index.get(_slot(*here)) != task_id
         if task.status == "active" and not elsewhere:
             return task
         if elsewhere and not force:
             where = f"worktree {task.worktree} on " + (f"branch {task.branch}" if task.branch else "a detached HEAD")
+            if task_id not in index.values():
+                where += " on another machine (its record came through `majordomus sync`)"
             raise Refused(
                 f"task `{task_id}` is active in {where}; nothing was written",
                 f"hand it off there first, or take it over with `majordomus task resume {task_id} --force`",
             )
-        index = read_index(ws)
         previous = {"worktree": task.worktree, "branch": task.branch, "status": task.status}
-        if elsewhere:
-            index.pop(_slot(task.worktree or "", task.branch), None)
+        if elsewhere and index.get(_slot(task.worktree or "", task.branch)) == task_id:
+            index.pop(_slot(task.worktree or "", task.branch))
         _pause_current_here(ws, index, task_id, at)
         task.status = "active"
         task.worktree, task.branch = here
@@ -242,6 +246,16 @@ def done(ws: Workspace, task_id: Optional[str]) -> Task:
         save(ws, task)
         event(ws, "task.done", task.id, at)
     return task
+
+
+def release(ws: Workspace, task_id: str) -> bool:
+    """Forget that `task_id` is active on this machine (it is held elsewhere now); the caller holds the lock."""
+    index = read_index(ws)
+    kept = {slot: held for slot, held in index.items() if held != task_id}
+    if len(kept) == len(index):
+        return False
+    _write_index(ws, kept)
+    return True
 
 
 def set_handed_off(ws: Workspace, task: Task, handoff_rel: str, at: str) -> None:

@@ -90,3 +90,12 @@ def test_task_ids_at_the_edges(cli, repo):
     assert cli("task", "start", "b" * 65).exit_code == 2
     assert cli("task", "start", "-x").exit_code == 2
     assert cli("task", "start", "0.a_b-c").exit_code == 0
+
+
+def test_hand_broken_task_record_is_a_clear_error(cli, repo):
+    cli("task", "start", "a")
+    (state_dir(repo) / "tasks" / "a.yaml").write_text("id: [unclosed\n")
+    result = cli("task", "show")
+    assert result.exit_code == 12
+    assert "Traceback" not in result.stderr
+    assert "unreadable" in result.stderr and "majordomus doctor" in result.stderr

@@ -70,13 +70,16 @@ def test_checkpoint_hook_shows_a_real_error(hook_repo, repo):
     assert result.returncode == 1 and "Failed" in result.stdout and "not valid YAML" in result.stdout
 
 
-def doctor_available() -> bool:
-    return shutil.which("majordomus", path=str(BIN)) is not None and subprocess.run(
-        [str(BIN / "majordomus"), "doctor", "--help"], capture_output=True).returncode == 0
-
-
-@pytest.mark.skipif(not doctor_available(), reason="`majordomus doctor` has not landed in this build yet")
-def test_doctor_hook_runs_doctor(hook_repo, repo):
+def test_doctor_hook_passes_on_a_healthy_repository(hook_repo, repo):
+    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    assert run("doctor", cwd=repo).returncode == 0
     result = try_repo(hook_repo, repo, "majordomus-doctor")
-    expected = run("doctor", cwd=repo).returncode
-    assert result.returncode == (0 if expected == 0 else 1), result.stdout + result.stderr
+    assert result.returncode == 0 and "Passed" in result.stdout, result.stdout + result.stderr
+
+
+def test_doctor_hook_fails_on_a_real_finding(hook_repo, repo):
+    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    git(repo, "add", "-f", ".ai/local/state/tasks/t1.yaml")  # state must never be staged: a doctor failure
+    assert run("doctor", cwd=repo).returncode == 1
+    result = try_repo(hook_repo, repo, "majordomus-doctor")
+    assert result.returncode == 1 and "Failed" in result.stdout, result.stdout + result.stderr

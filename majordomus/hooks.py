@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Optional
 
 PAYLOAD_MAX = 4 << 20  # a Stop payload carries the final message; more than this is not parsed
-_DRAIN_MAX = 64 << 20
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _FINAL_MESSAGE_KEYS = ("last_assistant_message", "output", "final_output", "result")
 _VALUE_MAX = 256
@@ -25,13 +24,10 @@ NO_TASK_LINE = ("majordomus: no active task in {where}. Start one with `majordom
 
 def read_payload(stream: Optional[BinaryIO]) -> dict[str, Any]:
     """The runtime's JSON object from stdin, or {} for anything else (garbage, empty, too large)."""
-    if stream is None:
-        return {}
-    data = stream.read(PAYLOAD_MAX + 1)
-    if len(data) > PAYLOAD_MAX:
-        drained = 0
-        while drained < _DRAIN_MAX and stream.read(65536):
-            drained += 65536
+    from majordomus.journal import read_stdin
+
+    data = read_stdin(stream, PAYLOAD_MAX) if stream is not None else None
+    if data is None:
         return {}
     try:
         payload = json.loads(data)

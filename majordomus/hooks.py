@@ -26,7 +26,7 @@ def read_payload(stream: Optional[BinaryIO]) -> dict[str, Any]:
     """The runtime's JSON object from stdin, or {} for anything else (garbage, empty, too large)."""
     from majordomus.journal import read_stdin
 
-    data = read_stdin(stream, PAYLOAD_MAX) if stream is not None else None
+    data = read_stdin(stream, PAYLOAD_MAX)
     if data is None:
         return {}
     try:

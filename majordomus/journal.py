@@ -38,8 +38,12 @@ TRIGGERS = ("manual", "auto")
 # ---------------------------------------------------------------- writing
 
 
-def read_stdin(stream: BinaryIO, limit: int = STDIN_MAX) -> Optional[bytes]:
-    """At most `limit` bytes of `stream`; None when there was more (the rest is read and dropped)."""
+def read_stdin(stream: Optional[BinaryIO], limit: int = STDIN_MAX) -> Optional[bytes]:
+    """At most `limit` bytes of `stream`; None when there was more (the rest is read and dropped).
+
+    No stream (a terminal, which nobody will close) reads as empty."""
+    if stream is None:
+        return b""
     data = stream.read(limit + 1)
     if len(data) <= limit:
         return data
@@ -132,7 +136,7 @@ def append(directory: str, line: bytes, rotate_bytes: int) -> str:
             os.close(fd)
 
 
-def record(phase: str, runtime: str, stdin: BinaryIO, cwd: str) -> Optional[str]:
+def record(phase: str, runtime: str, stdin: Optional[BinaryIO], cwd: str) -> Optional[str]:
     """Journal one compaction event for the task active at `cwd`; None (and nothing written) when none."""
     raw = read_stdin(stdin)
     place = quickstate.locate(cwd)
@@ -193,7 +197,7 @@ def main(argv: list[str], cwd: Optional[str] = None) -> int:
             sys.stderr.write(f"majordomus: hook compact: -C {cwd}: not a directory; nothing recorded\n")
             return 0
         stdin = sys.stdin.buffer if sys.stdin is not None and not sys.stdin.isatty() else None
-        record(phase, runtime, stdin if stdin is not None else _Empty(), os.path.abspath(cwd or os.getcwd()))
+        record(phase, runtime, stdin, os.path.abspath(cwd or os.getcwd()))
     except BaseException as exc:  # noqa: BLE001 - fail-open: a compaction never waits on our bookkeeping
         if os.environ.get("MAJORDOMUS_DEBUG") == "1":
             import traceback
@@ -204,11 +208,6 @@ def main(argv: list[str], cwd: Optional[str] = None) -> int:
         else:
             sys.stderr.write(f"majordomus: hook compact: not recorded: {type(exc).__name__}\n")
     return 0
-
-
-class _Empty:
-    def read(self, size: int = -1) -> bytes:
-        return b""
 
 
 # ---------------------------------------------------------------- replay

@@ -63,7 +63,9 @@ def open_repo(start: str) -> Repo:
             "run majordomus inside a git repository (or pass -C DIR); `git init` makes one",
         )
     try:
-        handle = pygit2.Repository(found)
+        # Opened from `start`, not from `found`: a `.git` file (`git init --separate-git-dir`) names a git
+        # directory whose parent is not the work tree; libgit2 gets the work tree right only this way.
+        handle = pygit2.Repository(start)
     except pygit2.GitError as exc:
         raise EnvironmentProblem(f"cannot open the git repository at {found}: {exc}", "run `git status` there") from exc
     if handle.workdir is None:
@@ -182,6 +184,15 @@ def config_value(repo: Repo, key: str) -> str | None:
         return str(repo.handle.config[key])
     except (KeyError, pygit2.GitError):
         return None
+
+
+def hooks_dir(repo: Repo) -> str:
+    """The directory git runs hooks from: `core.hooksPath` (relative to the worktree top), else <common>/hooks."""
+    configured = config_value(repo, "core.hooksPath")
+    if configured:
+        path = os.path.expanduser(configured)
+        return os.path.normpath(path if os.path.isabs(path) else os.path.join(repo.worktree, path))
+    return os.path.join(repo.common_dir, "hooks")
 
 
 # ---------------------------------------------------------------- object database (sync, SPEC §13)

@@ -48,13 +48,12 @@ run majordomus task list
 step "stat -c %a .ai/local/state/checkpoints/*.md"
 stat -c '%a %n' .ai/local/state/checkpoints/*.md
 
-if majordomus --help | grep -q '^  context'; then
-  run majordomus context pin decision -- "Normalise callbacks at the edge, not in the comparison."
-  run majordomus context pin next-action -- "Fix normalise() for trailing slashes."
-fi
-if majordomus --help | grep -q '^  handoff'; then
-  step "majordomus handoff <<'MD' ... MD"
-  majordomus handoff <<'MD'
+run majordomus context pin decision -- "Normalise callbacks at the edge, not in the comparison."
+run majordomus context pin next-action -- "Fix normalise() for trailing slashes."
+run majordomus context status
+
+step "majordomus handoff <<'MD' ... MD"
+majordomus handoff <<'MD'
 ## State
 The regression test fails; the fix in normalise() is half done.
 
@@ -67,16 +66,31 @@ Does the IdP ever send uppercase hosts?
 ## Next actions
 Finish normalise(), run the suite.
 MD
-  run majordomus handoff --list
-fi
-if majordomus --help | grep -q '^  brief'; then
-  run majordomus brief fix-login   # handed off: no task is active here any more, so name it
-fi
+run majordomus handoff --list
+
+# Another worker picks the task up in a linked worktree of the same repository (one shared store).
+step "git worktree add ../second -b fix-login-2 && cd ../second"
+git worktree add -q ../second -b fix-login-2
+cd ../second
+run majordomus brief fix-login
+run majordomus task resume fix-login
+step "majordomus checkpoint <<'NOTE' ... NOTE   (in the second worktree)"
+majordomus checkpoint <<'NOTE'
+Resumed from the handoff; normalise() now strips trailing slashes.
+Next: run the whole suite.
+NOTE
+run majordomus brief
+
+# git keeps the checkpoint time fresh at every commit.
+run majordomus hooks install --runtime git
+echo 'def login(): return normalise(strip=True)' > app.py
+step "git commit -am 'Strip trailing slashes'   # the post-commit hook runs majordomus check --checkpoint"
+git commit -qam "Strip trailing slashes"
+run majordomus check
 run majordomus ledger
 run majordomus ledger --verify
-if majordomus --help | grep -q '^  doctor'; then
-  run majordomus doctor
-fi
+run majordomus doctor
+cd "$repo"
 step "git status --short   # state under .ai/local is never staged"
 git add -A && git status --short
 printf '\nDemo repository left at %s\n' "$repo"

@@ -182,19 +182,18 @@ def test_status_counts_pins_by_kind_and_joins_the_journal(cli: Any, repo: Path, 
     report = json.loads(cli("context", "status", "--json").stdout)
     assert report["integrity"] == "ok" and report["objective"] is True
     assert report["counts"] == {"decisions": 1, "constraints": 0, "openItems": 0, "nextActions": 1}
-    assert "compaction" not in report
+    assert report["compaction"]["generation"] == 0 and report["compaction"]["pending"] == 0
     human = cli("context", "status").stdout
     assert f"  {pin_id[:8]}  D1" in human and "decisions     1" in human
+    assert "compaction    generation 0, pending 0\n" in human
 
-    import sys
-    import types
-
-    journal = types.ModuleType("majordomus.journal")
-    journal.status = lambda ws, task_id: {"generation": 2, "pending": False, "task": task_id}  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "majordomus.journal", journal)
+    # The journal written by `hook compact` (issue 4) is what status reports.
+    for phase in ("pre", "post", "pre"):
+        cli("hook", "compact", "--phase", phase, "--runtime", "claude", input='{"session_id":"s","trigger":"auto"}')
     report = json.loads(cli("context", "status", "--json").stdout)
-    assert report["compaction"] == {"generation": 2, "pending": False, "task": "t1"}
-    assert "compaction    generation 2, pending False" in cli("context", "status").stdout
+    assert report["compaction"]["generation"] == 1 and report["compaction"]["pending"] == 1
+    assert report["compaction"]["last_completed"]["trigger"] == "auto"
+    assert "compaction    generation 1, pending 1, last completed " in cli("context", "status").stdout
 
 
 def test_only_the_two_writers_touch_the_document(cli: Any, repo: Path) -> None:

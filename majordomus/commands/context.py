@@ -121,7 +121,12 @@ def status(task_id: Optional[str], as_json: bool) -> None:
                 lines.append(f"  {p['id'][:8]}  {text}")
     if "compaction" in report:
         comp = report["compaction"]
-        detail = ", ".join(f"{k} {v}" for k, v in comp.items()) if isinstance(comp, dict) else str(comp)
+        if isinstance(comp, dict) and "generation" in comp and "dropped_lines" in comp:
+            from majordomus import journal
+
+            detail = journal.summary(comp)
+        else:
+            detail = ", ".join(f"{k} {v}" for k, v in comp.items()) if isinstance(comp, dict) else str(comp)
         lines.append(f"compaction    {detail}")
     emit("\n".join(lines))
 

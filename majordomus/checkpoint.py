@@ -59,7 +59,7 @@ def store_record(ws: Workspace, directory: str, fields: list[tuple[str, Any]], b
     meta = dict(fields)
     data = records.render(fields, body)
     digest = records.sha256(data)
-    name = records.record_name(clock.compact(clock.parse(meta["timestamp"])), meta["branch"], meta["head"], digest)
+    name = records.record_name(clock.compact_of(meta["timestamp"]), meta["branch"], meta["head"], digest)
     path, created = store.link_in(directory, name, data)
     return path, created, digest
 

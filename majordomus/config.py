@@ -49,6 +49,8 @@ class Config:
     values: dict[str, Any]
     path: str | None = None
     unknown_keys: list[str] = field(default_factory=list)
+    # Set when the file was parsed afresh: the stat signature to cache it under (see `remember`).
+    signature: list[Any] | None = None
 
     def get(self, section: str, key: str) -> Any:
         return self.values[section][key]
@@ -118,18 +120,41 @@ def parse(data: Any, where: str) -> Config:
     return Config(values=values, path=where, unknown_keys=unknown)
 
 
-def load(repo_root: str | None) -> Config:
-    """Load `<repo_root>/.ai/config.yaml`; defaults when the file is absent (no yaml import then)."""
+def load(repo_root: str | None, cache_path: str | None = None) -> Config:
+    """Load `<repo_root>/.ai/config.yaml`; defaults when the file is absent.
+
+    With `cache_path`, the validated copy that `remember` keeps as JSON beside the state is used while
+    the file's stat signature is unchanged: a checkpoint then never pays for a YAML parser.
+    """
     if repo_root is None:
         return Config(values=copy.deepcopy(DEFAULTS))
     path = os.path.join(repo_root, CONFIG_RELPATH)
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return Config(values=copy.deepcopy(DEFAULTS))
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}", "check the file's permissions") from exc
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(fd)
+        signature = [path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        cached = _read_cache(cache_path, signature) if cache_path else None
+        if cached is not None:
+            return cached
+        raw = handle.read()
+    config = _parse_yaml(raw, path)
+    config.signature = signature
+    return config
+
+
+def remember(config: Config, cache_path: str) -> None:
+    """Cache a freshly parsed configuration; called only where the command writes state anyway."""
+    if config.signature is not None:
+        _write_cache(cache_path, config.signature, config)
+        config.signature = None
+
+
+def _parse_yaml(raw: bytes, path: str) -> Config:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -142,3 +167,42 @@ def load(repo_root: str | None) -> Config:
             f"{path}: not valid YAML{at}", "fix the syntax, or move the file away to use the defaults"
         ) from exc
     return parse(data, path)
+
+
+def _read_cache(cache_path: str, signature: list[Any]) -> Config | None:
+    import json
+
+    try:
+        fd = os.open(cache_path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            data = json.load(fh)
+        if data["signature"] != signature:
+            return None
+        return Config(values=data["values"], path=signature[0], unknown_keys=data["unknown_keys"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_cache(cache_path: str, signature: list[Any], config: Config) -> None:
+    """Best effort: only where the state's cache directory already exists; a failure costs a parse."""
+    import json
+
+    import stat
+
+    try:
+        if not stat.S_ISDIR(os.lstat(os.path.dirname(cache_path)).st_mode):
+            return
+    except OSError:
+        return
+    data = json.dumps({"signature": signature, "values": config.values, "unknown_keys": config.unknown_keys})
+    tmp = f"{cache_path}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(data)
+        os.replace(tmp, cache_path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass

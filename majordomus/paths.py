@@ -51,6 +51,10 @@ class StatePaths:
         return os.path.join(self.root, "context")
 
     @property
+    def config_cache(self) -> str:
+        return os.path.join(self.root, "cache", "config.json")
+
+    @property
     def root_commit_cache(self) -> str:
         return os.path.join(self.root, "cache", "root-commit")
 

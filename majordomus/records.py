@@ -28,10 +28,21 @@ IDENTITY_KEYS = (
     "changed_files_omitted",
 )
 
-_KEY_ALTERNATIVES = "|".join(
-    r"[_\- ]".join(re.escape(word) for word in key.split("_")) for key in IDENTITY_KEYS
-)
-_IDENTITY_LINE = re.compile(rf"^[ \t]*(?:[-*][ \t]*)?({_KEY_ALTERNATIVES})[ \t]*:", re.IGNORECASE)
+_IDENTITY_SET = frozenset(IDENTITY_KEYS)
+
+
+def identity_field(line: str) -> tuple[str, str] | None:
+    """(field, as written) when the line's first word, after indentation and an optional `-`/`*` bullet,
+    is an identity key followed by `:`; `_`, `-` or one space may join its words, in any case."""
+    rest = line.lstrip(" \t")
+    if rest[:1] in ("-", "*"):
+        rest = rest[1:].lstrip(" \t")
+    colon = rest.find(":")
+    if colon <= 0:
+        return None
+    written = rest[:colon].rstrip(" \t")
+    key = written.lower().replace("-", "_").replace(" ", "_")
+    return (key, written) if key in _IDENTITY_SET else None
 
 
 @dataclass(frozen=True)
@@ -99,13 +110,13 @@ def refuse_identity(lines: list[str], what: str) -> None:
             "remove the front matter block and pipe only the note",
         )
     for number, line in enumerate(lines, 1):
-        match = _IDENTITY_LINE.match(line)
-        if match:
-            field = match.group(1).lower().replace("-", "_").replace(" ", "_")
+        found = identity_field(line)
+        if found:
+            field, written = found
             raise Refused(
                 f"the {what} body sets the identity field `{field}` on line {number}; "
                 "identity is computed from git, never written by prose; nothing was written",
-                f"reword line {number} so it does not start with `{match.group(1)}:`",
+                f"reword line {number} so it does not start with `{written}:`",
             )
 
 

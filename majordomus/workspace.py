@@ -22,7 +22,7 @@ class Workspace:
         cwd = os.path.abspath(cwd or os.getcwd())
         repo = git.open_repo(cwd)
         state = paths.for_worktrees(repo.main_worktree, repo.common_dir, repo.worktree)
-        return cls(repo=repo, paths=state, config=config_mod.load(state.config_root), cwd=cwd)
+        return cls(repo=repo, paths=state, config=config_mod.load(state.config_root, state.config_cache), cwd=cwd)
 
     @property
     def worktree(self) -> str:
@@ -37,7 +37,10 @@ class Workspace:
         return f"worktree {self.worktree} on " + (f"branch {branch}" if branch else "a detached HEAD")
 
     def ensure_state(self, *subdirs: str) -> None:
+        """Create the state as needed before a write (and cache the configuration there)."""
         paths.ensure(self.paths, *subdirs)
+        if self.config.signature is not None:
+            config_mod.remember(self.config, self.paths.config_cache)
 
     def display(self, path: str) -> str:
         """A state path as the user sees it: relative to this worktree when inside it, else absolute."""

@@ -60,3 +60,19 @@ def test_record_name_and_digest():
     assert name == "20260903T194500Z--feature---b--0000000--abababababababab.md"
     assert records.name_digest(name) == "ab" * 8
     assert records.name_digest("notes.md") is None
+
+
+# SPEC §6 step 4, written as a regular expression: the oracle the hand-written matcher must agree with.
+import re as _re
+
+_ORACLE = _re.compile(
+    r"^[ \t]*(?:[-*][ \t]*)?(" + "|".join(r"[_\- ]".join(w for w in key.split("_")) for key in records.IDENTITY_KEYS)
+    + r")[ \t]*:", _re.IGNORECASE)
+_line_parts = st.sampled_from([" ", "\t", "-", "*", "_", ":", "repo", "id", "Repo", "ID", "task", "head", "HEAD",
+                               "worktree", "state", "changed", "files", "x", "Next", "schema", "version", " :"])
+
+
+@settings(max_examples=500)
+@given(st.lists(_line_parts, max_size=8).map("".join))
+def test_identity_matcher_agrees_with_the_spec_regex(line):
+    assert (records.identity_field(line) is not None) == bool(_ORACLE.match(line)), line

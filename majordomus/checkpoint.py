@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, BinaryIO, Optional
+from typing import Any, BinaryIO, Iterator, Optional
 
 from majordomus import clock, git, records, store, tasks
 from majordomus.records import SCHEMA_VERSION
@@ -123,29 +123,82 @@ def staleness(ws: Workspace, task: tasks.Task) -> Optional[str]:
 
 
 def describe(ws: Workspace, path: str) -> dict[str, Any]:
-    """The summary `--list --json` gives for one stored record."""
-    data = store.read_nofollow(path)
-    meta, body = records.split(data)
-    return {
-        "path": ws.display(path),
-        "name": os.path.basename(path),
-        "timestamp": meta.get("timestamp"),
-        "task": meta.get("task"),
-        "kind": meta.get("kind"),
-        "branch": meta.get("branch"),
-        "head": meta.get("head"),
-        "worktree": meta.get("worktree"),
-        "worktree_state": meta.get("worktree_state"),
-        "lines": len(body.split("\n")) if body else 0,
-        "sha256": records.sha256(data),
-    }
+    """The summary `--show --json` and `--list --json` give for one stored record."""
+    return _summary(store.read_nofollow(path), ws.display(path), os.path.basename(path))
+
+
+_SUMMARY_KEYS = ("timestamp", "task", "kind", "branch", "head", "worktree", "worktree_state")
+
+
+def _summary(data: bytes, shown: str, name: str) -> dict[str, Any]:
+    meta, body_lines = records.summary_fields(data, _SUMMARY_KEYS)
+    out: dict[str, Any] = {"path": shown, "name": name}
+    for key in _SUMMARY_KEYS:
+        out[key] = meta.get(key)
+    out["lines"] = body_lines
+    out["sha256"] = records.sha256(data)
+    return out
+
+
+def summaries(ws: Workspace, directory: str) -> Iterator[dict[str, Any]]:
+    """Every record in `directory`, newest first, one read each: streamed, never all in memory.
+
+    This loop runs once per record of a store that may hold 100,000, so it is written flat: one open,
+    one read, one hash and one regular-expression pass each, with `store`/`records` only as fallbacks.
+    """
+    import hashlib
+
+    shown_dir = ws.display(directory)
+    flags = os.O_RDONLY | os.O_NOFOLLOW
+    limit = 1 << 16  # below malloc's mmap threshold: no mmap/munmap per record; longer files read on
+    for name in list_names(directory):
+        path = f"{directory}/{name}"
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            continue
+        try:
+            data = os.read(fd, limit)
+        finally:
+            os.close(fd)
+        if len(data) == limit:
+            data = store.read_nofollow(path)
+        try:
+            yield _summary(data, f"{shown_dir}/{name}", name)
+        except ValueError:
+            yield {"path": f"{shown_dir}/{name}", "name": name, "sha256": hashlib.sha256(data).hexdigest(),
+                   "error": "no readable front matter (run `majordomus doctor`)"}
+
+
+def list_names(directory: str) -> list[str]:
+    """Record file names in `directory`, newest first: by the UTC second their name begins with, then
+    (only within one second, where the name cannot tell) by modification time."""
+    try:
+        names = [n for n in os.listdir(directory) if n.endswith(".md") and not n.startswith(".")]
+    except FileNotFoundError:
+        return []
+    names.sort(reverse=True)
+    out: list[str] = []
+    i = 0
+    while i < len(names):
+        j = i + 1
+        while j < len(names) and names[j][:16] == names[i][:16]:
+            j += 1
+        group = names[i:j]
+        if len(group) > 1:
+            group.sort(key=lambda n: _mtime(os.path.join(directory, n)), reverse=True)
+        out.extend(group)
+        i = j
+    return out
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.lstat(path).st_mtime_ns
+    except OSError:
+        return 0
 
 
 def list_paths(directory: str) -> list[str]:
-    """Every record file in `directory`, newest first: by the UTC time its name begins with, then by mtime."""
-    try:
-        entries = [e for e in os.scandir(directory) if e.name.endswith(".md") and not e.name.startswith(".")]
-    except FileNotFoundError:
-        return []
-    entries.sort(key=lambda e: (e.name[:16], e.stat(follow_symlinks=False).st_mtime_ns), reverse=True)
-    return [e.path for e in entries]
+    """Every record file in `directory`, newest first."""
+    return [os.path.join(directory, n) for n in list_names(directory)]

@@ -10,7 +10,7 @@ import click
 
 from majordomus import __version__
 from majordomus.errors import MajordomusError, UsageError
-from majordomus.output import emit, emit_json, note, table
+from majordomus.output import BlockWriter, emit, emit_json, note, table
 
 
 class Group(click.Group):
@@ -204,27 +204,30 @@ def checkpoint_cmd(ctx: click.Context, show: bool, list_: bool, as_json: bool) -
         emit_json(checkpoint.describe(ws, path) if path else None)
         return
     if list_:
-        found = checkpoint.list_paths(ws.paths.checkpoints) if paths.check_readable(ws.paths) else []
-        _print_records(ws, found, as_json)
+        _print_records(ws, ws.paths.checkpoints if paths.check_readable(ws.paths) else None, as_json)
         return
     ctx.exit(fast.write(ws))
 
 
-def _print_records(ws: Any, found: list[str], as_json: bool) -> None:
+def _print_records(ws: Any, directory: Optional[str], as_json: bool) -> None:
+    """Stream the records of `directory`, newest first (a large store never sits in memory)."""
     import json
 
     from majordomus import checkpoint
 
-    if as_json:  # streamed, one record at a time, so a large store never sits in memory twice
-        sys.stdout.write("[")
-        for i, path in enumerate(found):
-            sys.stdout.write(("," if i else "") + "\n  " + json.dumps(checkpoint.describe(ws, path), ensure_ascii=False))
-        sys.stdout.write("\n]\n" if found else "]\n")
+    found = checkpoint.summaries(ws, directory) if directory else iter(())
+    out = BlockWriter(sys.stdout)
+    if as_json:
+        out.write("[")
+        for i, d in enumerate(found):
+            out.write(("," if i else "") + "\n  " + json.dumps(d, ensure_ascii=False))
+        out.write("\n]\n" if out.written > 1 else "]\n")
+        out.flush()
         return
-    for path in found:
-        d = checkpoint.describe(ws, path)
-        emit(f"{d['timestamp']}  {d['task']}  {d['branch'] or '(detached)'}  "
-             f"{(d['head'] or '0000000')[:7]}  {d['lines']} lines  {d['path']}")
+    for d in found:
+        out.write(f"{d.get('timestamp')}  {d.get('task')}  {d.get('branch') or '(detached)'}  "
+                  f"{(d.get('head') or '0000000')[:7]}  {d.get('lines', '?')} lines  {d['path']}\n")
+    out.flush()
 
 
 @cli.command("check")
@@ -239,6 +242,8 @@ def check_cmd(ctx: click.Context, as_checkpoint: bool) -> None:
 
 
 # ---------------------------------------------------------------- ledger
+
+_LEDGER_COMMON = frozenset(("v", "seq", "at", "event", "task", "worktree", "branch", "prev"))
 
 
 @cli.command("ledger")
@@ -266,15 +271,27 @@ def ledger_cmd(ctx: click.Context, as_json: bool, task_id: Optional[str], verify
         if not result.ok:
             ctx.exit(1)
         return
-    replayed = ledger.replay(ws.paths.ledger, task=task_id)
+    # Streamed: a ledger of a million events is printed without holding it, and --json passes each
+    # validated line through as it stands instead of decoding and re-encoding it.
+    dropped = [0]
+    out = BlockWriter(sys.stdout)
+    shown = 0
     if as_json:
-        emit_json({"events": replayed.events, "dropped_lines": replayed.dropped_lines})
-        return
-    for ev in replayed.events:
-        extra = {k: v for k, v in ev.items() if k not in ("v", "seq", "at", "event", "task", "worktree",
-                                                           "branch", "prev")}
-        detail = " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in extra.items())
-        emit(f"{ev['seq']:>6}  {ev['at']}  {ev['event']:<16} {ev.get('task') or '-'}  {detail}".rstrip())
-    if replayed.dropped_lines:
-        note(f"majordomus: {replayed.dropped_lines} torn or invalid ledger lines skipped "
+        out.write('{"events": [')
+    for line, ev in ledger.scan(ws.paths.ledger, dropped):
+        if task_id is not None and ev.get("task") != task_id:
+            continue
+        if as_json:
+            out.write(("," if shown else "") + "\n  " + line.decode("utf-8").strip())
+        else:
+            extra = {k: v for k, v in ev.items() if k not in _LEDGER_COMMON}
+            detail = " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in extra.items())
+            out.write(f"{ev['seq']:>6}  {ev['at']}  {ev['event']:<16} {ev.get('task') or '-'}  {detail}".rstrip()
+                      + "\n")
+        shown += 1
+    if as_json:
+        out.write(("\n" if shown else "") + f'], "dropped_lines": {dropped[0]}}}\n')
+    out.flush()
+    if dropped[0] and not as_json:
+        note(f"majordomus: {dropped[0]} torn or invalid ledger lines skipped "
              "(run `majordomus doctor` for details)")

@@ -36,16 +36,6 @@ def line_hash(line: bytes) -> str:
     return hashlib.sha256(line.rstrip(b"\n")).hexdigest()
 
 
-def _event(line: bytes) -> dict[str, Any] | None:
-    try:
-        obj = json.loads(line)
-    except ValueError:
-        return None
-    if isinstance(obj, dict) and isinstance(obj.get("seq"), int) and isinstance(obj.get("event"), str):
-        return obj
-    return None
-
-
 def _last_valid(fd: int, size: int) -> tuple[dict[str, Any] | None, bytes | None, bool]:
     """The last valid event and its line, reading backwards; and whether the file ends in a newline."""
     if size == 0:
@@ -61,7 +51,7 @@ def _last_valid(fd: int, size: int) -> tuple[dict[str, Any] | None, bytes | None
         candidates = lines[1:] if start > 0 else lines
         for line in reversed(candidates):
             if line.strip():
-                obj = _event(line)
+                obj = parse_line(line)
                 if obj is not None:
                     return obj, line, ends_clean
         end = start
@@ -140,19 +130,21 @@ def iter_lines(path: str, offset: int = 0) -> Iterator[bytes]:
         yield from fh
 
 
+def scan(path: str, dropped: list[int]) -> Iterator[tuple[bytes, dict[str, Any]]]:
+    """(line, event) for every valid line, in order; torn or invalid lines only add to `dropped[0]`."""
+    for line in iter_lines(path):
+        obj = parse_line(line)
+        if obj is not None:
+            yield line, obj
+        elif line.strip():
+            dropped[0] += 1
+
+
 def replay(path: str, task: str | None = None) -> Replay:
     """Every valid event in order; torn or invalid lines are skipped and counted, never fatal."""
-    result = Replay()
-    events = result.events
-    for line in iter_lines(path):
-        if not line.strip():
-            continue
-        obj = _event(line)
-        if obj is None:
-            result.dropped_lines += 1
-        elif task is None or obj.get("task") == task:
-            events.append(obj)
-    return result
+    dropped = [0]
+    events = [obj for _line, obj in scan(path, dropped) if task is None or obj.get("task") == task]
+    return Replay(events=events, dropped_lines=dropped[0])
 
 
 class Chain:
@@ -188,17 +180,12 @@ def parse_line(line: bytes) -> dict[str, Any] | None:
 def verify(path: str) -> Verification:
     """Check the hash chain and the sequence over the valid lines."""
     chain = Chain()
-    count = dropped = 0
-    for line in iter_lines(path):
-        if not line.strip():
-            continue
-        obj = _event(line)
-        if obj is None:
-            dropped += 1
-            continue
+    dropped = [0]
+    count = 0
+    for line, obj in scan(path, dropped):
         count += 1
         chain.feed(line, obj)
-    return Verification(events=count, dropped_lines=dropped, breaks=chain.breaks)
+    return Verification(events=count, dropped_lines=dropped[0], breaks=chain.breaks)
 
 
 def last_event(path: str, task: str | None = None, events: tuple[str, ...] = ()) -> dict[str, Any] | None:
@@ -216,7 +203,7 @@ def last_event(path: str, task: str | None = None, events: tuple[str, ...] = ())
             lines = (os.pread(fd, end - start, start) + carry).split(b"\n")
             carry = lines[0] if start > 0 else b""
             for line in reversed(lines[1:] if start > 0 else lines):
-                obj = _event(line) if line.strip() else None
+                obj = parse_line(line) if line.strip() else None
                 if obj is None:
                     continue
                 if (task is None or obj.get("task") == task) and (not events or obj["event"] in events):

@@ -43,8 +43,7 @@ def handoff(task_id: Optional[str], show: bool, list_: bool, as_json: bool) -> N
             sys.stdout.buffer.write(store.read_nofollow(path))
         return
     if list_:
-        found = checkpoint.list_paths(ws.paths.handoffs) if paths.check_readable(ws.paths) else []
-        _print_records(ws, found, as_json)
+        _print_records(ws, ws.paths.handoffs if paths.check_readable(ws.paths) else None, as_json)
         return
     written = core.write(ws, sys.stdin.buffer)
     if not written.created:

@@ -89,6 +89,9 @@ def retention(ws: Workspace, directory: str, count: int) -> Finding:
     return Finding(OK, f"retention.{directory}", f"{count} {section} records (limit {limit})")
 
 
+_RECORD_PREFIXES = tuple(f"{d}/" for d in RECORD_DIRS)
+
+
 def check_ledger(ws: Workspace, scan: Scan) -> list[Finding]:
     """One streamed pass: torn lines, the hash chain, and every event that names a record, checked against the store."""
     path = ws.paths.ledger
@@ -99,16 +102,15 @@ def check_ledger(ws: Workspace, scan: Scan) -> list[Finding]:
     events = 0
     try:
         for number, line in enumerate(ledger.iter_lines(path), 1):
-            if not line.strip():
-                continue
             obj = ledger.parse_line(line)
             if obj is None:
-                dropped.append(number)
+                if line.strip():
+                    dropped.append(number)
                 continue
             events += 1
             chain.feed(line, obj)
             rel = obj.get("path")
-            if isinstance(rel, str) and rel.split("/", 1)[0] in RECORD_DIRS:
+            if isinstance(rel, str) and rel.startswith(_RECORD_PREFIXES):
                 named.setdefault(rel, (obj["seq"], obj.get("sha256")))
     except OSError as exc:
         return [Finding(FAIL, "ledger.unreadable", f"cannot read {shown}: {exc.strerror}", shown,

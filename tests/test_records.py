@@ -76,3 +76,20 @@ _line_parts = st.sampled_from([" ", "\t", "-", "*", "_", ":", "repo", "id", "Rep
 @given(st.lists(_line_parts, max_size=8).map("".join))
 def test_identity_matcher_agrees_with_the_spec_regex(line):
     assert (records.identity_field(line) is not None) == bool(_ORACLE.match(line)), line
+
+
+_NAME_ORACLE = _re.compile(r"^(\d{8}T\d{6}Z)--(.+)--([0-9a-f]{7})--([0-9a-f]{16})\.md$", _re.ASCII)
+_name_parts = st.sampled_from(["20260903T194500Z", "--", "main", "-", "abcdef0", "0123456789abcdef", ".md", "x", "T",
+                               "Z", "1", "feature-x", "ABCDEF0", "g"])
+
+
+@settings(max_examples=500)
+@given(st.lists(_name_parts, max_size=9).map("".join))
+def test_name_digest_agrees_with_the_naming_rule(name):
+    match = _NAME_ORACLE.match(name)
+    assert records.name_digest(name) == (match.group(4) if match else None), name
+
+
+def test_name_digest_of_real_names():
+    name = records.record_name("20260903T194500Z", "feature/x", "abcdef0123", "0123456789abcdef" * 4)
+    assert records.name_digest(name) == "0123456789abcdef"

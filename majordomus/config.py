@@ -186,8 +186,9 @@ def _read_cache(cache_path: str, signature: list[Any]) -> Config | None:
 def _write_cache(cache_path: str, signature: list[Any], config: Config) -> None:
     """Best effort: only where the state's cache directory already exists; a failure costs a parse."""
     import json
-
     import stat
+
+    from majordomus import store
 
     try:
         if not stat.S_ISDIR(os.lstat(os.path.dirname(cache_path)).st_mode):
@@ -195,14 +196,4 @@ def _write_cache(cache_path: str, signature: list[Any], config: Config) -> None:
     except OSError:
         return
     data = json.dumps({"signature": signature, "values": config.values, "unknown_keys": config.unknown_keys})
-    tmp = f"{cache_path}.{os.getpid()}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(data)
-        os.replace(tmp, cache_path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    store.write_derived(cache_path, data.encode("utf-8"))

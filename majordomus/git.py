@@ -133,23 +133,10 @@ def root_commit(handle: Any, head: str, cache_path: str | None) -> str:
             break
         commit = handle[parents[0]]
     if cache_path:
-        _write_cache(cache_path, f"{head} {root}\n")
+        from majordomus import store  # a cache, not a record: losing it costs one walk
+
+        store.write_derived(cache_path, f"{head} {root}\n".encode("ascii"))
     return root
-
-
-def _write_cache(path: str, text: str) -> None:
-    # A cache, not a record: losing it costs one walk, so a plain replace without fsync is enough.
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
 
 
 def identity(repo: Repo, max_changed_files: int, root_cache: str | None = None) -> Identity:

@@ -62,36 +62,11 @@ def _last_valid(fd: int, size: int) -> tuple[dict[str, Any] | None, bytes | None
 
 def append(path: str, event: str, fields: dict[str, Any], at: str) -> dict[str, Any]:
     """Append one event; the chain's `prev` is the hash of the last valid line."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE)
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot open the ledger {path}: {exc.strerror}", "check the state directory") from exc
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        size = os.fstat(fd).st_size
-        last, last_line, ends_clean = _last_valid(fd, size)
-        record: dict[str, Any] = {
-            "v": 1,
-            "seq": (last["seq"] + 1) if last else 1,
-            "at": at,
-            "event": event,
-        }
-        record.update(fields)
-        record["prev"] = line_hash(last_line) if last_line is not None else None
-        data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-        if not ends_clean:
-            data = b"\n" + data  # keep a torn line from a killed writer on its own line
-        os.write(fd, data)
-        os.fsync(fd)
-        return record
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot append to the ledger {path}: {exc.strerror}", "check free space") from exc
-    finally:
-        os.close(fd)
+    return append_many(path, [(event, fields)], at)[0]
 
 
 def append_many(path: str, items: list[tuple[str, dict[str, Any]]], at: str) -> list[dict[str, Any]]:
-    """Append several chained events in one write and one fsync (`sync` imports records by the hundred)."""
+    """Append chained events in one write and one fsync, under the lock (`sync` imports by the hundred)."""
     if not items:
         return []
     try:

@@ -94,6 +94,20 @@ def replace(path: str, data: bytes) -> None:
     fsync_dir(directory)
 
 
+def write_derived(path: str, data: bytes) -> None:
+    """Best effort for a cache (derivable data): temp + rename, no fsync; a failure only costs a recompute."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        _unlink_quietly(tmp)
+
+
 def read_nofollow(path: str) -> bytes:
     """A whole file, refusing a symbolic link; plain os calls, since listings do this per record."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)

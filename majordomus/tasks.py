@@ -236,16 +236,21 @@ def done(ws: Workspace, task_id: Optional[str]) -> Task:
         task = load(ws, validate_id(task_id)) if task_id else active(ws)
         if task.status == "done":
             return task
-        index = read_index(ws)
-        slot = _slot(task.worktree or "", task.branch)
-        if index.get(slot) == task.id:
-            index.pop(slot)
-            _write_index(ws, index)
+        _leave_slot(ws, task)
         task.status = "done"
         task.updated_at = at
         save(ws, task)
         event(ws, "task.done", task.id, at)
     return task
+
+
+def _leave_slot(ws: Workspace, task: Task) -> None:
+    """The task is no longer the active one of the (worktree, branch) it was active in."""
+    index = read_index(ws)
+    slot = _slot(task.worktree or "", task.branch)
+    if index.get(slot) == task.id:
+        index.pop(slot)
+        _write_index(ws, index)
 
 
 def release(ws: Workspace, task_id: str) -> bool:
@@ -260,11 +265,7 @@ def release(ws: Workspace, task_id: str) -> bool:
 
 def set_handed_off(ws: Workspace, task: Task, handoff_rel: str, at: str) -> None:
     """Record a handoff on the task: it leaves this slot and waits for `task resume` anywhere."""
-    index = read_index(ws)
-    slot = _slot(task.worktree or "", task.branch)
-    if index.get(slot) == task.id:
-        index.pop(slot)
-        _write_index(ws, index)
+    _leave_slot(ws, task)
     task.status = "handed-off"
     task.handoff = handoff_rel
     task.handoff_at = at

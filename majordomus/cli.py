@@ -264,8 +264,8 @@ def ledger_cmd(ctx: click.Context, as_json: bool, task_id: Optional[str], verify
             emit_json({"ok": result.ok, "events": result.events, "dropped_lines": result.dropped_lines,
                        "breaks": result.breaks})
         else:
-            for line in result.breaks:
-                emit(f"broken: {line}")
+            for brk in result.breaks:
+                emit(f"broken: {brk}")
             emit(f"{'ok' if result.ok else 'BROKEN'}: {result.events} events, "
                  f"{result.dropped_lines} dropped lines")
         if not result.ok:

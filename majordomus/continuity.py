@@ -323,13 +323,10 @@ def status(ws: Workspace, task_id: str) -> dict[str, Any]:
         out["pins"] = {key: [{k: p[k] for k in ("id", "text", "source", "createdAt")} for p in doc[key]]
                        for key in PIN_KEYS}
         out["counts"] = {key: len(doc[key]) for key in PIN_KEYS}
+    from majordomus import journal  # the compaction journal's replay (SPEC §12)
+
     try:
-        from majordomus import journal  # issue 4: the compaction journal's replay
-    except ImportError:
-        journal = None  # type: ignore[assignment]
-    if journal is not None and hasattr(journal, "status"):
-        try:
-            out["compaction"] = journal.status(ws, task_id)
-        except (OSError, ValueError, MajordomusError) as exc:
-            out["compaction"] = {"error": str(exc)}
+        out["compaction"] = journal.status(ws, task_id)
+    except (OSError, ValueError, MajordomusError) as exc:
+        out["compaction"] = {"error": str(exc)}
     return out

@@ -72,6 +72,16 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def remote(tmp_path: Path, repo: Path) -> Path:
+    """A local bare repository as `origin` of `repo`, with main pushed (no network)."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    git(repo, "push", "-q", "-u", "origin", "main")
+    return bare
+
+
+@pytest.fixture
 def unborn_repo(tmp_path: Path) -> Path:
     path = tmp_path / "unborn"
     git(tmp_path, "init", "-q", str(path))

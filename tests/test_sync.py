@@ -17,15 +17,6 @@ HANDOFF = "## State\nLogin works.\n\n## Decisions\nKeep the cache.\n\n## Open it
 
 
 @pytest.fixture
-def remote(tmp_path: Path, repo: Path) -> Path:
-    bare = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
-    git(repo, "remote", "add", "origin", str(bare))
-    git(repo, "push", "-q", "-u", "origin", "main")
-    return bare
-
-
-@pytest.fixture
 def b(tmp_path: Path, remote: Path) -> Path:
     return clone(tmp_path, remote, "b")
 

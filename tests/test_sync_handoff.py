@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pytest
 from freezegun import freeze_time
 
-from conftest import git, state_dir
+from conftest import state_dir
 from sync_helpers import clone, events, git_view, remote_refs
 
 HANDOFF = """## State
@@ -23,15 +21,6 @@ The IdP sandbox rejects our redirect URI.
 ## Next actions
 Register the redirect URI with the IdP, then run the end-to-end login test.
 """
-
-
-@pytest.fixture
-def remote(tmp_path: Path, repo: Path) -> Path:
-    bare = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
-    git(repo, "remote", "add", "origin", str(bare))
-    git(repo, "push", "-q", "-u", "origin", "main")
-    return bare
 
 
 def test_handoff_pushed_from_a_is_resumed_and_briefed_on_b(cli, repo, remote, tmp_path):

@@ -18,7 +18,10 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from majordomus import checkpoint, clock, records, tasks
+from majordomus import identity
+from majordomus import checkpoint, clock, tasks
+from majordomus.store import records
+from majordomus.lite import names
 from majordomus.workspace import Workspace
 
 RUNS = 5
@@ -53,12 +56,12 @@ def build(root: str, n: int) -> str:
     ws.ensure_state("checkpoints")
     task = tasks.load(ws, "t1")
     base = clock.parse(task.started_at).timestamp()
-    fields = checkpoint.identity_fields(ws, "checkpoint", task, task.started_at)
+    fields = identity.fields(ws, "checkpoint", task, task.started_at)
     for i in range(n):
         at = clock.iso(datetime.fromtimestamp(base + 1 + i, timezone.utc))
         meta = [(k, at if k == "timestamp" else v) for k, v in fields]
         data = records.render(meta, f"checkpoint {i}: " + "what holds now. " * 8)
-        name = records.record_name(clock.compact(clock.parse(at)), "main", meta[9][1], records.sha256(data))
+        name = names.record_name(clock.compact(clock.parse(at)), "main", meta[9][1], records.sha256(data))
         with open(os.path.join(ws.paths.checkpoints, name), "wb") as fh:
             fh.write(data)
         os.chmod(os.path.join(ws.paths.checkpoints, name), 0o600)

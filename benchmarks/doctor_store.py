@@ -22,6 +22,8 @@ import time
 
 
 def build(repo: str, count: int) -> None:
+    from majordomus import identity
+    from majordomus import lifecycle
     from majordomus import checkpoint, clock, tasks
     from majordomus.workspace import Workspace
 
@@ -29,16 +31,16 @@ def build(repo: str, count: int) -> None:
     os.fsync = lambda fd: None  # type: ignore[assignment]
     try:
         ws = Workspace.open(repo)
-        task = tasks.start(ws, "bench", objective="benchmark store")
+        task = lifecycle.start(ws, "bench", objective="benchmark store")
         ws.ensure_state("tasks", "checkpoints", "cache")
-        fields = dict(checkpoint.identity_fields(ws, "checkpoint", task, clock.iso(clock.now())))
+        fields = dict(identity.fields(ws, "checkpoint", task, clock.iso(clock.now())))
         start = clock.now().timestamp() - count
         for i in range(count):
             at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start + i))
             fields["timestamp"] = at
             path, _created, digest = checkpoint.store_record(ws, ws.paths.checkpoints, list(fields.items()),
                                                              f"step {i}: what holds now\nnext: step {i + 1}")
-            tasks.event(ws, "task.checkpoint", task.id, at, path=ws.paths.relative(path), sha256=digest, lines=2)
+            ws.event("task.checkpoint", task.id, at, path=ws.paths.relative(path), sha256=digest, lines=2)
     finally:
         os.fsync = real_fsync  # type: ignore[assignment]
 

@@ -30,7 +30,6 @@ class Cmd:
     cwd: str
     stdin: Optional[str] = None  # a file fed to stdin
     script: Optional[str] = None  # for `sh -c SCRIPT`: the script, shown instead of argv
-    needs: tuple[str, ...] = ()  # the majordomus command path it runs, e.g. ("hook", "compact")
     ok_exits: tuple[int, ...] = (0,)
     prepare: Optional[Callable[[], None]] = None  # called before every run
     samples: list[Sample] = field(default_factory=list)

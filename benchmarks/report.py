@@ -17,7 +17,7 @@ class Row:
     floor: Optional[Cmd]  # None: the row is the base of its own scaling series
     floor_name: str
     budget: Optional[float]  # the ratio; None where it sets none
-    status: str = "ok"  # ok | not built | error
+    status: str = "ok"  # ok | error
     note: str = ""
 
 

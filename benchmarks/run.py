@@ -70,7 +70,6 @@ class Bench:
         self.env = hermetic_env(self.base, os.path.dirname(self.mj))
         os.environ.update(self.env)  # the generators in this process read git config too
         self._scenarios: dict[str, str] = {}
-        self._commands: dict[tuple[str, ...], set[str]] = {}
         self.body = self._file("body.txt", b"")
         self.bodies = 0
         self.spawner = Spawner()
@@ -80,20 +79,6 @@ class Bench:
         with open(path, "wb") as fh:
             fh.write(data)
         return path
-
-    # ---------------------------------------------------------------- what the installed CLI offers
-
-    def has(self, path: tuple[str, ...]) -> bool:
-        """Whether `majordomus PATH...` exists, read from the `--help` listings (commands built in parallel)."""
-        for depth in range(len(path)):
-            parent = path[:depth]
-            if parent not in self._commands:
-                out = subprocess.run([self.mj, *parent, "--help"], cwd=self.base, env=self.env,
-                                     capture_output=True, text=True)
-                self._commands[parent] = _listed(out.stdout) if out.returncode == 0 else set()
-            if path[depth] not in self._commands[parent]:
-                return False
-        return True
 
     # ---------------------------------------------------------------- scenarios
 
@@ -151,8 +136,7 @@ class Bench:
 
     def majordomus(self, cwd: str, *args: str, stdin: Optional[str] = None, ok: tuple[int, ...] = (0,),
                    prepare: Optional[Callable[[], None]] = None) -> Cmd:
-        needs = args[:2] if args[0] in ("hook", "hooks", "context") else args[:1]
-        return Cmd([self.mj, *args], cwd, stdin=stdin, needs=needs, ok_exits=ok, prepare=prepare)
+        return Cmd([self.mj, *args], cwd, stdin=stdin, ok_exits=ok, prepare=prepare)
 
     def python(self, cwd: str, code: str, *args: str) -> Cmd:
         return Cmd([self.py, "-c", code, *args], cwd)
@@ -188,18 +172,6 @@ def _interpreter_of(script: str) -> str:
     if first.startswith("#!") and "python" in first and " " not in first[2:].strip():
         return first[2:].strip()
     return sys.executable
-
-
-def _listed(help_text: str) -> set[str]:
-    names, inside = set(), False
-    for line in help_text.splitlines():
-        if line.strip().lower() == "commands:":
-            inside = True
-        elif inside and line.startswith("  ") and line.strip():
-            names.add(line.split()[0])
-        elif inside and line.strip() and not line.startswith(" "):
-            inside = False
-    return names
 
 
 # ---------------------------------------------------------------- the plan: groups of rows
@@ -291,10 +263,6 @@ def execute(bench: Bench) -> list[Row]:
             rows.append(Row(name, "-", None, None, "-", None, status="error", note=f"setup: {exc}"))
             continue
         wanted: list[Cmd] = []
-        for row in group_rows:
-            for cmd in (row.cmd, row.floor):
-                if cmd is not None and cmd.needs and not bench.has(cmd.needs):
-                    row.status, row.note = "not built", f"`majordomus {' '.join(cmd.needs)}` is not in this build"
         for row in group_rows:
             if row.status == "ok":
                 wanted.extend(c for c in (row.cmd, row.floor) if c is not None and c not in wanted)

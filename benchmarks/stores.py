@@ -2,7 +2,7 @@
 
 A store of 100,000 checkpoints cannot be made with 100,000 CLI calls in a ten-minute budget, so the records
 and their ledger events are written here in bulk, with the same bytes the CLI would write: front matter from
-`checkpoint.identity_fields`, bytes from `records.render`, names from `records.record_name`, ledger lines in
+`identity.fields`, bytes from `records.render`, names from `records.record_name`, ledger lines in
 the exact shape of `ledger.append` (hash-chained). Task life cycles (start, pause, done, continuity seed) go
 through `tasks.start` / `tasks.done` themselves, under a simulated clock, so that the history is in the past.
 What is skipped is only the per-record fsync: the bytes on disk are the same.
@@ -96,7 +96,7 @@ class LedgerLines:
     """Appends ledger lines with exactly the bytes `ledger.append` writes, without an fsync per line."""
 
     def __init__(self, path: str) -> None:
-        from majordomus import ledger
+        from majordomus.store import ledger
 
         self._hash: Callable[[bytes], str] = ledger.line_hash
         # json.dumps(record, ensure_ascii=False, separators=(",", ":")), without building an encoder per line
@@ -163,7 +163,11 @@ def populate(repo: str, records: int) -> dict[str, Any]:
     Every record has its `task.checkpoint` event, every task points at its latest checkpoint, and the
     ledger's hash chain is whole: `doctor` should find nothing but what it finds in a real store this size.
     """
-    from majordomus import checkpoint, clock, records as rec, store, tasks
+    from majordomus import checkpoint, clock, lifecycle, tasks
+    from majordomus import identity as identity_mod
+    from majordomus.lite import names
+    from majordomus.store import records as rec
+    from majordomus.store import files as store
     from majordomus.workspace import Workspace
 
     ws = Workspace.open(repo)
@@ -177,16 +181,16 @@ def populate(repo: str, records: int) -> dict[str, Any]:
     lines = LedgerLines(ws.paths.ledger)
     directory = ws.paths.checkpoints
     identity: Optional[list[tuple[str, Any]]] = None
-    branch, head, worktree = ws.branch, ws.repo.head_oid(), ws.worktree
+    branch, head, worktree = ws.branch, str(ws.repo.handle.head.target), ws.worktree
     made = 0
     with sim:
         for task_id, share in zip(ids, shares):
             lines.flush()
-            task = tasks.start(ws, task_id, title=f"generated task {task_id}",
+            task = lifecycle.start(ws, task_id, title=f"generated task {task_id}",
                                objective=f"Benchmark history of {task_id}", owner=OWNER)
             lines.reload()
             if identity is None:  # one status of the work tree for the whole history, like one commit's
-                identity = checkpoint.identity_fields(ws, "checkpoint", task, clock.iso(sim.moment))
+                identity = identity_mod.fields(ws, "checkpoint", task, clock.iso(sim.moment))
             rel = at = None
             for i in range(share):
                 sim.moment += STEP
@@ -198,7 +202,7 @@ def populate(repo: str, records: int) -> dict[str, Any]:
                 body = _body(made)
                 data = rec.render(fields, body)
                 digest = rec.sha256(data)
-                name = rec.record_name(clock.compact(sim.moment), branch, head, digest)
+                name = names.record_name(clock.compact(sim.moment), branch, head, digest)
                 _write(os.path.join(directory, name), data, 0o600)
                 rel = ws.paths.relative(os.path.join(directory, name))
                 lines.add("task.checkpoint", at, {"task": task_id, "worktree": worktree, "branch": branch,
@@ -211,7 +215,7 @@ def populate(repo: str, records: int) -> dict[str, Any]:
                     tasks.save(ws, current)
             sim.moment += STEP
             if task_id != TASK:
-                tasks.done(ws, task_id)
+                lifecycle.done(ws, task_id)
                 lines.reload()
     lines.flush()
     return {"records": records, "tasks": len(ids), "ledger_events": lines.seq}

@@ -39,22 +39,25 @@ def majordomus(cwd: Path, *args: str) -> float:
 
 def fill(repo: Path, records: int) -> None:
     """N checkpoints and N/10 handoffs, written through the library (the CLI would only add start-up time)."""
-    from majordomus import checkpoint, clock, store, tasks
+    from majordomus import identity
+    from majordomus import lifecycle
+    from majordomus import checkpoint, clock, tasks
+    from majordomus.store import files as store
     from majordomus.workspace import Workspace
 
     ws = Workspace.open(str(repo))
-    tasks.start(ws, "bench")
+    lifecycle.start(ws, "bench")
     for i in range(records):
         checkpoint.write(ws, io.BytesIO(f"checkpoint {i}\nnext: {i + 1}\n".encode()))
     ws.ensure_state("handoffs")
     for i in range(records // 10):
         task = tasks.load(ws, "bench")
         at = clock.iso(clock.now())
-        fields = checkpoint.identity_fields(ws, "handoff", task, at)
+        fields = identity.fields(ws, "handoff", task, at)
         path, _created, digest = checkpoint.store_record(ws, ws.paths.handoffs, fields, HANDOFF.format(i=i))
         with store.locked(ws.paths.lock):
             tasks.save(ws, task)
-        tasks.event(ws, "task.handoff", "bench", at, path=ws.paths.relative(path), sha256=digest)
+        ws.event("task.handoff", "bench", at, path=ws.paths.relative(path), sha256=digest)
 
 
 def more(repo: Path, count: int) -> None:

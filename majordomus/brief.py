@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from majordomus import budget, continuity, git, handoff, ledger, tasks
+from majordomus import continuity, handoff, tasks
+from majordomus import fit as budget
+from majordomus.git import status as git
+from majordomus.store import ledger
 from majordomus.workspace import Workspace
 
 _LIST_FILES = 10  # dirty paths named in the drift section before "and N more"
@@ -57,10 +60,11 @@ def drift(ws: Workspace, meta: dict[str, Any]) -> list[str]:
         out.append(f"- worktree: this is {ws.worktree}; the record was written in {meta['worktree']}")
     if meta.get("branch") != ws.branch:
         out.append(f"- branch: now {ws.branch or '(detached)'}; the record was on {meta.get('branch') or '(detached)'}")
-    then, now = meta.get("head"), ws.repo.head_oid()
+    here = git.status(ws.place)
+    then, now = meta.get("head"), here.head
     if then != now:
         out.extend(_head_drift(ws, then, now))
-    changed = git.changed_files(ws.repo.handle)
+    changed = here.changed
     recorded = set(meta.get("changed_files") or [])
     new = [p for p in changed if p not in recorded]
     if new:
@@ -77,13 +81,13 @@ def drift(ws: Workspace, meta: dict[str, Any]) -> list[str]:
 def _head_drift(ws: Workspace, then: Optional[str], now: Optional[str]) -> list[str]:
     if now is None:
         return [f"- HEAD: no commit here now; the record was at {then[:7] if then else '(none)'}"]
-    if then is not None and not git.knows(ws.repo, then):
+    if then is not None and not git.is_commit(ws.place, then):
         return [f"- HEAD: now {now[:7]}; the recorded head {then[:7]} is not in this repository"]
-    shown, total = git.commits_since(ws.repo, then, now, _LIST_COMMITS)
+    shown, total = git.commits_since(ws.place, then, now, _LIST_COMMITS)
     lines = [f"- HEAD: now {now[:7]}, {total} commit{'s' if total != 1 else ''} since the recorded "
              f"{then[:7] if then else '(unborn branch)'}"]
     if then is not None:
-        apart = git.divergence(ws.repo, then, now)
+        apart = git.divergence(ws.place, then, now)
         if apart and apart[1]:
             lines[0] += (f"; {apart[1]} recorded commit{'s are' if apart[1] != 1 else ' is'} not in HEAD "
                          "(history rewritten, or another line of work)")
@@ -101,7 +105,7 @@ def _facts(ws: Workspace, task: tasks.Task, last: Optional[handoff.Record]) -> l
                    f"{_where(m)}, {_state(m)}; {last.rel}")
     else:
         out.append("- last record: none yet (no checkpoint or handoff)")
-    event = ledger.last_event(ws.paths.ledger, task.id)
+    event = ledger.last_event(ws.paths.ledger, task.id, exclude=("session.start", "session.stop"))
     if event is not None:
         by = f" by {event['by']}" if event.get("by") else ""
         where = f" in {event.get('worktree')} on {event.get('branch') or '(detached)'}"

@@ -3,55 +3,27 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any, BinaryIO, Iterator, Optional
 
-from majordomus import clock, git, records, store, tasks
-from majordomus.records import SCHEMA_VERSION
-from majordomus.workspace import Workspace
+from majordomus import clock, identity, tasks
+from majordomus.lite import names, safeio
+from majordomus.lite.stdin import read_bounded
+from majordomus.store import files as store
+from majordomus.store import records
+
+TYPE_CHECKING = False  # a hot path: no typing at run time
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, Iterator, Optional
+
+    from majordomus.workspace import Workspace
 
 
-@dataclass
 class Written:
-    path: Optional[str]  # None for an empty body
-    created: bool
-    sha256: Optional[str] = None
+    __slots__ = ("path", "created", "sha256")
 
-
-def read_bounded(stream: BinaryIO, limit: int) -> bytes:
-    """Never hold more than `limit` + 1 bytes of stdin: one more than allowed is enough to refuse."""
-    chunks = []
-    remaining = limit + 1
-    while remaining > 0:
-        chunk = stream.read(remaining)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
-
-
-def identity_fields(ws: Workspace, kind: str, task: tasks.Task, at: str) -> list[tuple[str, Any]]:
-    """The front matter every record carries (SPEC §4), in order; the one place identity is computed."""
-    ident = git.identity(ws.repo, ws.config.get("checkpoint", "max_changed_files"), ws.paths.root_commit_cache)
-    out: list[tuple[str, Any]] = [
-        ("schema_version", SCHEMA_VERSION),
-        ("kind", kind),
-        ("timestamp", at),
-        ("task", task.id),
-        ("profile", task.profile),
-        ("owner", task.owner),
-        ("repo_id", ident.repo_id),
-        ("worktree", ident.worktree),
-        ("branch", ident.branch),
-        ("head", ident.head),
-        ("worktree_state", ident.worktree_state),
-        ("changed_files", ident.changed_files),
-    ]
-    if ident.changed_files_omitted:
-        out.append(("changed_files_omitted", ident.changed_files_omitted))
-    return out
+    def __init__(self, path: Optional[str], created: bool, sha256: Optional[str] = None) -> None:
+        self.path = path  # None for an empty body
+        self.created = created
+        self.sha256 = sha256
 
 
 def store_record(ws: Workspace, directory: str, fields: list[tuple[str, Any]], body: str) -> tuple[str, bool, str]:
@@ -59,7 +31,7 @@ def store_record(ws: Workspace, directory: str, fields: list[tuple[str, Any]], b
     meta = dict(fields)
     data = records.render(fields, body)
     digest = records.sha256(data)
-    name = records.record_name(clock.compact_of(meta["timestamp"]), meta["branch"], meta["head"], digest)
+    name = names.record_name(clock.compact_of(meta["timestamp"]), meta["branch"], meta["head"], digest)
     path, created = store.link_in(directory, name, data)
     return path, created, digest
 
@@ -71,34 +43,24 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
     body = records.normalise(
         raw, what="checkpoint", max_lines=ws.config.get("checkpoint", "max_body_lines"), max_bytes=limit
     )
-    moment = clock.now()
-    at = clock.iso(moment)
+    at = clock.now_iso()
     if not body.text:
-        touch(ws, task.id, at)
+        tasks.touch(ws, task.id, at)
         return Written(path=None, created=False)
     ws.ensure_state("tasks", "checkpoints", "cache")
-    fields = identity_fields(ws, "checkpoint", task, at)
-    path, created, digest = store_record(ws, ws.paths.checkpoints, fields, body.text)
-    if not created:
-        return Written(path=path, created=False, sha256=digest)
-    rel = ws.paths.relative(path)
+    fields = identity.fields(ws, "checkpoint", task, at)
     with store.locked(ws.paths.lock):
-        current = tasks.load(ws, task.id)
+        current = tasks.still_active(ws, task.id)
+        path, created, digest = store_record(ws, ws.paths.checkpoints, fields, body.text)
+        if not created:
+            return Written(path=path, created=False, sha256=digest)
+        rel = ws.paths.relative(path)
         current.checkpoint = rel
         current.checkpoint_at = at
         current.updated_at = at
         tasks.save(ws, current)
-    tasks.event(ws, "task.checkpoint", task.id, at, path=rel, sha256=digest, lines=body.lines)
+        ws.event("task.checkpoint", task.id, at, path=rel, sha256=digest, lines=body.lines)
     return Written(path=path, created=True, sha256=digest)
-
-
-def touch(ws: Workspace, task_id: str, at: str) -> None:
-    """An empty checkpoint: only `checkpoint_at` moves (exactly `check --checkpoint`)."""
-    ws.ensure_state("tasks")
-    with store.locked(ws.paths.lock):
-        current = tasks.load(ws, task_id)
-        current.checkpoint_at = at
-        tasks.save(ws, current)
 
 
 def latest(ws: Workspace) -> Optional[str]:
@@ -111,20 +73,9 @@ def latest(ws: Workspace) -> Optional[str]:
     return path if os.path.lexists(path) else None
 
 
-def staleness(ws: Workspace, task: tasks.Task) -> Optional[str]:
-    """None when the task's checkpoint is fresh; otherwise why it is not."""
-    limit = ws.config.get("checkpoint", "stale_after_minutes")
-    if task.checkpoint_at is None:
-        return f"task `{task.id}` has no checkpoint yet"
-    minutes = int((clock.now() - clock.parse(task.checkpoint_at)) / timedelta(minutes=1))
-    if minutes > limit:
-        return f"task `{task.id}` was last checkpointed {minutes} minutes ago (the limit is {limit})"
-    return None
-
-
 def describe(ws: Workspace, path: str) -> dict[str, Any]:
     """The summary `--show --json` and `--list --json` give for one stored record."""
-    return _summary(store.read_nofollow(path), ws.display(path), os.path.basename(path))
+    return _summary(safeio.read(path, records.MAX_RECORD_BYTES), ws.display(path), os.path.basename(path))
 
 
 _SUMMARY_KEYS = ("timestamp", "task", "kind", "branch", "head", "worktree", "worktree_state")
@@ -162,7 +113,7 @@ def summaries(ws: Workspace, directory: str) -> Iterator[dict[str, Any]]:
         finally:
             os.close(fd)
         if len(data) == limit:
-            data = store.read_nofollow(path)
+            data = safeio.read(path, records.MAX_RECORD_BYTES)
         try:
             yield _summary(data, f"{shown_dir}/{name}", name)
         except ValueError:

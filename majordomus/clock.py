@@ -1,14 +1,28 @@
-"""UTC time at second precision, the only clock majordomus reads (freezegun freezes it in tests)."""
+"""UTC time at second precision, the only clock majordomus reads (freezegun freezes it in tests).
+
+`now_iso` reads the time module only: the hot paths stamp records without importing datetime.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from datetime import datetime
 
 ISO = "%Y-%m-%dT%H:%M:%SZ"
 COMPACT = "%Y%m%dT%H%M%SZ"
 
 
+def now_iso() -> str:
+    """Now, as `2026-09-03T19:45:00Z`."""
+    return time.strftime(ISO, time.gmtime())
+
+
 def now() -> datetime:
+    from datetime import datetime, timezone
+
     return datetime.now(timezone.utc).replace(microsecond=0)
 
 
@@ -27,7 +41,24 @@ def compact_of(text: str) -> str:
 
 def parse(text: str) -> datetime:
     # By hand rather than strptime, whose first use imports _strptime, calendar and locale (~5 ms).
+    from datetime import datetime, timezone
+
     if len(text) != 20 or text[4] + text[7] + text[10] + text[13] + text[16] + text[19] != "--T::Z":
         raise ValueError(f"not a UTC timestamp like 2026-09-03T19:45:00Z: {text!r}")
     return datetime(int(text[0:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]), int(text[14:16]),
                     int(text[17:19]), tzinfo=timezone.utc)
+
+
+def is_iso(text: object) -> bool:
+    """Whether `text` is a UTC timestamp as majordomus writes them (`2026-09-03T19:45:00Z`)."""
+    if not isinstance(text, str) or len(text) != 20:
+        return False
+    digits = text[0:4] + text[5:7] + text[8:10] + text[11:13] + text[14:16] + text[17:19]
+    if not (digits.isascii() and digits.isdigit()) or text[4] + text[7] + text[10] + text[13] + text[16] + text[19] != "--T::Z":
+        return False
+    year, month, day = int(text[0:4]), int(text[5:7]), int(text[8:10])
+    if not (1 <= year and 1 <= month <= 12 and int(text[11:13]) < 24 and int(text[14:16]) < 60
+            and int(text[17:19]) < 60):
+        return False
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return 1 <= day <= (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]

@@ -2,55 +2,40 @@
 
 from __future__ import annotations
 
-import copy
+import json
 import os
-from dataclasses import dataclass, field
-from typing import Any
 
 from majordomus.errors import ENVIRONMENT, MajordomusError
+from majordomus.lite import safeio
+from majordomus.lite.limits import CONFIG_MAX_BYTES, CONFIG_RELPATH, DEFAULTS, NUMBER_MAX
 
-DEFAULTS: dict[str, Any] = {
-    "checkpoint": {
-        "max_body_lines": 40,
-        "max_body_bytes": 16384,
-        "retention_max_files": 500,
-        "stale_after_minutes": 120,
-        "max_changed_files": 200,
-    },
-    "handoff": {
-        "required_sections": ["State", "Decisions", "Open items", "Next actions"],
-        "max_bytes": 65536,
-        "retention_max_files": 200,
-    },
-    "continuity": {
-        "pin_max_bytes": 4096,
-        "max_bytes": 131072,
-        "render_max_bytes": 24576,
-    },
-    "journal": {
-        "line_max_bytes": 16384,
-        "rotate_bytes": 1048576,
-    },
-    "hooks": {
-        "max_context_chars": 10000,
-    },
-    "profile": "default",
-}
+TYPE_CHECKING = False  # every command reads the configuration: no typing, no dataclasses at run time
+if TYPE_CHECKING:
+    from typing import Any
 
-CONFIG_RELPATH = os.path.join(".ai", "config.yaml")
+
+
+def _defaults() -> dict[str, Any]:
+    """A fresh copy of the documented defaults (a JSON round trip: no `copy` module on the hot path)."""
+    return json.loads(json.dumps(DEFAULTS))
 
 
 class ConfigError(MajordomusError):
     code = ENVIRONMENT
 
 
-@dataclass
 class Config:
-    values: dict[str, Any]
-    path: str | None = None
-    unknown_keys: list[str] = field(default_factory=list)
-    # Set when the file was parsed afresh: the stat signature to cache it under (see `remember`).
-    signature: list[Any] | None = None
+    """The validated configuration; `unknown_keys` are kept aside for doctor."""
+
+    __slots__ = ("values", "path", "unknown_keys", "signature")
+
+    def __init__(self, values: dict[str, Any], path: str | None = None, unknown_keys: list[str] | None = None,
+                 signature: list[Any] | None = None) -> None:
+        self.values = values
+        self.path = path
+        self.unknown_keys = unknown_keys or []
+        # Set when the file was parsed afresh: the stat signature to cache it under (see `remember`).
+        self.signature = signature
 
     def get(self, section: str, key: str) -> Any:
         return self.values[section][key]
@@ -75,6 +60,8 @@ def _check(value: Any, default: Any, dotted: str, where: str) -> Any:
             raise bad("a whole number")
         if value < 0:
             raise bad("zero or more")
+        if value > NUMBER_MAX:
+            raise bad(f"at most {NUMBER_MAX}")
     elif isinstance(default, str):
         if not isinstance(value, str) or not value.strip():
             raise bad("a non-empty string")
@@ -86,7 +73,7 @@ def _check(value: Any, default: Any, dotted: str, where: str) -> Any:
 
 def parse(data: Any, where: str) -> Config:
     """Validate a loaded document against the defaults; unknown keys are kept aside for doctor."""
-    values = copy.deepcopy(DEFAULTS)
+    values = _defaults()
     unknown: list[str] = []
     if data is None:
         data = {}
@@ -123,25 +110,29 @@ def parse(data: Any, where: str) -> Config:
 def load(repo_root: str | None, cache_path: str | None = None) -> Config:
     """Load `<repo_root>/.ai/config.yaml`; defaults when the file is absent.
 
-    With `cache_path`, the validated copy that `remember` keeps as JSON beside the state is used while
-    the file's stat signature is unchanged: a checkpoint then never pays for a YAML parser.
+    The file is committed, so anyone who can push wrote it: it is read like a state file (no link, no
+    FIFO, at most 64 KiB) and its YAML may not use aliases, anchors or merge keys. With `cache_path`, the
+    validated copy that `remember` keeps as JSON beside the state is used while the file's stat signature
+    is unchanged: a checkpoint then never pays for a YAML parser.
     """
     if repo_root is None:
-        return Config(values=copy.deepcopy(DEFAULTS))
+        return Config(values=_defaults())
     path = os.path.join(repo_root, CONFIG_RELPATH)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = safeio.open_regular(path, CONFIG_MAX_BYTES)
     except FileNotFoundError:
-        return Config(values=copy.deepcopy(DEFAULTS))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}", "check the file's permissions") from exc
-    with os.fdopen(fd, "rb") as handle:
+        return Config(values=_defaults())
+    except MajordomusError as exc:
+        raise ConfigError(exc.message, exc.hint) from exc
+    try:
         st = os.fstat(fd)
         signature = [path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
         cached = _read_cache(cache_path, signature) if cache_path else None
         if cached is not None:
             return cached
-        raw = handle.read()
+        raw = os.read(fd, CONFIG_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
     config = _parse_yaml(raw, path)
     config.signature = signature
     return config
@@ -159,6 +150,14 @@ def _parse_yaml(raw: bytes, path: str) -> Config:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
+        # Events first: an alias, an anchor or a merge key is refused before anything is expanded.
+        for event in yaml.parse(raw, Loader=loader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                raise ConfigError(f"{path}: uses a YAML alias or anchor (line {event.start_mark.line + 1}); "
+                                  "majordomus never expands them", "write each value out in full")
+            if isinstance(event, yaml.ScalarEvent) and event.value == "<<" and event.style is None:
+                raise ConfigError(f"{path}: uses a YAML merge key `<<` (line {event.start_mark.line + 1})",
+                                  "write each value out in full")
         data = yaml.load(raw, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -170,25 +169,20 @@ def _parse_yaml(raw: bytes, path: str) -> Config:
 
 
 def _read_cache(cache_path: str, signature: list[Any]) -> Config | None:
-    import json
-
     try:
-        fd = os.open(cache_path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as fh:
-            data = json.load(fh)
+        data = json.loads(safeio.read(cache_path, CONFIG_MAX_BYTES * 4))
         if data["signature"] != signature:
             return None
         return Config(values=data["values"], path=signature[0], unknown_keys=data["unknown_keys"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, MajordomusError):
         return None
 
 
 def _write_cache(cache_path: str, signature: list[Any], config: Config) -> None:
     """Best effort: only where the state's cache directory already exists; a failure costs a parse."""
-    import json
     import stat
 
-    from majordomus import store
+    from majordomus.store import files as store
 
     try:
         if not stat.S_ISDIR(os.lstat(os.path.dirname(cache_path)).st_mode):

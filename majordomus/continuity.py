@@ -15,7 +15,10 @@ import unicodedata
 import uuid
 from typing import Any, Optional
 
-from majordomus import budget, clock, store, tasks
+from majordomus.lite import safeio
+from majordomus import clock, tasks
+from majordomus import fit as budget
+from majordomus.store import files as store
 from majordomus.errors import EnvironmentProblem, MajordomusError, NotFound, Refused, UsageError
 from majordomus.workspace import Workspace
 
@@ -138,7 +141,7 @@ def examine(ws: Workspace, task_id: str) -> tuple[Optional[dict[str, Any]], list
     """(document, findings): (None, []) when there is no file — pins are working memory, not authority."""
     path = path_of(ws, task_id)
     try:
-        raw = store.read_nofollow(path)
+        raw = safeio.read(path)
     except FileNotFoundError:
         return None, []
     except OSError as exc:
@@ -221,7 +224,7 @@ def seed(ws: Workspace, task: tasks.Task, from_task: Optional[str]) -> None:
 def _modify(ws: Workspace, change: Any) -> tuple[tasks.Task, Any, str, str]:
     """Writer two, under the state lock: load (or rebuild) the active task's document, change, store."""
     tasks.active(ws)  # refuse before anything is created
-    at = clock.iso(clock.now())
+    at = clock.now_iso()
     ws.ensure_state("context")
     with store.locked(ws.paths.lock):
         task = tasks.active(ws)  # lock, then check again: a handoff or takeover may have come first
@@ -242,10 +245,10 @@ def pin(ws: Workspace, kind: str, text: str, source: str) -> dict[str, Any]:
     if source not in SOURCES:
         raise UsageError(f"`{source}` is not a pin source", f"use one of: {', '.join(SOURCES)}")
     cleaned = pin_text(ws, text)
-    new = {"id": str(uuid.uuid4()), "text": cleaned, "source": source, "createdAt": clock.iso(clock.now())}
+    new = {"id": str(uuid.uuid4()), "text": cleaned, "source": source, "createdAt": clock.now_iso()}
     task, _, at, integrity = _modify(ws, lambda doc: doc[KINDS[kind]].append(new))
     # The ledger never holds the text: an unpinned sentence must not live on in an append-only log.
-    tasks.event(ws, "context.pin", task.id, at, pin=new["id"], kind=kind, source=source,
+    ws.event("context.pin", task.id, at, pin=new["id"], kind=kind, source=source,
                 bytes=len(cleaned.encode("utf-8")), integrity=integrity)
     return new
 
@@ -269,7 +272,7 @@ def unpin(ws: Workspace, pin_id: str) -> tuple[str, dict[str, Any]]:
         return kind, found
 
     task, (kind, removed), at, integrity = _modify(ws, change)
-    tasks.event(ws, "context.unpin", task.id, at, pin=removed["id"], kind=kind, integrity=integrity)
+    ws.event("context.unpin", task.id, at, pin=removed["id"], kind=kind, integrity=integrity)
     return kind, removed
 
 
@@ -323,7 +326,7 @@ def status(ws: Workspace, task_id: str) -> dict[str, Any]:
         out["pins"] = {key: [{k: p[k] for k in ("id", "text", "source", "createdAt")} for p in doc[key]]
                        for key in PIN_KEYS}
         out["counts"] = {key: len(doc[key]) for key in PIN_KEYS}
-    from majordomus import journal  # the compaction journal's replay (SPEC §12)
+    from majordomus.hooks import journal  # the compaction journal's replay (SPEC §12)
 
     try:
         out["compaction"] = journal.status(ws, task_id)

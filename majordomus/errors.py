@@ -9,6 +9,7 @@ REFUSED = 10
 NO_TASK = 11
 ENVIRONMENT = 12
 INTERNAL = 70
+BUSY = 75
 
 
 class MajordomusError(Exception):
@@ -39,7 +40,14 @@ class Refused(MajordomusError):
 class NoActiveTask(MajordomusError):
     code = NO_TASK
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, changed_from: str | None = None) -> None:
+        if changed_from is not None:
+            super().__init__(
+                f"task `{changed_from}` is no longer the active task in {where} (it changed while the body "
+                "was read); nothing was written",
+                "check `majordomus task show`, then write it again for the task that is active now",
+            )
+            return
         super().__init__(
             f"no active task in {where}",
             "start one with `majordomus task start ID` or resume one with `majordomus task resume ID`",

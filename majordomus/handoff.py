@@ -12,7 +12,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Optional
 
-from majordomus import checkpoint, clock, records, store, tasks
+from majordomus.lite import safeio
+from majordomus import identity, lifecycle
+from majordomus.lite.stdin import read_bounded
+
+from majordomus import checkpoint, clock, tasks
+from majordomus.store import records
+from majordomus.store import files as store
 from majordomus.errors import EnvironmentProblem, NoActiveTask, Refused
 from majordomus.workspace import Workspace
 
@@ -34,7 +40,7 @@ class Record:
 def read_record(ws: Workspace, rel: str) -> Record:
     """Raises OSError (e.g. FileNotFoundError) or ValueError when the record is gone or unreadable."""
     path = ws.paths.absolute(rel)
-    meta, body = records.split(store.read_nofollow(path))
+    meta, body = records.split(safeio.read(path))
     return Record(rel=rel, path=path, meta=meta, body=body)
 
 
@@ -211,27 +217,25 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
     """Refusals first (nothing written); then the record, the task's release and the ledger event."""
     task = tasks.active(ws)
     limit = ws.config.get("handoff", "max_bytes")
-    raw = checkpoint.read_bounded(stdin, limit)
+    raw = read_bounded(stdin, limit)
     body = records.normalise(raw, what="handoff", max_lines=None, max_bytes=limit)
     check_sections(body.text, ws.config.get("handoff", "required_sections"))
     ws.ensure_state("tasks", "handoffs", "cache")
-    at = clock.iso(clock.now())
+    at = clock.now_iso()
     with store.locked(ws.paths.lock):
         # Lock, then check again: another worktree may have taken the task over meanwhile.
-        current = tasks.load(ws, task.id)
-        if current.status != "active" or (current.worktree, current.branch) != (ws.worktree, ws.branch):
-            raise NoActiveTask(ws.where())
+        current = tasks.still_active(ws, task.id)
         before = previous(ws, current)
         since = checkpoints_since(ws, current, before)
-        fields = checkpoint.identity_fields(ws, "handoff", current, at)
+        fields = identity.fields(ws, "handoff", current, at)
         fields += [("previous_handoff", current.handoff), ("checkpoints", [r.rel for r in since])]
         path, created, digest = checkpoint.store_record(ws, ws.paths.handoffs, fields, body.text)
         if not created:
             return Written(path=path, created=False, sha256=digest, task=current.id)
         rel = ws.paths.relative(path)
         prior = current.handoff
-        tasks.set_handed_off(ws, current, rel, at)
-        tasks.event(ws, "task.handoff", current.id, at, path=rel, sha256=digest, lines=body.lines,
+        lifecycle.set_handed_off(ws, current, rel, at)
+        ws.event("task.handoff", current.id, at, path=rel, sha256=digest, lines=body.lines,
                     previous_handoff=prior, checkpoints=len(since))
     return Written(path=path, created=True, sha256=digest, task=current.id)
 

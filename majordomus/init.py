@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from importlib import resources
 
-from majordomus import paths
+from majordomus.store import paths
 from majordomus.errors import EnvironmentProblem
 from majordomus.workspace import Workspace
 

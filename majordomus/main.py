@@ -1,12 +1,105 @@
-"""Console entry point: turns every failure into one clear line and an exit code (SPEC §14)."""
+"""The console entry point: global options, the command table, and the one error boundary (SPEC §14).
+
+Like git.c: `-C DIR`, `--version` and `--help` are parsed once here; the command is looked up in one
+table; only that command's module is imported, and its `main(argv) -> int` is called. Every failure
+becomes one line and an exit code here, and the agent-runtime hooks (`hook …`) are fail-open: whatever
+happens inside them, they exit 0.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: `hook compact` starts here, and typing is not free
 if TYPE_CHECKING:
-    from typing import NoReturn, Optional
+    from typing import Callable, NoReturn, Optional
+
+# name -> one line for `majordomus --help`; `_command` below imports the module that serves it.
+COMMANDS = {
+    "init": "Create .ai/config.yaml and .ai/profiles/ from the template; never overwrites",
+    "task": "Start, show, list, resume and finish tasks",
+    "checkpoint": "Record what holds now: a few lines from stdin, identity computed from git",
+    "check": "Is the active task's checkpoint fresh? Exit 0 fresh, 1 stale or none",
+    "handoff": "Write, show and list handoffs: the bundle another worker continues from",
+    "context": "Pin what a task must not forget; show, status and validate its continuity",
+    "brief": "The briefing a worker resumes a task from",
+    "ledger": "Print the ledger's events, or verify its hash chain",
+    "doctor": "Check that the state is whole; exit 1 on any failure (for CI)",
+    "watch": "Report new events, retention and staleness as they happen",
+    "hook": "What agent runtimes run: session-start, stop, compact (always exit 0)",
+    "hooks": "Install or uninstall the hooks of Claude Code, Codex or git",
+    "sync": "Share tasks and records through a git remote: push, pull, status",
+}
+FAIL_OPEN = frozenset(("hook",))
+
+
+def _command(name: str) -> Callable[[list[str]], int]:
+    """The `main` of the module that serves `name` (imported here, and only this one)."""
+    if name == "checkpoint":
+        from majordomus.cli import checkpoint as module
+    elif name == "check":
+        from majordomus.cli import check as module
+    elif name == "hook":
+        from majordomus.cli import hook as module
+    elif name == "task":
+        from majordomus.cli import task as module
+    elif name == "init":
+        from majordomus.cli import init as module
+    elif name == "handoff":
+        from majordomus.cli import handoff as module
+    elif name in ("context", "brief"):
+        from majordomus.cli import context as module
+
+        return module.main if name == "context" else module.brief_main
+    elif name == "ledger":
+        from majordomus.cli import ledger as module
+    elif name in ("doctor", "watch"):
+        from majordomus.cli import doctor as module
+
+        return module.main if name == "doctor" else module.watch_main
+    elif name == "hooks":
+        from majordomus.cli import hooks as module
+    else:
+        from majordomus.cli import sync as module
+    return module.main
+
+
+def usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = ["usage: majordomus [-C DIR] [--version] [--help] COMMAND [ARGS]...", "",
+             "Keep the work state of a task in git-native records: checkpoints, handoffs, continuity, briefings.",
+             "", "Commands:"]
+    lines += [f"  {name:<{width}}  {summary}" for name, summary in COMMANDS.items()]
+    lines += ["", "`majordomus COMMAND --help` and `man majordomus-COMMAND` say more."]
+    return "\n".join(lines) + "\n"
+
+
+class _Usage(Exception):
+    pass
+
+
+def parse_global(args: list[str]) -> tuple[list[str], Optional[str], list[str]]:
+    """(the `-C` directories in order, the command or a global action, its arguments)."""
+    dirs: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "-C":
+            if i + 1 >= len(args):
+                raise _Usage("-C needs a directory")
+            dirs.append(args[i + 1])
+            i += 2
+        elif arg.startswith("-C"):
+            dirs.append(arg[2:])
+            i += 1
+        elif arg in ("--version", "-h", "--help"):
+            return dirs, arg, []
+        elif arg.startswith("-"):
+            raise _Usage(f"unknown option `{arg}`")
+        else:
+            return dirs, arg, args[i + 1:]
+    return dirs, None, []
 
 
 def internal_error(exc: BaseException) -> int:
@@ -21,73 +114,80 @@ def internal_error(exc: BaseException) -> int:
     return 70
 
 
-def _hook_args(args: list[str]) -> Optional[tuple[Optional[str], list[str]]]:
-    """(directory of a leading `-C DIR`, the words after `hook`) when this is `majordomus hook …`."""
-    directory = None
-    i = 0
-    while i < len(args) and args[i].startswith("-C"):
-        if args[i] == "-C" and i + 1 < len(args):
-            directory, i = args[i + 1], i + 2
-        else:
-            directory, i = args[i][2:], i + 1
-    if i < len(args) and args[i] == "hook":
-        return directory, args[i + 1:]
-    return None
+def _fail_open(name: str, args: list[str], exc: BaseException) -> int:
+    """A hook's failure: one note on stderr, exit 0, the session goes on."""
+    if os.environ.get("MAJORDOMUS_DEBUG") == "1":
+        import traceback
 
-
-def run_hook(directory: Optional[str], words: list[str], args: list[str]) -> int:
-    """Agent-runtime hooks are fail-open (SPEC §12): whatever happens, exit 0."""
-    if words[:1] == ["compact"] and not {"-h", "--help"} & set(words):
-        # The fast path: every compaction runs it, so the click CLI (and pygit2, yaml) is never imported.
-        from majordomus import journal
-
-        return journal.main(words[1:], directory)
-    try:
-        if words in (["session-start"], ["stop"]):
-            # Every session start runs this: its floor is pygit2 and yaml, so click is not imported either.
-            from majordomus import hooks
-
-            hooks.run(words[0], directory)
-            return 0
-        run(args, hook=False)
-    except BaseException:  # noqa: BLE001 - even an interrupt must not fail the agent's session
-        pass
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    what = " ".join([name] + args[:1])
+    message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+    sys.stderr.write(f"majordomus: {what}: {message} (the session goes on)\n")
     return 0
 
 
-def run(argv: Optional[list[str]] = None, hook: bool = True) -> int:
+def run(argv: Optional[list[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    hook_args = _hook_args(args) if hook else None
-    if hook_args is not None:
-        return run_hook(hook_args[0], hook_args[1], args)
     try:
-        if args and args[-1] in ("checkpoint", "check", "--show", "--checkpoint"):
-            from majordomus import fast
+        dirs, name, rest = parse_global(args)
+    except _Usage as exc:
+        sys.stderr.write(f"majordomus: {exc}\n{usage()}")
+        return 2
+    if name in ("-h", "--help"):
+        sys.stdout.write(usage())
+        return 0
+    if name == "--version":
+        from majordomus import __version__
 
-            code = fast.try_run(args)
-            if code is not None:
-                return code
-        import click
+        sys.stdout.write(f"majordomus, version {__version__}\n")
+        return 0
+    if name is None:
+        sys.stderr.write(usage())
+        return 2
+    if name not in COMMANDS:
+        import difflib
 
-        from majordomus.cli import cli
+        close = difflib.get_close_matches(name, COMMANDS, 1)
+        hint = f"did you mean `majordomus {close[0]}`?" if close else "see `majordomus --help`"
+        sys.stderr.write(f"majordomus: `{name}` is not a majordomus command\nhint: {hint}\n")
+        return 2
+    try:
+        for directory in dirs:
+            try:
+                os.chdir(directory)
+            except OSError as exc:
+                from majordomus.errors import UsageError
 
-        try:
-            return int(cli.main(args=args, prog_name="majordomus", standalone_mode=False) or 0)
-        except click.ClickException as exc:
-            exc.show()
-            return exc.exit_code
-        except click.Abort:
-            sys.stderr.write("majordomus: interrupted\n")
-            return 130
-    except SystemExit as exc:  # click's own exits in non-standalone mode are returned, but be safe
-        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
-    except BrokenPipeError:
+                raise UsageError(f"cannot change to {directory}: {exc.strerror}",
+                                 "pass an existing directory to -C") from exc
+        if os.environ.get("MAJORDOMUS_FAULT") == "internal-error":  # test-only, see store/fault.py
+            raise RuntimeError("injected by MAJORDOMUS_FAULT=internal-error")
+        return _command(name)(rest)
+    except BaseException as exc:  # noqa: BLE001 - the one boundary
+        if name in FAIL_OPEN:
+            return _fail_open(name, rest, exc)
+        return _exit_code(exc)
+
+
+def _exit_code(exc: BaseException) -> int:
+    from majordomus.errors import MajordomusError
+
+    if isinstance(exc, MajordomusError):
+        sys.stderr.write(exc.render() + "\n")
+        return exc.code
+    if isinstance(exc, BrokenPipeError):
         # The reader went away (e.g. `| head`): not our failure; keep Python from complaining at exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except Exception as exc:  # noqa: BLE001 - the last line of defence
+    if isinstance(exc, KeyboardInterrupt):
+        sys.stderr.write("majordomus: interrupted\n")
+        return 130
+    if isinstance(exc, SystemExit):
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    if isinstance(exc, Exception):
         return internal_error(exc)
+    raise exc
 
 
 def main(argv: Optional[list[str]] = None) -> NoReturn:

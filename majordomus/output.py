@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def emit_json(data: Any) -> None:
@@ -20,13 +23,46 @@ def note(text: str) -> None:
     sys.stderr.write(text + "\n")
 
 
+def escape(text: str, *, body: bool = False) -> str:
+    """Stored text made safe for a terminal (SPEC §2a): control characters become visible escapes.
+
+    A record body keeps its newlines and tabs (`body=True`); a one-line field keeps neither. Line
+    separators (U+2028/U+2029/U+0085) and the bidirectional controls are escaped too."""
+    out = []
+    for char in text:
+        code = ord(char)
+        if body and char in "\n\t":
+            out.append(char)
+        elif code < 0x20 or 0x7F <= code <= 0x9F or code in _ALSO_ESCAPED:
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+# Line and paragraph separators, and the bidirectional overrides that can reorder what a reader sees.
+_ALSO_ESCAPED = frozenset((0x2028, 0x2029, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
+                           0x2066, 0x2067, 0x2068, 0x2069))
+
+
+def width(text: str) -> int:
+    """Display width in terminal columns: East Asian wide and full-width characters take two."""
+    import unicodedata
+
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(c) else (2 if unicodedata.east_asian_width(c) in "WF" else 1)
+               for c in text)
+
+
 def table(rows: list[list[str]]) -> str:
+    """Columns lined up by display width; the last column is not padded."""
     if not rows:
         return ""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    widths = [max(width(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for row in rows:
-        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])] + [row[-1]]
+        cells = [cell + " " * (widths[i] - width(cell)) for i, cell in enumerate(row[:-1])] + [row[-1]]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 
@@ -52,3 +88,19 @@ class BlockWriter:
             self.stream.write("".join(self.pending))
             self.pending = []
         self.stream.flush()
+
+
+def print_records(found: Any, as_json: bool) -> None:
+    """Stream record summaries (`checkpoint --list`, `handoff --list`), newest first, never all in memory."""
+    out = BlockWriter(sys.stdout)
+    if as_json:
+        out.write("[")
+        for i, d in enumerate(found):
+            out.write(("," if i else "") + "\n  " + json.dumps(d, ensure_ascii=False))
+        out.write("\n]\n" if out.written > 1 else "]\n")
+        out.flush()
+        return
+    for d in found:
+        out.write(escape(f"{d.get('timestamp')}  {d.get('task')}  {d.get('branch') or '(detached)'}  "
+                         f"{(d.get('head') or '0000000')[:7]}  {d.get('lines', '?')} lines  {d['path']}") + "\n")
+    out.flush()

@@ -1,51 +1,88 @@
-"""Task records and the one active task per (worktree, branch) (SPEC §5)."""
+"""The task record (SPEC §5): its fields and types, reading and writing it, the active task here, and
+the one staleness rule. What happens to a task over its life (start, resume, done, handoff) is in
+`lifecycle`, so that continuity can depend on tasks without the reverse."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Optional
 
-from majordomus import clock, ledger, records, store
-from majordomus.errors import EnvironmentProblem, MajordomusError, NoActiveTask, NotFound, Refused, UsageError
-from majordomus.workspace import Workspace
+from majordomus import clock
+from majordomus.errors import EnvironmentProblem, NoActiveTask, NotFound, UsageError
+from majordomus.lite import active as active_index
+from majordomus.lite import names, safeio
+from majordomus.store import files as store
+from majordomus.store import records
 
-TASK_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+TYPE_CHECKING = False  # the hot paths read tasks: no typing, no dataclasses at run time
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+    from majordomus.workspace import Workspace
+
+MAX_BYTES = 256 << 10  # a task record is a few hundred bytes; more was not written by majordomus
 STATUSES = ("active", "paused", "handed-off", "done")
 # A task started without an objective carries this sentinel; the continuity render skips it.
 INTERACTIVE_OBJECTIVE = "(interactive: the objective comes from the principal)"
 
 
-@dataclass
+FIELDS = ("id", "title", "objective", "profile", "owner", "status", "worktree", "branch", "started_at",
+          "updated_at", "checkpoint_at", "handoff_at", "checkpoint", "handoff")
+
+
 class Task:
-    id: str
-    title: str
-    objective: str
-    profile: str
-    owner: str
-    status: str
-    worktree: Optional[str]
-    branch: Optional[str]
-    started_at: str
-    updated_at: str
-    checkpoint_at: Optional[str] = None
-    handoff_at: Optional[str] = None
-    checkpoint: Optional[str] = None  # latest checkpoint, relative to the state directory
-    handoff: Optional[str] = None  # latest handoff, relative to the state directory
+    """A task record, its fields in SPEC §5's order; `checkpoint`/`handoff` are the paths (relative to the
+    state directory) of its latest records."""
+
+    __slots__ = FIELDS
+
+    def __init__(self, id: str, title: str, objective: str, profile: str, owner: str, status: str,
+                 worktree: Optional[str], branch: Optional[str], started_at: str, updated_at: str,
+                 checkpoint_at: Optional[str] = None, handoff_at: Optional[str] = None,
+                 checkpoint: Optional[str] = None, handoff: Optional[str] = None) -> None:
+        self.id, self.title, self.objective, self.profile, self.owner = id, title, objective, profile, owner
+        self.status, self.worktree, self.branch = status, worktree, branch
+        self.started_at, self.updated_at, self.checkpoint_at, self.handoff_at = (started_at, updated_at,
+                                                                                 checkpoint_at, handoff_at)
+        self.checkpoint, self.handoff = checkpoint, handoff
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in FIELDS}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Task) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return f"Task({self.id!r}, status={self.status!r})"
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Task":
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+    def from_dict(cls, data: Any) -> "Task":
+        """A task from a stored (untrusted) mapping: every field of its type, or ValueError naming it."""
+        if not isinstance(data, dict):
+            raise ValueError("not a mapping")
+        kept = {k: v for k, v in data.items() if k in FIELDS}
+        for name in _REQUIRED:
+            if not isinstance(kept.get(name), str):
+                raise ValueError(f"`{name}` is missing or not a string")
+        for name in _OPTIONAL:
+            if not isinstance(kept.get(name), (str, type(None))):
+                raise ValueError(f"`{name}` is not a string")
+        if not names.is_task_id(kept["id"]):
+            raise ValueError(f"`id` {kept['id'][:80]!r} is not a valid task id")
+        if kept["status"] not in STATUSES:
+            raise ValueError(f"`status` {kept['status'][:80]!r} is not one of {', '.join(STATUSES)}")
+        for name in ("started_at", "updated_at", "checkpoint_at", "handoff_at"):
+            if kept.get(name) is not None and not clock.is_iso(kept[name]):
+                raise ValueError(f"`{name}` {kept[name][:80]!r} is not a UTC time like 2026-09-03T19:45:00Z")
+        return cls(**kept)
+
+
+_REQUIRED = ("id", "title", "objective", "profile", "owner", "status", "started_at", "updated_at")
+_OPTIONAL = ("worktree", "branch", "checkpoint_at", "handoff_at", "checkpoint", "handoff")
 
 
 def validate_id(task_id: str) -> str:
-    if not TASK_ID.match(task_id):
+    if not names.is_task_id(task_id):
         raise UsageError(
             f"`{task_id}` is not a valid task id",
             "use 1–64 characters of a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit",
@@ -54,16 +91,17 @@ def validate_id(task_id: str) -> str:
 
 
 def load(ws: Workspace, task_id: str) -> Task:
-    path = ws.paths.task_file(task_id)
+    path = ws.paths.task_file(validate_id(task_id))
     try:
-        data = store.read_nofollow(path)
+        data = safeio.read(path, MAX_BYTES)
     except FileNotFoundError:
         raise NotFound(f"no task `{task_id}`", "list tasks with `majordomus task list`") from None
-    except OSError as exc:
-        raise MajordomusError(f"cannot read {path}: {exc.strerror}", "check the state directory") from exc
     try:
-        return Task.from_dict(records.parse_yaml(data.decode("utf-8")))
-    except (ValueError, TypeError, UnicodeDecodeError) as exc:
+        task = Task.from_dict(records.parse_yaml(data.decode("utf-8")))
+        if task.id != task_id:
+            raise ValueError(f"it names task `{task.id}`")
+        return task
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as exc:
         raise EnvironmentProblem(
             f"the task record {path} is unreadable: {exc}", "run `majordomus doctor` to see what is wrong"
         ) from exc
@@ -85,26 +123,35 @@ def all_tasks(ws: Workspace) -> list[Task]:
     return [load(ws, name[: -len(".yaml")]) for name in names if name.endswith(".yaml")]
 
 
-# The active index maps (worktree, branch) to a task id, so that finding the task here is one small read.
-def _slot(worktree: str, branch: Optional[str]) -> str:
-    return json.dumps([worktree, branch])
-
-
 def read_index(ws: Workspace) -> dict[str, str]:
-    try:
-        with open(ws.paths.active_index, "rb") as fh:
-            data = json.load(fh)
-    except (FileNotFoundError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return active_index.read(ws.paths.root)
 
 
-def _write_index(ws: Workspace, index: dict[str, str]) -> None:
+def write_index(ws: Workspace, index: dict[str, str]) -> None:
     store.replace(ws.paths.active_index, json.dumps(index, indent=1, sort_keys=True).encode("utf-8") + b"\n")
 
 
 def active_id(ws: Workspace) -> Optional[str]:
-    return read_index(ws).get(_slot(ws.worktree, ws.branch))
+    return read_index(ws).get(active_index.slot(ws.worktree, ws.branch))
+
+
+def where_active(ws: Workspace, task: Task, index: Optional[dict[str, str]] = None) -> Optional[str]:
+    """For an active task: `here` (this worktree and branch), `elsewhere` (another worktree or branch of
+    this machine), `orphaned` (a worktree of this machine that no longer exists), or `remote` (active on
+    another machine: its record came through sync). None when the task is not active.
+
+    Only this machine's index makes a task active here: a record brought by `majordomus sync` can name a
+    worktree path that is also a path here (CI runners and sandboxes share paths)."""
+    if task.status != "active":
+        return None
+    index = read_index(ws) if index is None else index
+    if index.get(active_index.slot(task.worktree or "", task.branch)) != task.id:
+        return "remote"
+    if (task.worktree, task.branch) == (ws.worktree, ws.branch):
+        return "here"
+    if task.worktree is None or not os.path.isdir(task.worktree):
+        return "orphaned"
+    return "elsewhere"
 
 
 def active(ws: Workspace) -> Task:
@@ -118,156 +165,33 @@ def active(ws: Workspace) -> Task:
     return task
 
 
-def event(ws: Workspace, name: str, task: Optional[str], at: str, **extra: Any) -> dict[str, Any]:
-    fields_ = {"task": task, "worktree": ws.worktree, "branch": ws.branch}
-    fields_.update(extra)
-    return ledger.append(ws.paths.ledger, name, fields_, at)
+def staleness(task: Task, limit_minutes: int, now: Any) -> Optional[str]:
+    """None when an active task is fresh, else why not, as `was last checkpointed N minutes ago` or
+    `has no checkpoint N minutes after it started`: the one staleness rule (SPEC §6, §11).
+
+    Stale means more than `limit_minutes` since its last checkpoint or, never checkpointed, since it
+    started; exactly at the limit it is still fresh."""
+    since = task.checkpoint_at or task.started_at
+    minutes = (now - clock.parse(since)).total_seconds() / 60
+    if minutes <= limit_minutes:
+        return None
+    if task.checkpoint_at is not None:
+        return f"was last checkpointed {int(minutes)} minutes ago"
+    return f"has no checkpoint {int(minutes)} minutes after it started"
 
 
-def _pause_current_here(ws: Workspace, index: dict[str, str], keep: str, at: str) -> None:
-    current = index.get(_slot(ws.worktree, ws.branch))
-    if current is None or current == keep or not exists(ws, current):
-        return
-    task = load(ws, current)
-    if task.status == "active":
-        task.status = "paused"
-        task.updated_at = at
-        save(ws, task)
-        event(ws, "task.pause", task.id, at, reason=f"task `{keep}` became active here")
+def still_active(ws: Workspace, task_id: str) -> Task:
+    """Under the lock, after stdin: the task we write for must still be the one active here (SPEC §5)."""
+    current = active(ws)
+    if current.id != task_id:
+        raise NoActiveTask(ws.where(), changed_from=task_id)
+    return current
 
 
-def start(
-    ws: Workspace,
-    task_id: str,
-    *,
-    title: Optional[str] = None,
-    objective: Optional[str] = None,
-    profile: Optional[str] = None,
-    owner: Optional[str] = None,
-    from_task: Optional[str] = None,
-) -> Task:
-    validate_id(task_id)
-    if from_task is not None:
-        validate_id(from_task)
+def touch(ws: Workspace, task_id: str, at: str) -> None:
+    """An empty checkpoint: only `checkpoint_at` moves (exactly `check --checkpoint`)."""
     ws.ensure_state("tasks")
-    at = clock.iso(clock.now())
     with store.locked(ws.paths.lock):
-        if exists(ws, task_id):
-            raise Refused(
-                f"task `{task_id}` already exists; nothing was written",
-                f"resume it with `majordomus task resume {task_id}`, or pick another id",
-            )
-        if from_task is not None and not exists(ws, from_task):
-            raise NotFound(f"no task `{from_task}` to seed from (--from)", "list tasks with `majordomus task list`")
-        task = Task(
-            id=task_id,
-            title=title or task_id,
-            objective=objective or INTERACTIVE_OBJECTIVE,
-            profile=profile or ws.config.profile,
-            owner=ws.owner(owner),
-            status="active",
-            worktree=ws.worktree,
-            branch=ws.branch,
-            started_at=at,
-            updated_at=at,
-        )
-        on_start(ws, task, from_task)
-        index = read_index(ws)
-        _pause_current_here(ws, index, task_id, at)
-        save(ws, task)
-        index[_slot(ws.worktree, ws.branch)] = task_id
-        _write_index(ws, index)
-        event(ws, "task.start", task_id, at, title=task.title, profile=task.profile, owner=task.owner,
-              **({"from": from_task} if from_task else {}))
-    return task
-
-
-def on_start(ws: Workspace, task: Task, from_task: Optional[str]) -> None:
-    """Seed the task's continuity (objective, and pins of `from_task`) when that module is present."""
-    try:
-        from majordomus import continuity
-    except ImportError:
-        return
-    continuity.seed(ws, task, from_task)
-
-
-def resume(ws: Workspace, task_id: str, *, force: bool = False) -> Task:
-    validate_id(task_id)
-    ws.ensure_state("tasks")
-    at = clock.iso(clock.now())
-    with store.locked(ws.paths.lock):
-        task = load(ws, task_id)
-        here = (ws.worktree, ws.branch)
-        index = read_index(ws)
-        # Only this machine's index makes a task active here: a record brought by `majordomus sync` can name
-        # a worktree path that is also a path here (CI runners and sandboxes share paths).
-        elsewhere = task.status == "active" and index.get(_slot(*here)) != task_id
-        if task.status == "active" and not elsewhere:
-            return task
-        if elsewhere and not force:
-            where = f"worktree {task.worktree} on " + (f"branch {task.branch}" if task.branch else "a detached HEAD")
-            if task_id not in index.values():
-                where += " on another machine (its record came through `majordomus sync`)"
-            raise Refused(
-                f"task `{task_id}` is active in {where}; nothing was written",
-                f"hand it off there first, or take it over with `majordomus task resume {task_id} --force`",
-            )
-        previous = {"worktree": task.worktree, "branch": task.branch, "status": task.status}
-        if elsewhere and index.get(_slot(task.worktree or "", task.branch)) == task_id:
-            index.pop(_slot(task.worktree or "", task.branch))
-        _pause_current_here(ws, index, task_id, at)
-        task.status = "active"
-        task.worktree, task.branch = here
-        task.updated_at = at
-        save(ws, task)
-        index[_slot(*here)] = task_id
-        _write_index(ws, index)
-        extra: dict[str, Any] = {"previous": previous, "by": ws.owner()}
-        if elsewhere:
-            extra["takeover"] = True
-        event(ws, "task.resume", task_id, at, **extra)
-    return task
-
-
-def done(ws: Workspace, task_id: Optional[str]) -> Task:
-    ws.ensure_state("tasks")
-    at = clock.iso(clock.now())
-    with store.locked(ws.paths.lock):
-        task = load(ws, validate_id(task_id)) if task_id else active(ws)
-        if task.status == "done":
-            return task
-        _leave_slot(ws, task)
-        task.status = "done"
-        task.updated_at = at
-        save(ws, task)
-        event(ws, "task.done", task.id, at)
-    return task
-
-
-def _leave_slot(ws: Workspace, task: Task) -> None:
-    """The task is no longer the active one of the (worktree, branch) it was active in."""
-    index = read_index(ws)
-    slot = _slot(task.worktree or "", task.branch)
-    if index.get(slot) == task.id:
-        index.pop(slot)
-        _write_index(ws, index)
-
-
-def release(ws: Workspace, task_id: str) -> bool:
-    """Forget that `task_id` is active on this machine (it is held elsewhere now); the caller holds the lock."""
-    index = read_index(ws)
-    kept = {slot: held for slot, held in index.items() if held != task_id}
-    if len(kept) == len(index):
-        return False
-    _write_index(ws, kept)
-    return True
-
-
-def set_handed_off(ws: Workspace, task: Task, handoff_rel: str, at: str) -> None:
-    """Record a handoff on the task: it leaves this slot and waits for `task resume` anywhere."""
-    _leave_slot(ws, task)
-    task.status = "handed-off"
-    task.handoff = handoff_rel
-    task.handoff_at = at
-    task.updated_at = at
-    save(ws, task)
+        current = still_active(ws, task_id)
+        current.checkpoint_at = at
+        save(ws, current)

@@ -1,36 +1,70 @@
-"""The place a command runs in: repository, state paths and configuration, opened once."""
+"""The place a command runs in: repository, state paths and configuration, opened once (the one assembly)."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Optional
 
 from majordomus import config as config_mod
-from majordomus import git, paths
+from majordomus.errors import EnvironmentProblem, MajordomusError
+from majordomus.lite import dotgit
+from majordomus.store import paths
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+    from majordomus.git.query import Repo
 
 
-@dataclass
 class Workspace:
-    repo: git.Repo
-    paths: paths.StatePaths
-    config: config_mod.Config
-    cwd: str
+    """Where a command runs. Built by `Workspace.open` only; pygit2 is opened lazily (`repo`), never on a
+    hot path."""
+
+    def __init__(self, place: dotgit.Place, config: config_mod.Config, cwd: str,
+                 config_problem: Optional[MajordomusError] = None) -> None:
+        self.place = place
+        self.paths = paths.of(place)
+        self.config = config
+        self.cwd = cwd
+        self.config_problem = config_problem  # set only with lenient_config: the defaults apply meanwhile
+        self._repo: Optional[Repo] = None
 
     @classmethod
-    def open(cls, cwd: Optional[str] = None) -> "Workspace":
-        cwd = os.path.abspath(cwd or os.getcwd())
-        repo = git.open_repo(cwd)
-        state = paths.for_worktrees(repo.main_worktree, repo.common_dir, repo.worktree)
-        return cls(repo=repo, paths=state, config=config_mod.load(state.config_root, state.config_cache), cwd=cwd)
+    def open(cls, cwd: Optional[str] = None, *, lenient_config: bool = False) -> "Workspace":
+        """The workspace around `cwd`. A broken configuration is exit 12, or with `lenient_config` (doctor,
+        the hooks) kept in `config_problem` while the defaults apply."""
+        cwd = os.path.realpath(cwd or os.getcwd())
+        place = dotgit.locate(cwd)
+        if place is None:
+            raise EnvironmentProblem(
+                f"not inside a git work tree: {cwd}",
+                "run majordomus inside a git repository (or pass -C DIR); `git init` makes one",
+            )
+        cache = paths.of(place).config_cache
+        try:
+            cfg = config_mod.load(place.config_root, cache)
+        except config_mod.ConfigError as exc:
+            if not lenient_config:
+                raise
+            return cls(place, config_mod.load(None), cwd, exc)
+        return cls(place, cfg, cwd)
 
     @property
     def worktree(self) -> str:
-        return self.repo.worktree
+        return self.place.worktree
 
     @property
     def branch(self) -> Optional[str]:
-        return self.repo.branch
+        return self.place.branch
+
+    @property
+    def repo(self) -> Repo:
+        """The repository through pygit2, opened on first use (queries and sync, off the hot paths)."""
+        if self._repo is None:
+            from majordomus.git import query
+
+            self._repo = query.open_repo(self.place)
+        return self._repo
 
     def where(self) -> str:
         branch = self.branch
@@ -38,24 +72,28 @@ class Workspace:
 
     def ensure_state(self, *subdirs: str) -> None:
         """Create the state as needed before a write (and cache the configuration there)."""
-        paths.ensure(self.paths, *subdirs)
+        paths.ensure(self.paths, "cache", *subdirs)
         if self.config.signature is not None:
             config_mod.remember(self.config, self.paths.config_cache)
 
     def display(self, path: str) -> str:
-        """A state path as the user sees it: relative to this worktree when inside it, else absolute."""
+        """A path as git prints one: relative to the current directory when it lies inside this worktree,
+        else absolute (so `cat "$(… | majordomus checkpoint)"` works from any subdirectory)."""
         root = self.worktree
-        if os.path.commonpath([root, path]) == root:
-            return os.path.relpath(path, root)
+        if os.path.commonpath([root, path]) == root and os.path.commonpath([root, self.cwd]) == root:
+            return os.path.relpath(path, self.cwd)
         return path
 
     def owner(self, explicit: Optional[str] = None) -> str:
+        """`--owner`, else MAJORDOMUS_OWNER, else git's user.email, else the login name."""
         if explicit:
             return explicit
         env = os.environ.get("MAJORDOMUS_OWNER")
         if env:
             return env
-        email = git.config_value(self.repo, "user.email")
+        from majordomus.git import status
+
+        email = status.config_get(self.place, "user.email")
         if email:
             return email
         try:
@@ -64,3 +102,11 @@ class Workspace:
             return pwd.getpwuid(os.getuid()).pw_name
         except (ImportError, KeyError):
             return os.environ.get("USER", "unknown")
+
+    def event(self, name: str, task: Optional[str], at: str, **extra: Any) -> dict[str, Any]:
+        """Append one event of this worktree and branch to the ledger."""
+        from majordomus.store import ledger
+
+        fields = {"task": task, "worktree": self.worktree, "branch": self.branch}
+        fields.update(extra)
+        return ledger.append(self.paths.ledger, name, fields, at)

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BIN = Path(sys.executable).parent
@@ -98,15 +97,51 @@ def run(*args: str, cwd: Path | str, input: bytes | str | None = None, env: dict
                           timeout=timeout)
 
 
+class Result:
+    """What one in-process run of `majordomus.main.run` left: exit code, stdout and stderr."""
+
+    def __init__(self, exit_code: int, stdout: bytes, stderr: bytes) -> None:
+        self.exit_code = exit_code
+        self.stdout_bytes = stdout
+        self.stdout = stdout.decode("utf-8", "replace")
+        self.stderr = stderr.decode("utf-8", "replace")
+        self.output = self.stdout
+
+    def __repr__(self) -> str:
+        return f"Result({self.exit_code}, stdout={self.stdout[:200]!r}, stderr={self.stderr[:200]!r})"
+
+
+def invoke_main(args: list[str], input: bytes | str | None = None) -> Result:
+    """`majordomus ARGS` in this process: stdin, stdout, stderr and the working directory isolated."""
+    import io
+
+    from majordomus import main
+
+    data = input.encode() if isinstance(input, str) else (input or b"")
+    out, err = io.BytesIO(), io.BytesIO()
+    saved = sys.stdin, sys.stdout, sys.stderr
+    cwd = os.getcwd()
+    streams = (io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"),
+               io.TextIOWrapper(out, encoding="utf-8", write_through=True),
+               io.TextIOWrapper(err, encoding="utf-8", write_through=True))
+    sys.stdin, sys.stdout, sys.stderr = streams
+    try:
+        code = main.run(list(args))
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+        os.chdir(cwd)
+        for stream in streams:
+            stream.flush()
+            stream.detach()  # keep the BytesIO open when the wrapper goes
+    return Result(code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture
 def cli(repo: Path) -> Any:
-    """Invoke the click CLI in-process inside `repo` (or another directory via cwd=)."""
-    from majordomus.cli import cli as group
+    """Run majordomus in-process inside `repo` (or another directory via cwd=)."""
 
-    runner = CliRunner()
-
-    def invoke(*args: str, input: str | bytes | None = None, cwd: Path | None = None) -> Any:
-        return runner.invoke(group, ["-C", str(cwd or repo), *args], input=input, catch_exceptions=False)
+    def invoke(*args: str, input: str | bytes | None = None, cwd: Path | None = None) -> Result:
+        return invoke_main(["-C", str(cwd or repo), *args], input=input)
 
     return invoke
 

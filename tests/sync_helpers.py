@@ -51,19 +51,21 @@ def git_view(repo: Path) -> dict[str, Any]:
 
 def write_handoff(repo: Path, body: str) -> Path:
     """A handoff record stored the way `majordomus handoff` stores one (identity helper, exclusive link)."""
-    from majordomus import checkpoint, clock, store, tasks
+    from majordomus import identity, lifecycle
+    from majordomus import checkpoint, clock, tasks
+    from majordomus.store import files as store
     from majordomus.workspace import Workspace
 
     ws = Workspace.open(str(repo))
     task = tasks.active(ws)
     at = clock.iso(clock.now())
     ws.ensure_state("handoffs", "cache")
-    fields = checkpoint.identity_fields(ws, "handoff", task, at)
+    fields = identity.fields(ws, "handoff", task, at)
     path, _created, digest = checkpoint.store_record(ws, ws.paths.handoffs, fields, body)
     rel = ws.paths.relative(path)
     with store.locked(ws.paths.lock):
-        tasks.set_handed_off(ws, tasks.load(ws, task.id), rel, at)
-    tasks.event(ws, "task.handoff", task.id, at, path=rel, sha256=digest)
+        lifecycle.set_handed_off(ws, tasks.load(ws, task.id), rel, at)
+    ws.event("task.handoff", task.id, at, path=rel, sha256=digest)
     return Path(path)
 
 

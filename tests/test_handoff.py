@@ -11,7 +11,7 @@ import pytest
 from freezegun import freeze_time
 
 from conftest import git, run, snapshot, state_dir
-from majordomus import records
+from majordomus.store import records
 
 BODY = """## State
 The regression test fails; the fix in normalise() is half done.

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from majordomus import git as mgit
+from majordomus import lifecycle
+
+from majordomus.git import status as git_status
 from majordomus.workspace import Workspace
 
 from conftest import commit_file, git, state_dir
@@ -50,7 +52,7 @@ def test_bare_main_worktree_keeps_state_in_common_dir(tmp_path):
     from majordomus import checkpoint, tasks
     import io
 
-    tasks.start(ws, "t1")
+    lifecycle.start(ws, "t1")
     written = checkpoint.write(ws, io.BytesIO(b"bare main\n"))
     assert written.path.startswith(str(bare / "majordomus" / "local" / "state" / "checkpoints"))
     assert (bare / "majordomus" / "local" / ".gitignore").read_text() == "*\n"
@@ -80,9 +82,11 @@ def test_repository_inside_a_submodule(repo, tmp_path):
     ws = Workspace.open(str(sub))
     assert ws.worktree == str(sub)
     assert ws.paths.root == str(sub / ".ai" / "local" / "state")
-    ident = mgit.identity(ws.repo, 200)
-    assert ident.head == git(sub, "rev-parse", "HEAD")
-    assert ident.repo_id == git(repo, "rev-list", "--max-parents=0", "HEAD")
+    from majordomus import identity
+
+    head = git_status.status(ws.place).head
+    assert head == git(sub, "rev-parse", "HEAD")
+    assert identity.repo_id(ws, head) == git(repo, "rev-list", "--max-parents=0", "HEAD")
     # and the superproject's identity is its own
     top = Workspace.open(str(sup))
     assert top.paths.root == str(sup / ".ai" / "local" / "state")

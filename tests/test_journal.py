@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, run, snapshot, state_dir
-from majordomus import journal
+from majordomus.hooks import journal
 
 PAYLOADS = FIXTURES / "payloads"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from majordomus import ledger
+from majordomus.store import ledger
 
 from conftest import state_dir
 

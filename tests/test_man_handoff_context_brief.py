@@ -6,23 +6,22 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import click
+import re
+
 import pytest
 
 import majordomus
-from majordomus.cli import cli
+from conftest import invoke_main
+from test_docs import subcommands
 
 MAN = Path(majordomus.__file__).resolve().parent / "man"
 PAGES = {"handoff": ["handoff"], "context": ["context"], "brief": ["brief"]}
 SECTIONS = ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS", "EXAMPLES", "SEE ALSO")
 
 
-def commands(name: str) -> list[click.Command]:
-    command = cli.get_command(click.Context(cli), name)
-    assert command is not None, name
-    if isinstance(command, click.Group):
-        return [command] + [command.commands[sub] for sub in command.commands]
-    return [command]
+def options(args: list[str]) -> set[str]:
+    """The long options `majordomus ARGS --help` lists."""
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", invoke_main([*args, "--help"]).stdout)) - {"--help"}
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))
@@ -32,13 +31,12 @@ def test_page_is_installed_with_every_section_and_option(name: str) -> None:
     for section in SECTIONS:
         assert f'.SH {section}' in text or f'.SH "{section}"' in text, (name, section)
     plain = text.replace("\\-", "-")
-    for command in commands(name):
-        for param in command.params:
-            if isinstance(param, click.Option):
-                assert any(opt in plain for opt in param.opts), (name, command.name, param.opts)
-        if isinstance(command, click.Group):
-            for sub in command.commands:
-                assert f".B {sub}" in plain or f"context {sub}" in plain, (name, sub)
+    subs = subcommands(invoke_main([name, "--help"]).stdout)
+    for args in [[name]] + [[name, sub] for sub in subs]:
+        for option in options(args):
+            assert option in plain, (name, args, option)
+    for sub in subs:
+        assert f".B {sub}" in plain or f"context {sub}" in plain, (name, sub)
 
 
 @pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")

@@ -6,7 +6,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus import records
+from majordomus.store import records
 from majordomus.errors import Refused
 
 scalars = st.one_of(st.none(), st.integers(min_value=-10**9, max_value=10**9),

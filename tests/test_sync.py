@@ -174,7 +174,7 @@ def test_tampered_new_record_alone_writes_nothing(cli, repo, remote, b):
 @pytest.mark.parametrize("old, new, reason", [
     (b'id: "t1"', b'id: "t2"', "it names task `t2`, not `t1`"),
     (b"handoff: null", b'handoff: "handoffs/../../../etc/passwd"', "its `handoff` is not a record in handoffs/"),
-    (b'status: "active"', b'status: "owned"', "unknown status `owned`"),
+    (b'status: "active"', b'status: "owned"', "unreadable (`status` 'owned' is not one of active"),
     (b'id: "t1"', b"id: [t1", "unreadable"),
 ])
 def test_invalid_task_record_on_the_remote_is_refused(cli, repo, remote, b, old, new, reason):
@@ -400,7 +400,7 @@ def test_sync_subcommands_have_help(cli):
 
 
 def test_append_many_chains_like_append(tmp_path):
-    from majordomus import ledger
+    from majordomus.store import ledger
 
     path = str(tmp_path / "ledger.jsonl")
     ledger.append(path, "one", {"task": "t"}, "2026-01-01T00:00:00Z")

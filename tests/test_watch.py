@@ -27,7 +27,7 @@ def checkpoint(cli, text):
 
 
 def watcher(repo: Path, from_end: bool = True):
-    from majordomus.watch import Watcher
+    from majordomus.doctor.watch import Watcher
 
     return Watcher.open(str(repo), from_end=from_end)
 

@@ -1,0 +1,52 @@
+"""`majordomus check [--checkpoint] [--json]` (SPEC §6): run by the post-commit hook, so it stays light."""
+
+from __future__ import annotations
+
+import sys
+
+from majordomus.cli import argv as parsing
+
+SPEC = parsing.Spec(
+    "usage: majordomus check [--checkpoint] [--json]\n\n"
+    "Is the active task's checkpoint fresh? Exit 0 fresh, 1 stale or none.\n\n"
+    "options:\n"
+    "  --checkpoint  record an empty checkpoint: move the task's checkpoint time to now\n"
+    "  --json        print JSON for machines\n"
+    "  -h, --help    show this help\n",
+    flags=("--checkpoint", "--json"))
+
+
+def main(argv: list[str]) -> int:
+    args = parsing.parse(SPEC, argv)
+    if args is None:
+        return 0
+    from majordomus import clock, tasks
+    from majordomus.workspace import Workspace
+
+    ws = Workspace.open()
+    task = tasks.active(ws)
+    if args["checkpoint"]:
+        at = clock.now_iso()
+        tasks.touch(ws, task.id, at)
+        if args["json"]:
+            _json({"task": task.id, "fresh": True, "checkpoint_at": at, "problem": None})
+        return 0
+    limit = ws.config.get("checkpoint", "stale_after_minutes")
+    # SPEC §6: "1 stale or none": a task never checkpointed has nothing fresh to show yet.
+    why = "has no checkpoint yet" if task.checkpoint_at is None else tasks.staleness(task, limit, clock.now())
+    problem = None if why is None else f"task `{task.id}` {why} (the limit is {limit} minutes)"
+    if args["json"]:
+        _json({"task": task.id, "fresh": problem is None, "checkpoint_at": task.checkpoint_at, "problem": problem})
+    elif problem is None:
+        sys.stdout.write(f"fresh: {task.id} checkpointed at {task.checkpoint_at}\n")
+    if problem is not None:
+        if not args["json"]:
+            sys.stderr.write(f"majordomus: {problem}\nhint: pipe a few lines into `majordomus checkpoint`\n")
+        return 1
+    return 0
+
+
+def _json(data: dict) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(data) + "\n")

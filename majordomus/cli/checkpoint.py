@@ -1,0 +1,80 @@
+"""`majordomus checkpoint [--show | --list] [--json]` (SPEC §6). A hot command: no click, no pygit2."""
+
+from __future__ import annotations
+
+import sys
+
+from majordomus.cli import argv as parsing
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from majordomus.workspace import Workspace
+
+
+SPEC = parsing.Spec(
+    "usage: majordomus checkpoint [--show | --list] [--json]\n\n"
+    "Record what holds now: a few lines from stdin, identity computed from git. Over the line cap it is\n"
+    "refused, never truncated: write a handoff instead (`majordomus handoff`).\n\n"
+    "options:\n"
+    "  --show      print the newest checkpoint of the active task here\n"
+    "  --list      list every checkpoint record, newest first\n"
+    "  --json      print JSON for machines\n"
+    "  -h, --help  show this help\n",
+    flags=("--show", "--list", "--json"), exclusive=("--show", "--list"))
+
+
+def main(argv: list[str]) -> int:
+    args = parsing.parse(SPEC, argv)
+    if args is None:
+        return 0
+    from majordomus import checkpoint
+    from majordomus.workspace import Workspace
+
+    ws = Workspace.open()
+    if args["show"]:
+        return show(ws, bool(args["json"]))
+    if args["list"]:
+        from majordomus import output
+        from majordomus.store import paths
+
+        found = checkpoint.summaries(ws, ws.paths.checkpoints) if paths.check_readable(ws.paths) else iter(())
+        output.print_records(found, bool(args["json"]))
+        return 0
+    return write(ws, bool(args["json"]))
+
+
+def write(ws: Workspace, as_json: bool) -> int:
+    from majordomus import checkpoint, tasks
+
+    if sys.stdin.isatty() and tasks.active_id(ws) is not None:
+        sys.stderr.write("majordomus: reading the checkpoint from the terminal; end it with Ctrl-D\n")
+    written = checkpoint.write(ws, sys.stdin.buffer)
+    if written.path is None:
+        sys.stderr.write("empty body: no record written; the task's checkpoint time moved\n")
+        if as_json:
+            sys.stdout.write('{"path": null, "sha256": null, "created": false}\n')
+        return 0
+    if not written.created:
+        sys.stderr.write("the identical record is already stored; nothing new was written\n")
+    shown = ws.display(written.path)
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps({"path": shown, "sha256": written.sha256, "created": written.created}) + "\n")
+    else:
+        sys.stdout.write(shown + "\n")
+    return 0
+
+
+def show(ws: Workspace, as_json: bool) -> int:
+    from majordomus import checkpoint, output
+    from majordomus.lite import safeio
+    from majordomus.store.records import MAX_RECORD_BYTES
+
+    path = checkpoint.latest(ws)
+    if as_json:
+        output.emit_json(checkpoint.describe(ws, path) if path else None)
+    elif path is not None:
+        text = safeio.read(path, MAX_RECORD_BYTES).decode("utf-8", "replace")
+        sys.stdout.write(output.escape(text, body=True))
+    return 0

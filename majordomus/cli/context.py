@@ -1,0 +1,180 @@
+"""`majordomus context pin|unpin|show|status|validate` (SPEC §8) and `majordomus brief` (SPEC §9)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional
+
+import click
+
+from majordomus.cli.common import CONTEXT, Group, json_option, run, workspace
+
+KIND_CHOICE = click.Choice(["decision", "constraint", "open-item", "next-action"])
+
+
+@click.group("context", cls=Group)
+def context() -> None:
+    """The objective and the pins a task must not forget: decisions, constraints, open items, next actions."""
+
+
+def _task_id(ws: Any, task_id: Optional[str]) -> str:
+    """The named task (which must exist), else the active task here; never a guess at "the latest"."""
+    from majordomus import tasks
+
+    if task_id is None:
+        return str(tasks.active(ws).id)
+    tasks.validate_id(task_id)
+    if not tasks.exists(ws, task_id):
+        from majordomus.errors import NotFound
+
+        raise NotFound(f"no task `{task_id}`", "list tasks with `majordomus task list`")
+    return task_id
+
+
+def _default_source() -> str:
+    # A person types at a terminal; an agent's tool call has no terminal on stdin.
+    return "principal" if sys.stdin.isatty() else "agent"
+
+
+@context.command("pin")
+@click.argument("kind", type=KIND_CHOICE, metavar="KIND")
+@click.argument("text", nargs=-1, required=True)
+@click.option("--source", type=click.Choice(["principal", "agent", "execution"]),
+              help="Who pins it (default: principal at a terminal, agent otherwise).")
+@json_option
+def pin(kind: str, text: tuple[str, ...], source: Optional[str], as_json: bool) -> None:
+    """Pin one sentence to the active task: majordomus context pin KIND -- "TEXT"."""
+    from majordomus import continuity
+    from majordomus.output import emit, emit_json, note
+
+    ws = workspace()
+    new = continuity.pin(ws, kind, " ".join(text), source or _default_source())
+    if as_json:
+        emit_json(dict(new, kind=kind))
+        return
+    note(f"pinned {kind} ({new['source']})")
+    emit(new["id"])
+
+
+@context.command("unpin")
+@click.argument("pin_id", metavar="PIN_ID")
+@json_option
+def unpin(pin_id: str, as_json: bool) -> None:
+    """Remove a pin of the active task by its id (or a unique prefix of at least 4 characters)."""
+    from majordomus import continuity
+    from majordomus.output import emit, emit_json
+
+    kind, removed = continuity.unpin(workspace(), pin_id)
+    if as_json:
+        emit_json(dict(removed, kind=kind))
+    else:
+        emit(f"unpinned {kind} {removed['id']}")
+
+
+@context.command("show")
+@click.argument("task_id", metavar="[TASK]", required=False)
+@json_option
+def show(task_id: Optional[str], as_json: bool) -> None:
+    """Print the rendered continuity of the active (or named) task."""
+    from majordomus import continuity
+    from majordomus.output import emit, emit_json
+
+    ws = workspace()
+    tid = _task_id(ws, task_id)
+    limit = ws.config.get("continuity", "render_max_bytes")
+    doc = continuity.effective(ws, tid)
+    fitted = continuity.render_doc(doc, tid, limit)
+    if as_json:
+        emit_json({"task": tid, "rendered": fitted.text, "dropped": fitted.dropped,
+                   "continuity": continuity.load(ws, tid)})
+    else:
+        emit(fitted.text)
+
+
+_KIND_NAMES = (("decisions", "decisions"), ("constraints", "constraints"), ("openItems", "open items"),
+               ("nextActions", "next actions"))
+
+
+@context.command("status")
+@click.argument("task_id", metavar="[TASK]", required=False)
+@json_option
+def status(task_id: Optional[str], as_json: bool) -> None:
+    """Pins by kind, integrity, and the compaction journal of the active (or named) task."""
+    from majordomus import continuity
+    from majordomus.output import emit, emit_json
+
+    ws = workspace()
+    report = continuity.status(ws, _task_id(ws, task_id))
+    if as_json:
+        emit_json(report)
+        return
+    lines = [f"task          {report['task']}", f"continuity    {report['path']}"]
+    lines.append(f"integrity     {report['integrity']}")
+    lines.extend(f"  finding: {f}" for f in report["findings"])
+    if "counts" in report:
+        lines.append(f"objective     {'set' if report['objective'] else 'none (interactive)'}")
+        lines.append(f"updated       {report['updatedAt']}")
+        for key, name in _KIND_NAMES:
+            lines.append(f"{name:<13} {report['counts'][key]}")
+            for p in report["pins"][key]:
+                text = p["text"] if len(p["text"]) <= 72 else p["text"][:71] + "…"
+                lines.append(f"  {p['id'][:8]}  {text}")
+    if "compaction" in report:
+        comp = report["compaction"]
+        if isinstance(comp, dict) and "generation" in comp and "dropped_lines" in comp:
+            from majordomus.hooks import journal
+
+            detail = journal.summary(comp)
+        else:
+            detail = ", ".join(f"{k} {v}" for k, v in comp.items()) if isinstance(comp, dict) else str(comp)
+        lines.append(f"compaction    {detail}")
+    emit("\n".join(lines))
+
+
+@context.command("validate")
+@click.argument("task_id", metavar="[TASK]", required=False)
+@json_option
+@click.pass_context
+def validate(ctx: click.Context, task_id: Optional[str], as_json: bool) -> None:
+    """Recompute the integrity hash; exit 1 on any finding."""
+    from majordomus import continuity
+    from majordomus.output import emit, emit_json
+
+    ws = workspace()
+    tid = _task_id(ws, task_id)
+    findings = continuity.validate(ws, tid)
+    if as_json:
+        emit_json({"task": tid, "ok": not findings, "findings": findings})
+    elif findings:
+        emit("\n".join(f"finding: {f}" for f in findings))
+    else:
+        emit(f"ok: the continuity of task `{tid}` is intact (or absent)")
+    if findings:
+        ctx.exit(1)
+
+
+@click.command("brief", context_settings=CONTEXT)
+@click.argument("task_id", metavar="[TASK]", required=False)
+@click.option("--max-bytes", type=click.IntRange(min=0), metavar="N",
+              help="Budget in bytes (default: continuity.render_max_bytes).")
+@json_option
+def brief(task_id: Optional[str], max_bytes: Optional[int], as_json: bool) -> None:
+    """The briefing a worker resumes from: continuity, latest handoff, checkpoints since, and drift."""
+    from majordomus import brief as core
+    from majordomus.output import emit, emit_json
+
+    ws = workspace()
+    result = core.compose(ws, task_id, max_bytes)
+    if as_json:
+        emit_json({"task": result.task, "text": result.text, "bytes": len(result.text.encode("utf-8")),
+                   "dropped": result.dropped, "drift": result.drift})
+    else:
+        sys.stdout.write(result.text)
+
+
+def main(argv: list[str]) -> int:
+    return run(context, argv, "majordomus context")
+
+
+def brief_main(argv: list[str]) -> int:
+    return run(brief, argv, "majordomus brief")

@@ -1,0 +1,86 @@
+"""`majordomus doctor` and `majordomus watch`: thin click adapters over majordomus.doctor and majordomus.watch."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Optional
+
+import click
+
+from majordomus.cli.common import CONTEXT, run
+from majordomus.errors import UsageError
+
+
+@click.command("doctor", context_settings=CONTEXT)
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON (same as --format json).")
+@click.option("--strict", is_flag=True, help="Exit 1 on warnings too, not only on failures.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default=None,
+              help="text (default), json, or github (::error/::warning lines for GitHub Actions).")
+@click.pass_context
+def doctor(ctx: click.Context, as_json: bool, strict: bool, fmt: Optional[str]) -> None:
+    """Check that the state is whole: config, git, modes, records, ledger, continuity, stale tasks.
+
+    Exit 0 when nothing fails (warnings allowed), 1 on any failure, and with --strict on any warning."""
+    from majordomus.doctor import checks as core
+    from majordomus.doctor import findings
+
+    if as_json and fmt not in (None, "json"):
+        raise UsageError(f"--json and --format {fmt} do not go together", "pick one")
+    fmt = "json" if as_json else (fmt or "text")
+    ws, config_findings = core.open_workspace()
+    found = core.run(ws, config_findings)
+    render = {"text": findings.render_text, "json": findings.render_json, "github": findings.render_github}[fmt]
+    sys.stdout.write(render(found, strict))
+    ctx.exit(findings.exit_code(found, strict))
+
+
+def _printer(as_json: bool) -> Any:
+    def emit(report: Any) -> None:
+        if as_json:
+            data = {"type": report.kind, "at": report.at}
+            if report.kind == "event":
+                data["event"] = report.event
+            elif report.kind == "tick":
+                data["tick"] = report.tick
+            else:
+                data.update(code=report.code, level=report.level, message=report.message, path=report.path,
+                            hint=report.hint)
+            line = json.dumps(data, ensure_ascii=False)
+        elif report.kind == "event":
+            line = f"{report.at}  event   {report.code:<16} {report.message}"
+        elif report.kind == "tick":
+            line = f"{report.at}  tick    {report.tick}"
+        else:
+            line = f"{report.at}  {report.kind:<7} {report.code}: {report.message}"
+            if report.kind == "begins" and report.hint:
+                line += f"\n{'':22}next: {report.hint}"
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()  # a watcher is read as it goes, usually through a pipe
+
+    return emit
+
+
+@click.command("watch", context_settings=CONTEXT)
+@click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True, metavar="SECONDS",
+              help="Seconds between rounds.")
+@click.option("--once", is_flag=True, help="One round: report the conditions that hold now, then exit.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.option("--heartbeat", is_flag=True, help="Also print a line at the end of every round (liveness).")
+@click.pass_context
+def watch(ctx: click.Context, interval: float, once: bool, as_json: bool, heartbeat: bool) -> None:
+    """Report new ledger events, retention crossing its limit, and active tasks going stale, as they happen.
+
+    Each condition is reported once when it begins and once when it clears. Ctrl-C ends it (exit 0)."""
+    from majordomus.doctor import watch as core
+
+    watcher = core.Watcher.open()
+    ctx.exit(core.run(watcher, interval, once, _printer(as_json), heartbeat=heartbeat))
+
+
+def main(argv: list[str]) -> int:
+    return run(doctor, argv, "majordomus doctor")
+
+
+def watch_main(argv: list[str]) -> int:
+    return run(watch, argv, "majordomus watch")

@@ -1,0 +1,63 @@
+"""`majordomus handoff`: write, show and list handoff records (SPEC §7)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import click
+
+from majordomus.cli.common import CONTEXT, json_option, run, workspace
+from majordomus.lite import safeio
+from majordomus.output import escape, print_records
+from majordomus.store.records import MAX_RECORD_BYTES
+
+
+@click.command("handoff", context_settings=CONTEXT)
+@click.argument("task_id", metavar="[TASK]", required=False)
+@click.option("--show", is_flag=True, help="Print the newest handoff of the active (or named) task.")
+@click.option("--list", "list_", is_flag=True, help="List every handoff record, newest first.")
+@json_option
+def handoff(task_id: Optional[str], show: bool, list_: bool, as_json: bool) -> None:
+    """Hand the active task over: a Markdown body with the required sections from stdin.
+
+    The task becomes handed-off; another worker continues it with `majordomus task resume TASK`.
+    """
+    from majordomus import checkpoint, handoff as core
+    from majordomus.store import paths
+    from majordomus.store import files as store
+    from majordomus.errors import UsageError
+    from majordomus.output import emit, emit_json, note
+
+    if show and list_:
+        raise UsageError("--show and --list do not go together", "pick one")
+    if as_json and not (show or list_):
+        raise UsageError("--json goes with --show or --list", "add --show or --list")
+    if task_id is not None and not show:
+        raise UsageError("TASK goes with --show only", "a handoff is written for the active task here")
+    ws = workspace()
+    if show:
+        path = core.latest(ws, task_id)
+        if path is None:
+            if as_json:
+                emit_json(None)
+            return
+        if as_json:
+            emit_json(checkpoint.describe(ws, path))
+        else:
+            sys.stdout.write(escape(safeio.read(path, MAX_RECORD_BYTES).decode("utf-8", "replace"), body=True))
+        return
+    if list_:
+        found = checkpoint.summaries(ws, ws.paths.handoffs) if paths.check_readable(ws.paths) else iter(())
+        print_records(found, as_json)
+        return
+    written = core.write(ws, sys.stdin.buffer)
+    if not written.created:
+        note("the identical handoff is already stored; nothing new was written")
+    else:
+        note(f"task `{written.task}` is handed off; continue it anywhere with `majordomus task resume {written.task}`")
+    emit(ws.display(written.path))
+
+
+def main(argv: list[str]) -> int:
+    return run(handoff, argv, "majordomus handoff")

@@ -1,0 +1,77 @@
+"""`majordomus hooks install|uninstall --runtime claude|codex|git` (SPEC §12)."""
+
+from __future__ import annotations
+
+import click
+
+from majordomus.cli.common import CONTEXT, Group, run
+
+
+@click.group("hooks", cls=Group)
+def hooks() -> None:
+    """Install or remove the majordomus hooks of Claude Code, Codex or git."""
+
+
+runtime_option = click.option("--runtime", required=True, type=click.Choice(["claude", "codex", "git"]),
+                              help="Where to install: .claude/settings.json, .codex/hooks.json, or git's hooks.")
+
+
+@hooks.command("install", context_settings=CONTEXT)
+@runtime_option
+@click.option("--compact-bridge", is_flag=True,
+              help="Also register PreCompact/PostCompact to keep the compaction journal (claude, codex).")
+def install(runtime: str, compact_bridge: bool) -> None:
+    """Merge the majordomus hooks into the runtime's configuration; idempotent."""
+    from majordomus.hooks import githook as gitinstall
+    from majordomus.hooks import agents as installers
+    from majordomus.errors import UsageError
+    from majordomus.workspace import Workspace
+
+    if runtime == "git" and compact_bridge:
+        raise UsageError("--compact-bridge applies to claude and codex, not git",
+                         "run `majordomus hooks install --runtime git` without it")
+    ws = Workspace.open()
+    if runtime == "git":
+        from majordomus.git import status
+
+        result = gitinstall.install(ws, status.git_path(ws.place, "hooks"))
+    else:
+        result = installers.install(ws, runtime, compact_bridge)
+    shown = ws.display(result.path)
+    if result.how == "already":
+        click.echo(f"already installed: {shown}")
+    elif result.how == "chained":
+        click.echo(f"installed: {shown} (the existing hook runs first, from {gitinstall.CHAINED})")
+    else:
+        click.echo(f"installed: {shown} ({', '.join(result.changed)})")
+    if runtime == "codex" and result.how != "already":
+        click.echo("note: Codex versions that gate hooks need `[features] hooks = true` in ~/.codex/config.toml",
+                   err=True)
+
+
+@hooks.command("uninstall", context_settings=CONTEXT)
+@runtime_option
+def uninstall(runtime: str) -> None:
+    """Remove exactly what `hooks install` added (the file's earlier bytes when it was not edited since)."""
+    from majordomus.hooks import githook as gitinstall
+    from majordomus.hooks import agents as installers
+    from majordomus.workspace import Workspace
+
+    ws = Workspace.open()
+    if runtime == "git":
+        from majordomus.git import status
+
+        result = gitinstall.uninstall(ws, status.git_path(ws.place, "hooks"))
+    else:
+        result = installers.uninstall(ws, runtime)
+    shown = ws.display(result.path)
+    if result.how == "absent":
+        click.echo(f"nothing to remove: {shown}")
+    elif result.how == "restored":
+        click.echo(f"restored: {shown} (as it was before `hooks install`)")
+    else:
+        click.echo(f"removed: {shown} ({', '.join(result.changed)})")
+
+
+def main(argv: list[str]) -> int:
+    return run(hooks, argv, "majordomus hooks")

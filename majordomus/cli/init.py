@@ -1,0 +1,21 @@
+"""`majordomus init`."""
+
+from __future__ import annotations
+
+import click
+
+from majordomus.cli.common import CONTEXT, run, workspace
+from majordomus.output import emit
+
+
+@click.command("init", context_settings=CONTEXT)
+def init_cmd() -> None:
+    """Create .ai/config.yaml and .ai/profiles/ from the template; never overwrites."""
+    from majordomus import init
+
+    for path, what in init.init(workspace()):
+        emit(f"{what}: {path}")
+
+
+def main(argv: list[str]) -> int:
+    return run(init_cmd, argv, "majordomus init")

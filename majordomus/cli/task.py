@@ -1,0 +1,111 @@
+"""`majordomus task start|show|list|resume|done` (SPEC §5)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import click
+
+from majordomus.cli.common import CONTEXT, Group, json_option, run, workspace
+from majordomus.output import emit, emit_json, escape, table
+
+
+@click.group("task", cls=Group)
+def task_group() -> None:
+    """Start, show, list, resume and finish tasks."""
+
+
+def main(argv: list[str]) -> int:
+    return run(task_group, argv, "majordomus task")
+
+
+def _task_lines(task: Any) -> str:
+    return "\n".join(f"{key}: {'' if value is None else escape(str(value))}" for key, value in task.to_dict().items())
+
+
+@task_group.command("start", context_settings=CONTEXT)
+@click.argument("task_id", metavar="ID")
+@click.option("--title", help="A short title (default: the id).")
+@click.option("--objective", help="What the task must achieve; seeds its continuity.")
+@click.option("--profile", help="The worker profile (default: config `profile`).")
+@click.option("--owner", help="Who owns it (default: MAJORDOMUS_OWNER, git user.email, login).")
+@click.option("--from", "from_task", metavar="TASK", help="Seed continuity with the pins of TASK.")
+def task_start(task_id: str, title: Optional[str], objective: Optional[str], profile: Optional[str],
+               owner: Optional[str], from_task: Optional[str]) -> None:
+    """Start task ID, active in this worktree and branch (pauses the one active here)."""
+    from majordomus import lifecycle
+
+    ws = workspace()
+    task = lifecycle.start(ws, task_id, title=title, objective=objective, profile=profile, owner=owner,
+                           from_task=from_task)
+    emit(f"started {task.id} in {escape(ws.where())}")
+
+
+@task_group.command("show", context_settings=CONTEXT)
+@click.argument("task_id", metavar="[ID]", required=False)
+@json_option
+def task_show(task_id: Optional[str], as_json: bool) -> None:
+    """Show a task (default: the active task here)."""
+    from majordomus import tasks
+
+    ws = workspace()
+    task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
+    if as_json:
+        emit_json(task.to_dict())
+    else:
+        emit(_task_lines(task))
+
+
+@task_group.command("list", context_settings=CONTEXT)
+@json_option
+def task_list(as_json: bool) -> None:
+    """List every task; an active one with the worktree and branch it is active in."""
+    from majordomus import tasks
+
+    ws = workspace()
+    items = tasks.all_tasks(ws)
+    if as_json:
+        emit_json([t.to_dict() for t in items])
+        return
+    rows = [[t.id, t.status, _where(ws, t), t.checkpoint_at or "-", escape(t.title)] for t in items]
+    if rows:
+        emit(table([["ID", "STATUS", "WHERE", "CHECKPOINT", "TITLE"]] + rows))
+
+
+def _where(ws: Any, task: Any) -> str:
+    """Where an active task is active: this worktree's branch, another worktree here, or another machine."""
+    from majordomus import tasks
+
+    branch = task.branch or "(detached)"
+    if task.status != "active":
+        return "-"
+    held = tasks.where_active(ws, task)
+    if held == "here":
+        return escape(branch)
+    if held == "elsewhere":
+        return escape(f"{task.worktree or '?'} ({branch})")
+    return escape(f"another machine: {task.worktree or '?'} ({branch})")
+
+
+@task_group.command("resume", context_settings=CONTEXT)
+@click.argument("task_id", metavar="ID")
+@click.option("--force", is_flag=True, help="Take over a task active in another worktree or branch.")
+@click.option("--reopen", is_flag=True, help="Make a done task active again (recorded as task.reopen).")
+def task_resume(task_id: str, force: bool, reopen: bool) -> None:
+    """Make a paused, handed-off (or, with --reopen, done) task active in this worktree and branch."""
+    from majordomus import lifecycle
+
+    ws = workspace()
+    task = lifecycle.resume(ws, task_id, force=force, reopen=reopen)
+    emit(f"resumed {task.id} in {escape(ws.where())}")
+
+
+@task_group.command("done", context_settings=CONTEXT)
+@click.argument("task_id", metavar="[ID]", required=False)
+@click.option("--force", is_flag=True, help="Finish a task that is active in another worktree or branch.")
+def task_done(task_id: Optional[str], force: bool) -> None:
+    """Mark a task done (default: the active task here)."""
+    from majordomus import lifecycle
+
+    task = lifecycle.done(workspace(), task_id, force=force)
+    emit(f"done {task.id}")

@@ -1,0 +1,208 @@
+"""`majordomus doctor` (SPEC §11): is the state whole? Findings from one pass over the store and the ledger."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+from majordomus import clock, continuity, tasks
+from majordomus.git import query as git
+from majordomus.store import ledger
+from majordomus.doctor.scan import RECORD_DIRS, Scan, scan_state
+from majordomus.errors import MajordomusError
+from majordomus.lite.limits import CONFIG_RELPATH
+from majordomus.doctor.findings import FAIL, OK, WARN, Finding, exit_code
+from majordomus.workspace import Workspace
+
+__all__ = ["Finding", "exit_code", "open_workspace", "run", "retention", "stale"]
+
+RETENTION = {"checkpoints": "checkpoint", "handoffs": "handoff"}  # record directory -> config section
+STATE_PREFIX = ".ai/local/"
+
+
+def open_workspace(cwd: Optional[str] = None) -> tuple[Workspace, list[Finding]]:
+    """The workspace, with its configuration checked: a broken config is a finding and the defaults apply."""
+    ws = Workspace.open(cwd, lenient_config=True)
+    where = os.path.join(ws.paths.config_root, CONFIG_RELPATH) if ws.paths.config_root else None
+    problem = ws.config_problem
+    if problem is not None:
+        return ws, [Finding(FAIL, "config.invalid", problem.message, where and ws.display(where),
+                            problem.hint + " (until then every command refuses to run; doctor uses the defaults)")]
+    cfg = ws.config
+    shown = ws.display(cfg.path) if cfg.path else None
+    found = [
+        Finding(WARN, "config.unknown-key", f"unknown key `{key}` in {shown}", shown,
+                "check its spelling against the file `majordomus init` writes (every key, documented), or remove it")
+        for key in cfg.unknown_keys
+    ]
+    return ws, found or [Finding(OK, "config", f"{shown} is valid" if shown else "no .ai/config.yaml: the defaults apply")]
+
+
+def check_git(ws: Workspace, state_exists: bool) -> list[Finding]:
+    """No state file is tracked, staged or committed; the state directory is ignored."""
+    how = {"tracked": "is tracked by git", "staged": "is staged in git's index",
+           "committed": "is in HEAD's commit (its removal is staged but not committed)"}
+    found = []
+    for path, kind in sorted(git.held_under(ws.repo, STATE_PREFIX).items()):
+        hint = ("commit the staged removal; if it was pushed, the record is in the shared history"
+                if kind == "committed" else f"`git rm --cached -- '{path}'` and commit; the file stays on disk")
+        found.append(Finding(FAIL, "state.in-git", f"{path} {how[kind]}: local state must never be shared "
+                             "through the work tree", path, hint))
+    if ws.repo.main_worktree is not None and state_exists:
+        samples = [os.path.join(ws.paths.root, rel) for rel in
+                   ("ledger.jsonl", "tasks/t.yaml", "checkpoints/r.md", "handoffs/r.md", "context/t/continuity.json")]
+        loose = [os.path.relpath(p, ws.repo.main_worktree) for p in samples]
+        loose = [p for p in loose if not git.is_ignored(ws.repo, p)]
+        if loose:
+            local = ws.display(ws.paths.local)
+            found.append(Finding(WARN, "state.not-ignored", f"git does not ignore {', '.join(loose)}: one "
+                                 "`git add -A` would stage local state", local,
+                                 f"restore the ignore file: `printf '*\\n' > {local}/.gitignore`"))
+    return found or [Finding(OK, "git", "no state file is tracked or staged; the state directory is ignored")]
+
+
+def check_store(ws: Workspace, scan: Scan) -> list[Finding]:
+    found = list(scan.findings)
+    if not found:
+        what = f"{scan.entries} entries" if scan.exists else "no local state yet"
+        found.append(Finding(OK, "store", f"state directory: {what}; modes, links and records are sound"))
+    for directory in RECORD_DIRS:
+        found.append(retention(ws, directory, scan.counts[directory]))
+    return found
+
+
+def retention(ws: Workspace, directory: str, count: int) -> Finding:
+    """Retention is reported, never enforced: nothing is ever deleted."""
+    section = RETENTION[directory]
+    limit = ws.config.get(section, "retention_max_files")
+    if count > limit:
+        return Finding(WARN, f"retention.{directory}", f"{count} {section} records in the store, over "
+                       f"{section}.retention_max_files ({limit}); nothing is deleted",
+                       ws.display(os.path.join(ws.paths.root, directory)),
+                       f"archive old records yourself if you want fewer, or raise {section}.retention_max_files "
+                       "in .ai/config.yaml")
+    return Finding(OK, f"retention.{directory}", f"{count} {section} records (limit {limit})")
+
+
+_RECORD_PREFIXES = tuple(f"{d}/" for d in RECORD_DIRS)
+
+
+def check_ledger(ws: Workspace, scan: Scan) -> list[Finding]:
+    """One streamed pass: torn lines, the hash chain, and every event that names a record, checked against the store."""
+    path = ws.paths.ledger
+    shown = ws.display(path)
+    chain = ledger.Chain()
+    dropped: list[int] = []
+    named: dict[str, tuple[int, Optional[str]]] = {}
+    events = 0
+    try:
+        for number, line in enumerate(ledger.iter_lines(path), 1):
+            obj = ledger.parse_line(line)
+            if obj is None:
+                if line.strip():
+                    dropped.append(number)
+                continue
+            events += 1
+            chain.feed(line, obj)
+            rel = obj.get("path")
+            if isinstance(rel, str) and rel.startswith(_RECORD_PREFIXES):
+                named.setdefault(rel, (obj["seq"], obj.get("sha256")))
+    except OSError as exc:
+        return [Finding(FAIL, "ledger.unreadable", f"cannot read {shown}: {exc.strerror}", shown,
+                        "it must be a regular file (not a link) with mode 0600")]
+    found = []
+    if dropped:
+        where = ", ".join(str(n) for n in dropped[:5]) + (", …" if len(dropped) > 5 else "")
+        found.append(Finding(WARN, "ledger.dropped", f"{shown}: {len(dropped)} torn or invalid line(s) skipped "
+                             f"(line {where})", shown, "a writer was killed mid-append or the file was edited; "
+                             "replay skips these lines and appends continue, but the events they held are lost"))
+    for brk in chain.breaks:
+        found.append(Finding(FAIL, "ledger.chain", f"{shown}: hash chain broken at {brk}: a line was edited, "
+                             "removed or inserted", shown, "the ledger is append-only: restore it from a backup; "
+                             "`majordomus ledger --verify` shows every break"))
+    digests = scan.records
+    for rel, (seq, digest) in named.items():
+        stored = digests.get(rel, "missing")
+        if stored is None or stored == digest:
+            continue
+        record = ws.display(ws.paths.absolute(rel))
+        if stored == "missing":
+            found.append(Finding(FAIL, "ledger.record-missing", f"ledger event seq {seq} names {record}, which is "
+                                 "not in the store", record, "a record was deleted or moved: put it back (from a "
+                                 "backup, or `majordomus sync pull` from another machine)"))
+        elif digest is not None:
+            found.append(Finding(FAIL, "record.changed", f"{record} differs from what ledger event seq {seq} "
+                                 f"recorded (sha256 {str(digest)[:16]}…, now {stored[:16]}…)", record,
+                                 "records are immutable: restore the original bytes from a backup"))
+    for rel in scan.records:
+        if rel not in named:
+            record = ws.display(ws.paths.absolute(rel))
+            found.append(Finding(WARN, "record.no-event", f"{record} has no ledger event", record,
+                                 "its event was lost (a torn ledger line) or the file was copied in by hand"))
+    if not found:
+        what = f"{events} events, hash chain intact" if events else "no ledger yet"
+        found.append(Finding(OK, "ledger", f"{what}; every record has its event and matches it"))
+    return found
+
+
+def stale(ws: Workspace, task: tasks.Task) -> Optional[Finding]:
+    """An active task gone quiet, by the one staleness rule (`tasks.staleness`)."""
+    limit = ws.config.get("checkpoint", "stale_after_minutes")
+    try:
+        problem = tasks.staleness(task, limit, clock.now())
+    except (TypeError, ValueError):
+        problem = "has no readable checkpoint or start time"  # an unreadable time cannot prove freshness
+    if problem is None:
+        return None
+    where = f"worktree {task.worktree} on " + (f"branch {task.branch}" if task.branch else "a detached HEAD")
+    return Finding(WARN, "task.stale", f"active task `{task.id}` {problem} (checkpoint.stale_after_minutes is {limit})",
+                   ws.display(ws.paths.task_file(task.id)),
+                   f"in {where}, pipe what holds now into `majordomus checkpoint`, or `majordomus task done {task.id}`")
+
+
+def check_tasks(ws: Workspace, task_ids: list[str]) -> list[Finding]:
+    found = []
+    for task_id in sorted(task_ids):
+        try:
+            task = tasks.load(ws, task_id)
+        except Exception as exc:  # noqa: BLE001 - a broken record is a finding; yaml's errors escape tasks.load
+            shown = ws.display(ws.paths.task_file(task_id))
+            message = exc.message if isinstance(exc, MajordomusError) else f"the task record {shown} is unreadable: " \
+                f"{type(exc).__name__}"
+            found.append(Finding(FAIL, "task.unreadable", message, shown, "restore the task record from a "
+                                 "backup; the ledger still holds its history (`majordomus ledger --task ID`)"))
+            continue
+        if task.status == "active":
+            finding = stale(ws, task)
+            if finding is not None:
+                found.append(finding)
+    return found or [Finding(OK, "tasks", f"{len(task_ids)} task record(s) readable; no active task is stale")]
+
+
+def check_continuity(ws: Workspace, task_ids: list[str]) -> list[Finding]:
+    """Continuity integrity of every task that has one (the continuity module owns the rule)."""
+    found = []
+    for task_id in sorted(task_ids):
+        shown = ws.display(os.path.join(ws.paths.context_dir(task_id), "continuity.json"))
+        try:
+            problems = list(continuity.validate(ws, task_id))
+        except (MajordomusError, ValueError, OSError) as exc:
+            problems = [getattr(exc, "message", None) or str(exc)]
+        for problem in problems:
+            found.append(Finding(FAIL, "continuity.integrity", f"continuity of `{task_id}`: {problem}", shown,
+                                 f"inspect it with `majordomus context validate {task_id}`; if the change is not "
+                                 f"one to keep, move context/{task_id} away: brief and resume work without it "
+                                 "(the records and the ledger are the authority)"))
+    return found or [Finding(OK, "continuity", f"{len(task_ids)} continuity file(s) intact")]
+
+
+def run(ws: Workspace, config_findings: list[Finding]) -> list[Finding]:
+    """Every check of SPEC §11, in a stable order."""
+    scan = scan_state(ws)
+    found = list(config_findings)
+    found += check_git(ws, scan.exists)
+    found += check_store(ws, scan)
+    found += check_ledger(ws, scan)
+    found += check_tasks(ws, scan.tasks)
+    found += check_continuity(ws, scan.continuity)
+    return found

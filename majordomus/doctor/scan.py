@@ -1,0 +1,162 @@
+"""Doctor's one walk of the state directory: modes, links, leftovers, and every record read and hashed once."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+from majordomus.store import records
+from majordomus.store import files as store
+from majordomus.store import paths as paths_mod
+from majordomus.doctor.findings import FAIL, WARN, Finding
+from majordomus.workspace import Workspace
+
+RECORD_DIRS = ("checkpoints", "handoffs")
+
+
+@dataclass
+class Scan:
+    """What one walk of the state directory saw: findings on the way, and what later checks need."""
+
+    exists: bool = False
+    findings: list[Finding] = field(default_factory=list)
+    records: dict[str, Optional[str]] = field(default_factory=dict)  # "checkpoints/NAME.md" -> sha256
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RECORD_DIRS, 0))
+    tasks: list[str] = field(default_factory=list)
+    continuity: list[str] = field(default_factory=list)  # task ids with a context/ID/continuity.json
+    entries: int = 0
+
+
+class _Walk:
+    """One walk of `.ai/local`. Paths are shown only when a finding needs them: the clean path stays cheap."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.scan = Scan()
+        self.local = ws.paths.local
+        self.local_shown = ws.display(self.local)
+        self.record_dirs = {ws.paths.checkpoints: "checkpoints", ws.paths.handoffs: "handoffs"}
+
+    def show(self, path: str) -> str:
+        if path.startswith(self.local + os.sep):
+            return self.local_shown + path[len(self.local):]
+        return self.ws.display(path)
+
+    def add(self, level: str, code: str, path: str, message: str, hint: str) -> None:
+        shown = self.show(path)
+        self.scan.findings.append(Finding(level, code, message.format(path=shown), shown, hint.format(path=shown)))
+
+    def mode(self, path: str, st: os.stat_result, want: int, what: str) -> None:
+        mode = stat.S_IMODE(st.st_mode)
+        if mode != want:
+            self.add(FAIL, f"perm.{what}", path, f"{{path}} has mode {mode:04o}; state {what}s must be {want:04o}",
+                     f"chmod {want:o} '{{path}}'")
+
+    def run(self) -> Scan:
+        scan = self.scan
+        for path in (os.path.dirname(self.local), self.local):
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                return scan
+            scan.exists = True
+            if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+                self.add(FAIL, "state.symlink", path, "{path} is not a real directory (a link?); majordomus refuses "
+                         "to use it", "replace it with a real directory")
+                return scan
+        self.mode(self.local, st, paths_mod.DIR_MODE, "directory")
+        stack = [self.local]
+        while stack:
+            directory = stack.pop()
+            try:
+                with os.scandir(directory) as entries:
+                    if directory in self.record_dirs:
+                        self.records(directory, self.record_dirs[directory], entries, stack)
+                    else:
+                        for entry in entries:
+                            self.entry(directory, entry, stack)
+            except OSError as exc:
+                self.add(FAIL, "state.unreadable", directory, f"cannot list {{path}}: {exc.strerror}",
+                         "check its owner and mode (0700)")
+        return scan
+
+    def records(self, directory: str, kind: str, entries: Iterator[os.DirEntry[str]], stack: list[str]) -> None:
+        """The hot loop: one open, fstat, read and close per record; nothing else on the clean path."""
+        scan = self.scan
+        digests = scan.records
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+        for entry in entries:
+            claimed = records.name_digest(entry.name)
+            if claimed is None or entry.is_symlink() or not entry.is_file(follow_symlinks=False):
+                self.entry(directory, entry, stack)
+                continue
+            scan.entries += 1
+            scan.counts[kind] += 1
+            rel = f"{kind}/{entry.name}"
+            try:
+                fd = os.open(entry.path, flags)
+            except OSError as exc:
+                digests[rel] = None
+                self.add(FAIL, "record.unreadable", entry.path, f"cannot read {{path}}: {exc.strerror}",
+                         "check its owner and mode (0600)")
+                continue
+            try:
+                st = os.fstat(fd)
+                data = os.read(fd, st.st_size + 1)
+                while len(data) > st.st_size:  # grew since fstat: read the rest, whatever it is
+                    more = os.read(fd, 65536)
+                    if not more:
+                        break
+                    data += more
+            finally:
+                os.close(fd)
+            if st.st_mode & 0o7777 != paths_mod.FILE_MODE:
+                self.mode(entry.path, st, paths_mod.FILE_MODE, "file")
+            digest = hashlib.sha256(data).hexdigest()
+            digests[rel] = digest
+            if not digest.startswith(claimed):
+                self.add(FAIL, "record.digest", entry.path, f"{{path}}: the name claims digest {claimed} but the "
+                         f"content hashes to {digest[:16]}: the record was changed after it was written",
+                         "records are immutable: restore the original bytes (from a backup or `majordomus sync "
+                         "pull`) or move the file out of the store")
+            elif not data.startswith(b"---\n") or b"\n---\n" not in data:
+                self.add(FAIL, "record.malformed", entry.path, "{path} has no front matter",
+                         "move the file out of the store; majordomus did not write it")
+
+    def entry(self, directory: str, entry: os.DirEntry[str], stack: list[str]) -> None:
+        """Anything but a well-named record: links, leftovers, directories, task and continuity files."""
+        p = self.ws.paths
+        self.scan.entries += 1
+        if entry.is_symlink():
+            self.add(FAIL, "state.symlink", entry.path, "{path} is a symbolic link; majordomus never follows links "
+                     "inside its state", "replace the link with the real file or directory, or remove it")
+            return
+        if entry.name.startswith(store.TMP_PREFIX):
+            self.add(WARN, "store.temp-file", entry.path, "{path} is a temporary file left by an interrupted write",
+                     "when no majordomus command is running, remove it: `rm '{path}'`")
+            return
+        if entry.is_dir(follow_symlinks=False):
+            self.mode(entry.path, entry.stat(follow_symlinks=False), paths_mod.DIR_MODE, "directory")
+            stack.append(entry.path)
+            return
+        if not entry.is_file(follow_symlinks=False):
+            self.add(FAIL, "state.odd-file", entry.path, "{path} is not a regular file",
+                     "move it out of the state directory")
+            return
+        parent = os.path.basename(directory)
+        if directory in self.record_dirs and not entry.name.startswith("."):
+            self.add(WARN, "record.stray", entry.path, "{path} is not named like a record; majordomus did not "
+                     "write it", "move it out of the store")
+        elif directory == p.tasks and entry.name.endswith(".yaml"):
+            self.scan.tasks.append(entry.name[: -len(".yaml")])
+        elif entry.name == "continuity.json" and os.path.dirname(directory) == p.contexts:
+            self.scan.continuity.append(parent)
+        self.mode(entry.path, entry.stat(follow_symlinks=False), paths_mod.FILE_MODE, "file")
+
+
+def scan_state(ws: Workspace) -> Scan:
+    """One walk of `.ai/local`: modes, links, temp files, and every record read (and hashed) exactly once."""
+    return _Walk(ws).run()

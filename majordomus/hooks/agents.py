@@ -1,0 +1,301 @@
+"""`hooks install|uninstall` for Claude Code and Codex (SPEC §12): merge into their JSON hook settings.
+
+Install adds only what is missing (idempotent) and never rewrites what is there. It leaves a receipt in
+the state directory (`hooks/`) with the file's bytes from before: uninstall restores those bytes exactly
+when the file has not been edited since, and otherwise removes exactly the entries majordomus added,
+keeping the rest and the file's layout (indent, final newline). git's post-commit hook is in gitinstall.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from typing import Any, NamedTuple, Optional
+
+from majordomus.errors import EnvironmentProblem, Refused
+
+SETTINGS = {"claude": (".claude", "settings.json"), "codex": (".codex", "hooks.json")}
+
+
+class Entry(NamedTuple):
+    event: str
+    matcher: Optional[str]
+    command: str
+    timeout: Optional[int]
+
+
+def entries(runtime: str, compact_bridge: bool) -> list[Entry]:
+    """What majordomus registers: the shape of fixtures/payloads/claude-settings-shape.json."""
+    out = [
+        Entry("SessionStart", "startup|resume|clear|compact", "majordomus hook session-start", 30),
+        Entry("Stop", None, "majordomus hook stop", 30),
+    ]
+    if compact_bridge:
+        for event, phase in (("PreCompact", "pre"), ("PostCompact", "post")):
+            out.append(Entry(event, "manual|auto", f"majordomus hook compact --phase {phase} --runtime {runtime}", None))
+    return out
+
+
+def our_commands(runtime: str) -> set[str]:
+    return {e.command for e in entries(runtime, compact_bridge=True)}
+
+
+class Result(NamedTuple):
+    path: str
+    changed: list[str]  # the events added or removed; empty when nothing had to change
+    how: str  # "added", "already", "restored", "removed", "absent"
+
+
+# ---------------------------------------------------------------- reading and writing the file
+
+
+def _read(path: str) -> Optional[bytes]:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise EnvironmentProblem(f"{path} is not a regular file (a symbolic link or a directory)",
+                                 "majordomus edits only a plain file there; add the hooks by hand")
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _parse(data: Optional[bytes], path: str) -> dict[str, Any]:
+    if data is None or not data.strip():
+        return {}
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise Refused(f"{path} is not UTF-8; nothing was written", "fix the file's encoding") from exc
+    except json.JSONDecodeError as exc:
+        raise Refused(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}); nothing was written",
+                      "fix the syntax, then run the command again") from exc
+    if not isinstance(doc, dict):
+        raise Refused(f"{path} must hold a JSON object; nothing was written", "fix the file, then try again")
+    hooks = doc.get("hooks")
+    if hooks is not None and not isinstance(hooks, dict):
+        raise Refused(f"`hooks` in {path} must be an object; nothing was written", "fix the file, then try again")
+    for event, groups in (hooks or {}).items():
+        if not isinstance(groups, list):
+            raise Refused(f"`hooks.{event}` in {path} must be a list; nothing was written",
+                          "fix the file, then try again")
+    return doc
+
+
+def _style(data: Optional[bytes]) -> dict[str, Any]:
+    """How the file is laid out, so that a rewrite looks like the file it replaces."""
+    if not data or not data.strip():
+        return {"indent": 2, "separators": (",", ": "), "ensure_ascii": False, "newline": True}
+    text = data.decode("utf-8")
+    indent: Any = None
+    lines = text.split("\n")
+    for prev, line in zip(lines, lines[1:]):
+        if prev.rstrip().endswith(("{", "[")) and line.strip():
+            lead = line[: len(line) - len(line.lstrip())]
+            indent = lead if "\t" in lead else len(lead)
+            break
+    separators = (",", ": ") if indent is not None or '": ' in text else (",", ":")
+    if indent is None and ", " in text and '": ' in text:
+        separators = (", ", ": ")
+    return {"indent": indent, "separators": separators, "ensure_ascii": "\\u" in text and text.isascii(),
+            "newline": text.endswith("\n")}
+
+
+def _dump(doc: dict[str, Any], style: dict[str, Any]) -> bytes:
+    text = json.dumps(doc, indent=style["indent"], separators=style["separators"],
+                      ensure_ascii=style["ensure_ascii"])
+    return (text + ("\n" if style["newline"] else "")).encode("utf-8")
+
+
+def write_file(path: str, data: bytes, mode: Optional[int]) -> None:
+    """Atomic replace in the same directory, keeping the old file's mode (a new file gets 0666 & ~umask)."""
+    directory = os.path.dirname(path)
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.majordomus-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666 if mode is None else 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _mode(path: str) -> Optional[int]:
+    try:
+        return stat.S_IMODE(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return None
+
+
+# ---------------------------------------------------------------- the entries
+
+
+def _groups(doc: dict[str, Any], event: str) -> list[Any]:
+    hooks = doc.get("hooks")
+    groups = hooks.get(event) if isinstance(hooks, dict) else None
+    return groups if isinstance(groups, list) else []
+
+
+def _commands(group: Any) -> list[str]:
+    items = group.get("hooks") if isinstance(group, dict) else None
+    if not isinstance(items, list):
+        return []
+    return [h["command"].strip() for h in items if isinstance(h, dict) and isinstance(h.get("command"), str)]
+
+
+def present(doc: dict[str, Any], entry: Entry) -> bool:
+    return any(entry.command in _commands(group) for group in _groups(doc, entry.event))
+
+
+def add(doc: dict[str, Any], entry: Entry) -> None:
+    hook: dict[str, Any] = {"type": "command", "command": entry.command}
+    if entry.timeout is not None:
+        hook["timeout"] = entry.timeout
+    group: dict[str, Any] = {"matcher": entry.matcher} if entry.matcher is not None else {}
+    group["hooks"] = [hook]
+    doc.setdefault("hooks", {}).setdefault(entry.event, []).append(group)
+
+
+def remove(doc: dict[str, Any], commands: set[str]) -> list[str]:
+    """Take out every hook whose command is one of ours, and the groups and events left empty by that."""
+    removed: list[str] = []
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, dict):
+        return removed
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        for group in groups:
+            items = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(items, list):
+                kept_groups.append(group)
+                continue
+            kept = [h for h in items if not (isinstance(h, dict) and isinstance(h.get("command"), str)
+                                             and h["command"].strip() in commands)]
+            if len(kept) != len(items):
+                removed.append(event)
+                if not kept:
+                    continue
+                group["hooks"] = kept
+            kept_groups.append(group)
+        if event in removed and not kept_groups:
+            del hooks[event]
+        else:
+            hooks[event] = kept_groups
+    if removed and not hooks:
+        del doc["hooks"]
+    return removed
+
+
+# ---------------------------------------------------------------- receipts
+
+
+def _digest(data: Optional[bytes]) -> Optional[str]:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def receipt_path(ws: Any, runtime: str, path: str) -> str:
+    return os.path.join(ws.paths.root, "hooks", f"{runtime}-{hashlib.sha256(path.encode()).hexdigest()[:16]}.json")
+
+
+def load_receipt(ws: Any, runtime: str, path: str) -> Optional[dict[str, Any]]:
+    try:
+        fd = os.open(receipt_path(ws, runtime, path), os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            data = json.loads(fh.read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("path") == path else None
+
+
+def save_receipt(ws: Any, runtime: str, path: str, receipt: dict[str, Any]) -> None:
+    from majordomus.store import files as store
+
+    ws.ensure_state("hooks")
+    store.replace(receipt_path(ws, runtime, path), json.dumps(receipt, indent=1).encode("utf-8") + b"\n")
+
+
+def drop_receipt(ws: Any, runtime: str, path: str) -> None:
+    try:
+        os.unlink(receipt_path(ws, runtime, path))
+    except FileNotFoundError:
+        pass
+
+
+# ---------------------------------------------------------------- install / uninstall
+
+
+def settings_path(ws: Any, runtime: str) -> str:
+    directory, name = SETTINGS[runtime]
+    return os.path.join(ws.worktree, directory, name)
+
+
+def install(ws: Any, runtime: str, compact_bridge: bool) -> Result:
+    path = settings_path(ws, runtime)
+    before = _read(path)
+    doc = _parse(before, path)
+    added = [e for e in entries(runtime, compact_bridge) if not present(doc, e)]
+    if not added:
+        return Result(path, [], "already")
+    for entry in added:
+        add(doc, entry)
+    after = _dump(doc, _style(before))
+    directory = os.path.dirname(path)
+    receipt = load_receipt(ws, runtime, path)
+    if receipt is None:
+        receipt = {"version": 1, "path": path, "exact": True, "created_dir": not os.path.isdir(directory),
+                   "before": None if before is None else before.decode("utf-8"), "added": []}
+    elif receipt.get("after_sha256") != _digest(before):
+        # Edited since majordomus last wrote it: its earlier bytes no longer describe what to go back to,
+        # so uninstall will take out the entries it added instead of restoring bytes.
+        receipt.update(exact=False, before=None)
+    receipt["added"] = sorted(set(receipt.get("added", [])) | {e.command for e in added})
+    receipt["after_sha256"] = _digest(after)
+    save_receipt(ws, runtime, path, receipt)
+    os.makedirs(directory, exist_ok=True)
+    write_file(path, after, _mode(path))
+    return Result(path, [e.event for e in added], "added")
+
+
+def uninstall(ws: Any, runtime: str) -> Result:
+    path = settings_path(ws, runtime)
+    current = _read(path)
+    receipt = load_receipt(ws, runtime, path)
+    if current is None:
+        drop_receipt(ws, runtime, path)
+        return Result(path, [], "absent")
+    ours = set(receipt.get("added", [])) & our_commands(runtime) if receipt else our_commands(runtime)
+    if receipt is not None and receipt.get("exact") and receipt.get("after_sha256") == _digest(current):
+        events = sorted(set(remove(_parse(current, path), ours)))
+        previous = receipt.get("before")
+        if previous is None:
+            os.unlink(path)
+            if receipt.get("created_dir"):
+                try:
+                    os.rmdir(os.path.dirname(path))
+                except OSError:
+                    pass  # something else lives there now: leave it
+        else:
+            write_file(path, previous.encode("utf-8"), _mode(path))
+        drop_receipt(ws, runtime, path)
+        return Result(path, events, "restored")
+    doc = _parse(current, path)
+    removed = remove(doc, ours)
+    drop_receipt(ws, runtime, path)
+    if not removed:
+        return Result(path, [], "absent")
+    write_file(path, _dump(doc, _style(current)), _mode(path))
+    return Result(path, sorted(set(removed)), "removed")

@@ -1,0 +1,171 @@
+"""What happens to a task over its life (SPEC §5): start, resume, done, handoff, release.
+
+Each change takes the state lock, checks again under it, moves the task record and the active index
+together, and appends its ledger event.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from majordomus import clock, continuity, tasks
+from majordomus.errors import NotFound, Refused
+from majordomus.lite import active as active_index
+from majordomus.store import files as store
+from majordomus.workspace import Workspace
+
+
+def _pause_current_here(ws: Workspace, index: dict[str, str], keep: str, at: str) -> None:
+    current = index.get(active_index.slot(ws.worktree, ws.branch))
+    if current is None or current == keep or not tasks.exists(ws, current):
+        return
+    task = tasks.load(ws, current)
+    if task.status == "active":
+        task.status = "paused"
+        task.updated_at = at
+        tasks.save(ws, task)
+        ws.event("task.pause", task.id, at, reason=f"task `{keep}` became active here")
+
+
+def start(
+    ws: Workspace,
+    task_id: str,
+    *,
+    title: Optional[str] = None,
+    objective: Optional[str] = None,
+    profile: Optional[str] = None,
+    owner: Optional[str] = None,
+    from_task: Optional[str] = None,
+) -> tasks.Task:
+    tasks.validate_id(task_id)
+    if from_task is not None:
+        tasks.validate_id(from_task)
+    ws.ensure_state("tasks")
+    at = clock.now_iso()
+    with store.locked(ws.paths.lock):
+        if tasks.exists(ws, task_id):
+            raise Refused(
+                f"task `{task_id}` already exists; nothing was written",
+                f"resume it with `majordomus task resume {task_id}`, or pick another id",
+            )
+        if from_task is not None and not tasks.exists(ws, from_task):
+            raise NotFound(f"no task `{from_task}` to seed from (--from)", "list tasks with `majordomus task list`")
+        task = tasks.Task(
+            id=task_id,
+            title=title or task_id,
+            objective=objective or tasks.INTERACTIVE_OBJECTIVE,
+            profile=profile or ws.config.profile,
+            owner=ws.owner(owner),
+            status="active",
+            worktree=ws.worktree,
+            branch=ws.branch,
+            started_at=at,
+            updated_at=at,
+        )
+        continuity.seed(ws, task, from_task)
+        index = tasks.read_index(ws)
+        _pause_current_here(ws, index, task_id, at)
+        tasks.save(ws, task)
+        index[active_index.slot(ws.worktree, ws.branch)] = task_id
+        tasks.write_index(ws, index)
+        ws.event("task.start", task_id, at, title=task.title, profile=task.profile, owner=task.owner,
+              **({"from": from_task} if from_task else {}))
+    return task
+
+
+def _where(task: tasks.Task) -> str:
+    return f"worktree {task.worktree} on " + (f"branch {task.branch}" if task.branch else "a detached HEAD")
+
+
+def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = False) -> tasks.Task:
+    """Make a paused or handed-off task active here. A done task needs `reopen`; a task active in another
+    worktree or branch needs `force`, unless that worktree is gone (orphaned): both are recorded."""
+    tasks.validate_id(task_id)
+    ws.ensure_state("tasks")
+    at = clock.now_iso()
+    with store.locked(ws.paths.lock):
+        task = tasks.load(ws, task_id)
+        here = (ws.worktree, ws.branch)
+        index = tasks.read_index(ws)
+        held = tasks.where_active(ws, task, index)
+        if held == "here":
+            return task
+        if task.status == "done" and not reopen:
+            raise Refused(f"task `{task_id}` is done; nothing was written",
+                          f"reopen it with `majordomus task resume {task_id} --reopen`, or start a new task")
+        if held in ("elsewhere", "remote") and not force:
+            where = _where(task)
+            if held == "remote":
+                where += " on another machine (its record came through `majordomus sync`)"
+            raise Refused(
+                f"task `{task_id}` is active in {where}; nothing was written",
+                f"hand it off there first, or take it over with `majordomus task resume {task_id} --force`",
+            )
+        previous = {"worktree": task.worktree, "branch": task.branch, "status": task.status}
+        if held in ("elsewhere", "orphaned"):
+            index.pop(active_index.slot(task.worktree or "", task.branch), None)
+        _pause_current_here(ws, index, task_id, at)
+        task.status = "active"
+        task.worktree, task.branch = here
+        task.updated_at = at
+        tasks.save(ws, task)
+        index[active_index.slot(*here)] = task_id
+        tasks.write_index(ws, index)
+        if previous["status"] == "done":
+            ws.event("task.reopen", task_id, at, by=ws.owner())
+        extra: dict[str, Any] = {"previous": previous, "by": ws.owner()}
+        if held is not None:
+            extra["takeover"] = True
+            if held == "orphaned":
+                extra["orphaned"] = True
+        ws.event("task.resume", task_id, at, **extra)
+    return task
+
+
+def done(ws: Workspace, task_id: Optional[str], *, force: bool = False) -> tasks.Task:
+    """Finish a task (terminal). One active in another worktree or branch needs `force`, like `resume`."""
+    ws.ensure_state("tasks")
+    at = clock.now_iso()
+    with store.locked(ws.paths.lock):
+        task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
+        if task.status == "done":
+            return task
+        held = tasks.where_active(ws, task)
+        if held in ("elsewhere", "remote") and not force:
+            raise Refused(f"task `{task.id}` is active in {_where(task)}; nothing was written",
+                          f"finish it there, or here with `majordomus task done {task.id} --force`")
+        _leave_slot(ws, task)
+        task.status = "done"
+        task.updated_at = at
+        tasks.save(ws, task)
+        ws.event("task.done", task.id, at, **({"takeover": True} if held in ("elsewhere", "remote") else {}))
+    return task
+
+
+def _leave_slot(ws: Workspace, task: tasks.Task) -> None:
+    """The task is no longer the active one of the (worktree, branch) it was active in."""
+    index = tasks.read_index(ws)
+    slot = active_index.slot(task.worktree or "", task.branch)
+    if index.get(slot) == task.id:
+        index.pop(slot)
+        tasks.write_index(ws, index)
+
+
+def release(ws: Workspace, task_id: str) -> bool:
+    """Forget that `task_id` is active on this machine (it is held elsewhere now); the caller holds the lock."""
+    index = tasks.read_index(ws)
+    kept = {slot: held for slot, held in index.items() if held != task_id}
+    if len(kept) == len(index):
+        return False
+    tasks.write_index(ws, kept)
+    return True
+
+
+def set_handed_off(ws: Workspace, task: tasks.Task, handoff_rel: str, at: str) -> None:
+    """Record a handoff on the task: it leaves this slot and waits for `task resume` anywhere."""
+    _leave_slot(ws, task)
+    task.status = "handed-off"
+    task.handoff = handoff_rel
+    task.handoff_at = at
+    task.updated_at = at
+    tasks.save(ws, task)

@@ -1,0 +1,156 @@
+"""Where we are, from git's own files: worktree, branch, git directories, and where the state lives.
+
+Every command starts here, hot ones included, so it reads a few small files instead of importing
+pygit2 or running a command. It honours what git honours when it locates a repository: `GIT_DIR` and
+`GIT_WORK_TREE` (relative ones against the current directory, as git does), a `.git` file naming the
+git directory (linked worktrees, `--separate-git-dir`), `commondir`, `core.worktree` and `core.bare`.
+
+The state lives in the main worktree, `<main>/.ai/local/state`, or `<common dir>/majordomus/local/state`
+when the main worktree is bare (SPEC §2). Files are read with `safeio`, so a FIFO never blocks us.
+"""
+
+from __future__ import annotations
+
+import os
+
+from majordomus.lite import safeio
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
+
+_SMALL = 64 << 10
+
+
+class Place:
+    """Where a command runs: its worktree and branch, the git directories, and the state's location."""
+
+    __slots__ = ("worktree", "branch", "gitdir", "common_dir", "main_worktree", "local", "state_root",
+                 "config_root", "git_env")
+
+    def __init__(self, worktree: str, branch: Optional[str], gitdir: str, common_dir: str,
+                 main_worktree: Optional[str], git_env: dict) -> None:
+        self.worktree = worktree
+        self.branch = branch
+        self.gitdir = gitdir
+        self.common_dir = common_dir
+        self.main_worktree = main_worktree  # None when the main worktree is bare
+        if main_worktree is not None:
+            self.local, self.config_root = os.path.join(main_worktree, ".ai", "local"), main_worktree
+        else:
+            self.local, self.config_root = os.path.join(common_dir, "majordomus", "local"), worktree
+        self.state_root = os.path.join(self.local, "state")
+        # What a git subprocess needs to find this repository from any directory (GIT_DIR made absolute).
+        self.git_env = git_env
+
+    def __repr__(self) -> str:
+        return f"Place({self.worktree!r}, {self.branch!r}, {self.gitdir!r}, {self.state_root!r})"
+
+
+def _text(path: str) -> Optional[str]:
+    try:
+        data = safeio.read_optional(path, _SMALL)
+    except (OSError, safeio.EnvironmentProblem):
+        return None
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def _gitdir_of(dotgit: str) -> Optional[str]:
+    """The git directory a `.git` entry names, or None when it is not a usable one."""
+    if os.path.isdir(dotgit):
+        gitdir = dotgit
+    else:
+        text = _text(dotgit)
+        if text is None or not text.startswith("gitdir:"):
+            return None
+        gitdir = os.path.join(os.path.dirname(dotgit), text[len("gitdir:"):].strip())
+    gitdir = os.path.realpath(gitdir)
+    return gitdir if os.path.isfile(os.path.join(gitdir, "HEAD")) else None
+
+
+def core_config(common_dir: str) -> dict[str, str]:
+    """`core.*` of a repository's own config file (section and keys are case-insensitive in git)."""
+    text = _text(os.path.join(common_dir, "config"))
+    out: dict[str, str] = {}
+    if text is None:
+        return out
+    section = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            section = line[1:line.find("]")].strip().lower() if "]" in line else None
+            line = line[line.find("]") + 1:].strip() if "]" in line else ""
+            if not line:
+                continue
+        if section != "core":
+            continue
+        key, sep, value = line.partition("=")
+        value = value.split(" #")[0].split(" ;")[0].strip().strip('"') if sep else "true"
+        out[key.strip().lower()] = value
+    return out
+
+
+def _is_true(value: Optional[str]) -> bool:
+    return value is not None and value.lower() in ("true", "yes", "on", "1", "")
+
+
+def _discover(start: str) -> tuple[Optional[str], Optional[str]]:
+    """(gitdir, the directory holding `.git`) around `start`, walking up; (None, None) outside."""
+    path = start
+    while True:
+        gitdir = _gitdir_of(os.path.join(path, ".git"))
+        if gitdir is not None:
+            return gitdir, path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None, None
+        path = parent
+
+
+def _common_dir(gitdir: str) -> str:
+    commondir = _text(os.path.join(gitdir, "commondir"))
+    if commondir is None:
+        return gitdir
+    return os.path.realpath(os.path.join(gitdir, commondir.strip()))
+
+
+def locate(start: str, environ: Optional[dict] = None) -> Optional[Place]:
+    """The place around `start` (an absolute directory); None outside a git work tree (or in a bare one)."""
+    env = os.environ if environ is None else environ
+    start = os.path.realpath(start)
+    env_dir, env_tree = env.get("GIT_DIR"), env.get("GIT_WORK_TREE")
+    if env_dir:
+        gitdir: Optional[str] = os.path.realpath(os.path.join(start, env_dir))
+        top: Optional[str] = start  # git: with GIT_DIR and nothing else said, the current directory is the top
+        if not os.path.isfile(os.path.join(gitdir, "HEAD")):
+            return None
+    else:
+        gitdir, top = _discover(start)
+        if gitdir is None:
+            return None
+    common = _common_dir(gitdir)
+    core = core_config(common)
+    if env_tree:
+        worktree: Optional[str] = os.path.realpath(os.path.join(start, env_tree))
+    elif core.get("worktree") and common == gitdir:
+        worktree = os.path.realpath(os.path.join(gitdir, core["worktree"]))
+    elif _is_true(core.get("bare")) and common == gitdir:
+        worktree = None
+    else:
+        worktree = top
+    if worktree is None:
+        return None
+    git_env = {"GIT_DIR": gitdir, "GIT_WORK_TREE": worktree} if (env_dir or env_tree) else {}
+    head = (_text(os.path.join(gitdir, "HEAD")) or "").strip()
+    branch = head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else None
+    if common == gitdir:
+        main: Optional[str] = worktree
+    elif _is_true(core.get("bare")):
+        main = None  # as libgit2 decides for the main repository
+    elif core.get("worktree"):
+        main = os.path.realpath(os.path.join(common, core["worktree"]))
+    else:
+        main = os.path.dirname(common)
+    return Place(worktree, branch, gitdir, common, main, git_env)

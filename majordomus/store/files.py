@@ -1,0 +1,144 @@
+"""Writing as git writes: immutable records linked in exclusively, mutable files replaced atomically."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+
+from majordomus.errors import EnvironmentProblem
+from majordomus.store import fault
+from majordomus.store.paths import FILE_MODE
+
+TMP_PREFIX = ".tmp-"
+
+
+def _environment(path: str, exc: OSError) -> EnvironmentProblem:
+    return EnvironmentProblem(
+        f"cannot write {path}: {exc.strerror}",
+        "check that the state directory is writable and not on a read-only or full file system",
+    )
+
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_temp(directory: str, data: bytes, mode: int = FILE_MODE) -> str:
+    """An exclusively created temp file in `directory` with `mode`, written and fsynced."""
+    for attempt in range(100):
+        tmp = os.path.join(directory, f"{TMP_PREFIX}{os.getpid()}-{attempt}")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise _environment(tmp, exc) from exc
+        try:
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            fault.point("after-temp-write")
+            os.fsync(fd)
+        except OSError as exc:
+            os.close(fd)
+            _unlink_quietly(tmp)
+            raise _environment(tmp, exc) from exc
+        os.close(fd)
+        fault.point("after-fsync")
+        return tmp
+    raise EnvironmentProblem(f"cannot create a temporary file in {directory}", "remove stale .tmp-* files there")
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def link_in(directory: str, name: str, data: bytes, *, sync_dir: bool = True) -> tuple[str, bool]:
+    """Store an immutable record under `name`, never replacing anything. Returns (path, created).
+
+    `sync_dir=False` leaves the directory fsync to the caller, who links many records and syncs it once."""
+    final = os.path.join(directory, name)
+    tmp = _write_temp(directory, data)
+    try:
+        os.link(tmp, final, follow_symlinks=False)
+        created = True
+    except FileExistsError:
+        created = False
+    except OSError as exc:
+        _unlink_quietly(tmp)
+        raise _environment(final, exc) from exc
+    fault.point("after-link")
+    _unlink_quietly(tmp)
+    if created and sync_dir:
+        fsync_dir(directory)
+    return final, created
+
+
+def replace(path: str, data: bytes, *, mode: int | None = FILE_MODE) -> None:
+    """Replace a file atomically: temp + fsync + rename; the old file survives any failure.
+
+    The one temp-then-rename writer. `mode=None` gives a new file the user's default (0666 & ~umask),
+    for files that are not state (an agent runtime's settings)."""
+    if mode is None:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    directory = os.path.dirname(path)
+    tmp = _write_temp(directory, data, mode)
+    try:
+        os.replace(tmp, path)
+    except OSError as exc:
+        _unlink_quietly(tmp)
+        raise _environment(path, exc) from exc
+    fsync_dir(directory)
+
+
+def write_derived(path: str, data: bytes) -> None:
+    """Best effort for a cache (derivable data): temp + rename, no fsync; a failure only costs a recompute."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        _unlink_quietly(tmp)
+
+
+class locked:  # noqa: N801 - used as `with locked(path):`, like a function
+    """Hold the exclusive lock that serialises changes to mutable state (a plain class: contextlib is
+    not free on the hot paths)."""
+
+    __slots__ = ("path", "fd")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, FILE_MODE)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise EnvironmentProblem(f"{self.path} is a symbolic link", "remove the link") from exc
+            raise _environment(self.path, exc) from exc
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)

@@ -1,0 +1,228 @@
+"""The append-only, hash-chained event log (SPEC §10): one whole line per write, under `flock`."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import stat
+
+from majordomus.errors import EnvironmentProblem
+from majordomus.lite import safeio
+from majordomus.store import fault
+from majordomus.store.paths import FILE_MODE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterator
+
+_TAIL_CHUNK = 65536
+MAX_BYTES = 1 << 40  # the ledger only grows and its reads stream: no bound but a sane one
+
+
+class Replay:
+    __slots__ = ("events", "dropped_lines")
+
+    def __init__(self, events: list[dict[str, Any]], dropped_lines: int = 0) -> None:
+        self.events = events
+        self.dropped_lines = dropped_lines
+
+
+class Verification:
+    __slots__ = ("events", "dropped_lines", "breaks")
+
+    def __init__(self, events: int, dropped_lines: int, breaks: list[str]) -> None:
+        self.events = events
+        self.dropped_lines = dropped_lines
+        self.breaks = breaks
+
+    @property
+    def ok(self) -> bool:
+        return not self.breaks
+
+
+def line_hash(line: bytes) -> str:
+    if line.endswith(b"\n"):
+        return hashlib.sha256(memoryview(line)[:-1]).hexdigest()
+    return hashlib.sha256(line).hexdigest()
+
+
+def _lines_backwards(fd: int, size: int) -> Iterator[bytes]:
+    """The file's lines from the last to the first (without their newlines), reading backwards.
+
+    Linear in what it reads: newlines are found chunk by chunk and each line is read once, so a long
+    torn tail (a writer killed mid-line) costs one pass, never a re-join per chunk."""
+    line_end = pos = size
+    while pos > 0:
+        start = max(0, pos - _TAIL_CHUNK)
+        chunk = os.pread(fd, pos - start, start)
+        cut = len(chunk)
+        while True:
+            nl = chunk.rfind(b"\n", 0, cut)
+            if nl < 0:
+                break
+            line_start = start + nl + 1
+            if line_end > line_start:
+                yield (chunk[nl + 1:line_end - start] if line_end <= pos
+                       else os.pread(fd, line_end - line_start, line_start))
+            line_end, cut = start + nl, nl
+        pos = start
+    if line_end > 0:
+        yield os.pread(fd, line_end, 0)
+
+
+def _last_valid(fd: int, size: int) -> tuple[dict[str, Any] | None, bytes | None, bool]:
+    """The last valid event and its line, reading backwards; and whether the file ends in a newline."""
+    if size == 0:
+        return None, None, True
+    ends_clean = os.pread(fd, 1, size - 1) == b"\n"
+    for line in _lines_backwards(fd, size):
+        if line.strip():
+            obj = parse_line(line)
+            if obj is not None:
+                return obj, line, ends_clean
+    return None, None, ends_clean
+
+
+def append(path: str, event: str, fields: dict[str, Any], at: str) -> dict[str, Any]:
+    """Append one event; the chain's `prev` is the hash of the last valid line."""
+    return append_many(path, [(event, fields)], at)[0]
+
+
+def append_many(path: str, items: list[tuple[str, dict[str, Any]]], at: str) -> list[dict[str, Any]]:
+    """Append chained events in one write and one fsync, under the lock (`sync` imports by the hundred)."""
+    if not items:
+        return []
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK, FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise safeio.UnsafeFile(path, "is a symbolic link") from exc
+        raise EnvironmentProblem(f"cannot open the ledger {path}: {exc.strerror}", "check the state directory") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise safeio.UnsafeFile(path, f"is {safeio.kind_of(mode)} where a file belongs")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        last, last_line, ends_clean = _last_valid(fd, os.fstat(fd).st_size)
+        seq = last["seq"] if last else 0
+        written: list[dict[str, Any]] = []
+        lines = [] if ends_clean else [b""]  # keep a torn line from a killed writer on its own line
+        for event, fields in items:
+            seq += 1
+            record: dict[str, Any] = {"v": 1, "seq": seq, "at": at, "event": event}
+            record.update(fields)
+            record["prev"] = line_hash(last_line) if last_line is not None else None
+            last_line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            lines.append(last_line)
+            written.append(record)
+        os.write(fd, b"\n".join(lines) + b"\n")
+        fault.point("after-ledger-write")
+        os.fsync(fd)
+        return written
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot append to the ledger {path}: {exc.strerror}", "check free space") from exc
+    finally:
+        os.close(fd)
+
+
+def iter_lines(path: str, offset: int = 0) -> Iterator[bytes]:
+    try:
+        fd = safeio.open_regular(path, MAX_BYTES)
+    except FileNotFoundError:
+        return
+    with os.fdopen(fd, "rb") as fh:
+        if offset:
+            fh.seek(offset)
+        yield from fh
+
+
+def scan(path: str, dropped: list[int]) -> Iterator[tuple[bytes, dict[str, Any]]]:
+    """(line, event) for every valid line, in order; torn or invalid lines only add to `dropped[0]`."""
+    for line in iter_lines(path):
+        obj = parse_line(line)
+        if obj is not None:
+            yield line, obj
+        elif line.strip():
+            dropped[0] += 1
+
+
+def replay(path: str, task: str | None = None) -> Replay:
+    """Every valid event in order; torn or invalid lines are skipped and counted, never fatal."""
+    dropped = [0]
+    events = [obj for _line, obj in scan(path, dropped) if task is None or obj.get("task") == task]
+    return Replay(events=events, dropped_lines=dropped[0])
+
+
+class Chain:
+    """The hash chain and sequence checked one valid line at a time, so one pass can also do other work."""
+
+    def __init__(self) -> None:
+        self.expected: str | None = None  # the hash the next line's `prev` must carry
+        self.previous_seq = 0
+        self.breaks: list[str] = []
+
+    def feed(self, line: bytes, obj: dict[str, Any]) -> None:
+        if obj.get("prev") != self.expected:
+            self.breaks.append(f"event seq {obj['seq']}: `prev` does not match the line before it")
+        if obj["seq"] != self.previous_seq + 1:
+            self.breaks.append(f"event seq {obj['seq']}: expected seq {self.previous_seq + 1}")
+        self.expected = line_hash(line)
+        self.previous_seq = obj["seq"]
+
+
+_DECODER = json.JSONDecoder()
+
+
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    """The event on one ledger line, or None when the line is torn or not an event.
+
+    Hot in every replay: the bytes are decoded first (no encoding detection) and handed straight to the
+    decoder's scanner, skipping `json.loads`' whitespace regular expressions; a line that does not start
+    with `{` (hand-edited) takes the ordinary path."""
+    try:
+        text = line.decode("utf-8")
+        if text[:1] == "{":
+            obj, end = _DECODER.raw_decode(text)
+            if end != len(text) and text[end:].strip():
+                return None
+        else:
+            obj = json.loads(text)
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError included
+        return None
+    if isinstance(obj, dict) and isinstance(obj.get("seq"), int) and isinstance(obj.get("event"), str):
+        return obj
+    return None
+
+
+def verify(path: str) -> Verification:
+    """Check the hash chain and the sequence over the valid lines."""
+    chain = Chain()
+    dropped = [0]
+    count = 0
+    for line, obj in scan(path, dropped):
+        count += 1
+        chain.feed(line, obj)
+    return Verification(events=count, dropped_lines=dropped[0], breaks=chain.breaks)
+
+
+def last_event(path: str, task: str | None = None, events: tuple[str, ...] = (),
+               exclude: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The newest valid event (of `task`, among `events` when given, not among `exclude`), reading
+    backwards from the end: a briefing asks for the latest fact, which should not cost a whole replay."""
+    try:
+        fd = safeio.open_regular(path, MAX_BYTES)
+    except FileNotFoundError:
+        return None
+    try:
+        for line in _lines_backwards(fd, os.fstat(fd).st_size):
+            obj = parse_line(line) if line.strip() else None
+            if obj is None or obj["event"] in exclude:
+                continue
+            if (task is None or obj.get("task") == task) and (not events or obj["event"] in events):
+                return obj
+    finally:
+        os.close(fd)
+    return None

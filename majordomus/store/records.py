@@ -1,0 +1,275 @@
+"""A record is front matter computed from git plus a body that prose supplies; this module keeps them apart."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from majordomus.lite.lazyre import LazyRe
+from majordomus.errors import Refused
+from majordomus.lite.names import branch_slug, name_digest, record_name  # noqa: F401  (re-exported)
+
+TYPE_CHECKING = False  # the hot paths read and write records: no typing at run time
+if TYPE_CHECKING:
+    from typing import Any, Iterable
+
+SCHEMA_VERSION = 1
+MAX_RECORD_BYTES = 16 << 20  # a stored record is read up to this bound (SPEC §2a)
+IDENTITY_KEYS = (
+    "schema_version",
+    "kind",
+    "timestamp",
+    "task",
+    "profile",
+    "owner",
+    "repo_id",
+    "worktree",
+    "branch",
+    "head",
+    "worktree_state",
+    "changed_files",
+    "changed_files_omitted",
+)
+
+_IDENTITY_SET = frozenset(IDENTITY_KEYS)
+
+
+# Characters a reader does not see, or sees as something else: dropped before a key is compared.
+_INVISIBLE = LazyRe("[\u00ad\u034f\u180e\u200b-\u200f\u2060-\u2064\ufeff]")
+# Markdown emphasis and code marks around a key (`**owner**:`, `_owner_:`, `` `owner`: ``).
+_EMPHASIS = "*_`~"
+
+
+def identity_field(line: str) -> tuple[str, str] | None:
+    """(field, as written) when the line's first word, after indentation and an optional `-`/`*`/`+`
+    bullet, is an identity key followed by `:`; `_`, `-` or spaces may join its words, in any case.
+
+    Read as a person or a YAML/Markdown reader would see it (SPEC §2a): look-alikes are folded first
+    (NFKC turns a full-width colon or a no-break space into the plain one), invisible characters and
+    Markdown emphasis around the key do not hide it."""
+    if not line.isascii():
+        import unicodedata
+
+        line = _INVISIBLE.sub("", unicodedata.normalize("NFKC", line))
+    rest = line.lstrip(" \t")
+    if rest[:1] in ("-", "*", "+"):
+        rest = rest[1:].lstrip(" \t")
+    colon = rest.find(":")
+    if colon <= 0:
+        return None
+    written = rest[:colon].rstrip(" \t")
+    key = written.strip(_EMPHASIS + " \t").lower().replace("-", "_").replace(" ", "_")
+    while "__" in key:
+        key = key.replace("__", "_")
+    return (key, written) if key in _IDENTITY_SET else None
+
+
+class Body:
+    __slots__ = ("text", "lines")
+
+    def __init__(self, text: str, lines: int) -> None:
+        self.text = text  # normalised, without a trailing newline
+        self.lines = lines
+
+
+def normalise(raw: bytes, *, what: str, max_lines: int | None, max_bytes: int) -> Body:
+    """Apply the body rules of SPEC §6 steps 2–4, in order; refuse rather than repair."""
+    if len(raw) > max_bytes:
+        raise Refused(
+            f"the {what} body is over {max_bytes} bytes (the limit is {max_bytes}); nothing was written",
+            _shorter_hint(what),
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad_line = raw[: exc.start].count(b"\n") + 1
+        raise Refused(
+            f"the {what} body is not valid UTF-8 (line {bad_line}, byte {exc.start}); nothing was written",
+            "convert it to UTF-8 (e.g. `iconv -t UTF-8`) and pipe it again",
+        ) from exc
+    text = text.replace("\r\n", "\n")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
+        bad = _CONTROL.search(line)
+        if bad is not None:
+            raise Refused(
+                f"the {what} body has a control character U+{ord(bad.group()):04X} on line {number}; "
+                "nothing was written",
+                "remove NUL bytes, terminal escapes, line separators (U+2028/U+2029) and other control "
+                "characters (tab and newline are fine)",
+            )
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    body = "\n".join(lines)
+    if max_lines is not None and len(lines) > max_lines:
+        raise Refused(
+            f"the {what} body has {len(lines)} lines; the limit is {max_lines}; nothing was written",
+            _shorter_hint(what),
+        )
+    refuse_identity(lines, what)
+    return Body(text=body, lines=len(lines))
+
+
+# C0 and C1 controls but tab, and the line and paragraph separators that YAML and many Markdown readers
+# split on (so that one line here can never be two lines there, SPEC §2a).
+_CONTROL = LazyRe("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _shorter_hint(what: str) -> str:
+    if what == "checkpoint":
+        return (
+            "a checkpoint is a few lines of what holds now: write a handoff instead "
+            "(`majordomus handoff`) for anything longer"
+        )
+    return f"shorten the {what}; the limits are in .ai/config.yaml"
+
+
+def refuse_identity(lines: list[str], what: str) -> None:
+    """Prose does not get to write its own identity (SPEC §6 step 4)."""
+    if lines and lines[0].strip() == "---":
+        raise Refused(
+            f"the {what} body starts with `---` (front matter); majordomus computes the front matter itself; "
+            "nothing was written",
+            "remove the front matter block and pipe only the note",
+        )
+    for number, line in enumerate(lines, 1):
+        found = identity_field(line)
+        if found:
+            field, written = found
+            raise Refused(
+                f"the {what} body sets the identity field `{field}` on line {number}; "
+                "identity is computed from git, never written by prose; nothing was written",
+                f"reword line {number} so it does not start with `{written}:`",
+            )
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    text = json.dumps(str(value), ensure_ascii=False)
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return _NOT_YAML_PRINTABLE.sub(_escape, text)
+
+
+# JSON leaves these raw, but YAML either refuses them or reads them as line breaks: escape them.
+_NOT_YAML_PRINTABLE = LazyRe("[\x7f-\x9f\u2028\u2029\ufffe\uffff\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def emit_yaml(fields: Iterable[tuple[str, Any]]) -> str:
+    """A flat YAML mapping whose values are JSON scalars or lists of them: valid YAML, cheap to read back."""
+    out = []
+    for key, value in fields:
+        if isinstance(value, (list, tuple)):
+            if not value:
+                out.append(f"{key}: []\n")
+                continue
+            out.append(f"{key}:\n")
+            out.extend(f"- {_scalar(item)}\n" for item in value)
+        else:
+            out.append(f"{key}: {_scalar(value)}\n")
+    return "".join(out)
+
+
+def parse_yaml(text: str) -> dict[str, Any]:
+    """Read what `emit_yaml` wrote; anything else (an edited file) goes through a real YAML parser."""
+    try:
+        return _parse_flat(text)
+    except ValueError:
+        pass
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        data = yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError("front matter is not a mapping")
+    return {str(k): (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in data.items()}
+
+
+def _parse_flat(text: str) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    current: list[Any] | None = None
+    for line in text.splitlines():
+        if line.startswith("- ") and current is not None:
+            current.append(json.loads(line[2:]))
+            continue
+        key, colon, value = line.partition(":")
+        if not (colon and key.isascii() and key.isidentifier()):
+            raise ValueError(line)
+        if not value:
+            current = result[key] = []
+        elif value[0] == " ":
+            current = None
+            result[key] = json.loads(value[1:])
+        else:
+            raise ValueError(line)
+    return result
+
+
+_SUMMARY_LINE = LazyRe(r'^([a-z_]+): (?:"([^"\\\n]*)"|(null))$', re.M)
+
+
+def summary_fields(data: bytes, wanted: tuple[str, ...]) -> tuple[dict[str, Any], int]:
+    """The scalar front-matter fields in `wanted` and the body's line count, without a full parse.
+
+    Listing 100,000 records must cost little more than reading them: one regular-expression pass over
+    the front matter picks out plain strings and nulls. Anything unusual goes through `split`.
+    """
+    text = data.decode("utf-8")
+    end = text.find("\n---\n", 3)
+    if not text.startswith("---\n") or end < 0:
+        raise ValueError("no front matter")
+    # identity keys come first; the changed-files list and anything after it is not needed here
+    stop = text.find("\nchanged_files:", 3, end)
+    meta = {key: (None if null else value)
+            for key, value, null in _SUMMARY_LINE.findall(text, 4, end + 1 if stop < 0 else stop + 1)}
+    if len(meta) < len(wanted) or not meta.keys() >= set(wanted):
+        meta = split(data)[0]
+    return meta, _count_lines(text[end + 5 :])
+
+
+def _count_lines(body: str) -> int:
+    if not body:
+        return 0
+    return body.count("\n") + (0 if body.endswith("\n") else 1)
+
+
+def render(fields: Iterable[tuple[str, Any]], body: str) -> bytes:
+    text = "---\n" + emit_yaml(fields) + "---\n"
+    if body:
+        text += body + "\n"
+    return text.encode("utf-8")
+
+
+def split(data: bytes) -> tuple[dict[str, Any], str]:
+    """Front matter and body of a stored record."""
+    text = data.decode("utf-8")
+    if not text.startswith("---\n"):
+        raise ValueError("no front matter")
+    end = text.find("\n---\n", 3)
+    if end < 0:
+        raise ValueError("front matter is not closed")
+    meta = parse_yaml(text[4 : end + 1])
+    body = text[end + 5 :]
+    return meta, body[:-1] if body.endswith("\n") else body
+
+
+def sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()

@@ -15,7 +15,13 @@ $(VENV)/.installed: $(BIN)/python $(SOURCES)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check ".[test]"
 	touch $@
 
-demo: $(VENV)/.installed
+# What the demo needs and no more: majordomus itself, installed as above, with its runtime dependencies only.
+$(VENV)/.demo-installed: $(BIN)/python $(SOURCES)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-cache-dir --force-reinstall --no-deps .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check .
+	touch $@
+
+demo: $(VENV)/.demo-installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
 
 test: $(VENV)/.installed

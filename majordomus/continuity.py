@@ -16,7 +16,7 @@ import uuid
 from typing import Any, Optional
 
 from majordomus.lite import safeio
-from majordomus import clock, tasks
+from majordomus import clock, secrets, tasks
 from majordomus import fit as budget
 from majordomus.store import files as store
 from majordomus.errors import EnvironmentProblem, MajordomusError, NotFound, Refused, UsageError
@@ -34,14 +34,6 @@ SECTIONS = (("objective", "Objective"), ("decisions", "Decisions"), ("constraint
 CUT_ORDER = ("nextActions", "openItems", "objective", "constraints", "decisions")
 LABELS = {"decisions": "decision", "constraints": "constraint", "openItems": "open item", "nextActions": "next action"}
 PIN_KEYS = tuple(KINDS.values())
-
-# Pins are injected into model context after every compaction and kept on disk: refuse the obvious secrets.
-_SECRETS = re.compile(
-    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{36,}\b"
-    r"|\bgithub_pat_[A-Za-z0-9_]{40,}\b|\bxox[abprs]-[A-Za-z0-9-]{10,}\b|\bsk-[A-Za-z0-9_-]{32,}\b"
-    r"|\bglpat-[A-Za-z0-9_-]{20,}\b"
-)
-
 
 class Broken(EnvironmentProblem):
     """A continuity file that cannot be trusted: unreadable, malformed, or changed outside its writers."""
@@ -90,9 +82,10 @@ def pin_text(ws: Workspace, text: str) -> str:
             f"the pin is {size} bytes; the limit is {limit} (continuity.pin_max_bytes); nothing was written",
             "a pin is one sentence, not a summary: shorten it, or write a handoff (`majordomus handoff`)",
         )
-    if _SECRETS.search(cleaned):
+    what = secrets.looks_secret(cleaned)
+    if what is not None:
         raise Refused(
-            "the pin looks like it carries a secret (a key or token); nothing was written",
+            f"the pin looks like it carries a secret ({what}); nothing was written",
             "never pin secrets or file contents: pins are re-injected into model context; say where it lives instead",
         )
     return cleaned

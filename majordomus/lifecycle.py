@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from majordomus import clock, continuity, tasks
+from majordomus import clock, continuity, secrets, tasks
 from majordomus.errors import NotFound, Refused
 from majordomus.lite import active as active_index
 from majordomus.store import files as store
@@ -38,6 +38,12 @@ def start(
     from_task: Optional[str] = None,
 ) -> tasks.Task:
     tasks.validate_id(task_id)
+    for name, text in (("title", title), ("objective", objective)):
+        what = secrets.looks_secret(text) if text else None
+        if what is not None:
+            raise Refused(f"the {name} looks like it carries a secret ({what}); nothing was written",
+                          "never put secrets in a task: its title and objective reach the ledger, the agent's "
+                          "context and the remote; say where the secret lives instead")
     if from_task is not None:
         tasks.validate_id(from_task)
     ws.ensure_state("tasks")

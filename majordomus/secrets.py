@@ -1,0 +1,42 @@
+"""What looks like a secret (SPEC §2a): refused in pins, task titles and objectives, redacted in run output.
+
+Text majordomus keeps is injected into model context, appended to an append-only ledger and shared
+through remotes; a secret that gets in cannot be taken back. The list errs on the side of refusing.
+"""
+
+from __future__ import annotations
+
+from majordomus.lite.lazyre import LazyRe
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
+
+_PATTERNS = (
+    ("a private key", r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"),
+    ("an AWS access key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("an AWS secret key", r"(?i:\baws_secret_access_key\s*[=:]\s*\S+)"),
+    ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b"),
+    ("a GitLab token", r"\bglpat-[A-Za-z0-9_-]{20,}\b"),
+    ("a Stripe key", r"\b[sr]k_(?:live|test)_[A-Za-z0-9]{16,}\b"),
+    ("a Google API key", r"\bAIza[0-9A-Za-z_-]{30,}\b"),
+    ("a Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"),
+    ("an npm token", r"\bnpm_[A-Za-z0-9]{30,}\b"),
+    ("an API key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{32,}\b"),
+    ("a JSON web token", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    ("a bearer token", r"(?i:\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*)"),
+    ("a password or secret", r"(?i:\b(?:password|passwd|pwd|secret|token|api_?key)\s*[=:]\s*[\"']?[^\s\"']{4,})"),
+)
+_SECRET = LazyRe("|".join(f"(?:{pattern})" for _, pattern in _PATTERNS))
+
+
+def looks_secret(text: str) -> Optional[str]:
+    """What kind of secret `text` seems to hold (`an AWS access key`, …), or None."""
+    if not _SECRET.search(text):
+        return None
+    import re
+
+    for what, pattern in _PATTERNS:
+        if re.search(pattern, text):
+            return what
+    return "a secret"

@@ -60,7 +60,8 @@ def test_every_help_exits_0_and_says_what_it_does(words: tuple[str, ...]) -> Non
         assert len(line) >= 15 and not line.startswith("-") and not line.lower().startswith("options"), (words, line)
 
 
-def test_the_groups_list_each_subcommand_in_one_whole_line() -> None:
+def test_the_groups_list_each_subcommand_in_one_whole_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")  # click wraps to the terminal: hold it to the usual 80 columns
     for name in COMMANDS:
         listed = subcommands(name, invoke_main([name, "--help"]).stdout)
         for sub, line in listed.items():

@@ -8,6 +8,7 @@ from majordomus import clock, identity, tasks
 from majordomus.lite import names, safeio
 from majordomus.lite.stdin import read_bounded
 from majordomus.store import files as store
+from majordomus.store import ledger
 from majordomus.store import records
 
 TYPE_CHECKING = False  # a hot path: no typing at run time
@@ -51,6 +52,7 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
     fields = identity.fields(ws, "checkpoint", task, at)
     with store.locked(ws.paths.lock):
         current = tasks.still_active(ws, task.id)
+        ledger.check_writable(ws.paths.ledger)
         path, created, digest = store_record(ws, ws.paths.checkpoints, fields, body.text)
         if not created:
             return Written(path=path, created=False, sha256=digest)

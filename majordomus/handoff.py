@@ -17,7 +17,7 @@ from majordomus import identity, lifecycle
 from majordomus.lite.stdin import read_bounded
 
 from majordomus import checkpoint, clock, tasks
-from majordomus.store import records
+from majordomus.store import ledger, records
 from majordomus.store import files as store
 from majordomus.errors import EnvironmentProblem, NoActiveTask, Refused
 from majordomus.workspace import Workspace
@@ -225,6 +225,7 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
     with store.locked(ws.paths.lock):
         # Lock, then check again: another worktree may have taken the task over meanwhile.
         current = tasks.still_active(ws, task.id)
+        ledger.check_writable(ws.paths.ledger)
         before = previous(ws, current)
         since = checkpoints_since(ws, current, before)
         fields = identity.fields(ws, "handoff", current, at)

@@ -68,8 +68,8 @@ def start(
             started_at=at,
             updated_at=at,
         )
+        index = tasks.read_index(ws)  # refused whole when corrupt, before anything is written
         continuity.seed(ws, task, from_task)
-        index = tasks.read_index(ws)
         _pause_current_here(ws, index, task_id, at)
         tasks.save(ws, task)
         index[active_index.slot(ws.worktree, ws.branch)] = task_id

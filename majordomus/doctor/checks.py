@@ -111,6 +111,8 @@ def check_ledger(ws: Workspace, scan: Scan) -> list[Finding]:
     except OSError as exc:
         return [Finding(FAIL, "ledger.unreadable", f"cannot read {shown}: {exc.strerror}", shown,
                         "it must be a regular file (not a link) with mode 0600")]
+    except MajordomusError as exc:
+        return [Finding(FAIL, "ledger.unreadable", exc.message, shown, exc.hint)]
     found = []
     if dropped:
         where = ", ".join(str(n) for n in dropped[:5]) + (", …" if len(dropped) > 5 else "")

@@ -47,12 +47,8 @@ DEFAULTS: dict[str, Any] = {
 }
 # The smallest value that still does the job: below it a limit silently empties what it bounds (a briefing
 # of 0 bytes, a context of no characters), so the configuration is refused instead, naming the key.
-MINIMUMS = {
-    "checkpoint.max_body_lines": 1, "checkpoint.max_body_bytes": 1, "handoff.max_bytes": 1,
-    "continuity.pin_max_bytes": 1, "continuity.max_bytes": 1024, "continuity.render_max_bytes": 512,
-    "journal.line_max_bytes": 256, "journal.rotate_bytes": 1024, "hooks.max_context_chars": 512,
-    "hooks.codex_max_tokens": 128,
-}
+# (The other limits refuse loudly when set too low: a body over them is refused with a message.)
+MINIMUMS = {"continuity.render_max_bytes": 256, "hooks.max_context_chars": 256, "hooks.codex_max_tokens": 64}
 MIN_RENDER_BYTES = MINIMUMS["continuity.render_max_bytes"]
 CONFIG_RELPATH = os.path.join(".ai", "config.yaml")
 CONFIG_MAX_BYTES = 64 << 10  # SPEC §2a: a committed config is read up to this bound

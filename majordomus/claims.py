@@ -213,3 +213,23 @@ def restore_mine(ws: Workspace, task_id: str, items: list[dict[str, Any]]) -> tu
         elif found.get("ended_at") is not None:
             remember(ws, task_id, None)  # ended on another machine: a takeover; we no longer hold it
     return (prune(out) if done else out), done
+
+
+def double_claim(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The live claims when there are two or more (a double claim), else []."""
+    found = live(items)
+    return found if len(found) > 1 else []
+
+
+def brief_section(task_id: str, items: list[dict[str, Any]]) -> str:
+    """The warning `brief` opens with when two workers hold the task; '' otherwise."""
+    from majordomus.output import escape
+
+    found = double_claim(items)
+    if not found:
+        return ""
+    lines = [f"\n# Double claim: {len(found)} workers hold this task at once\n"]
+    lines += [f"- {escape(describe(c))}\n" for c in found]
+    lines.append(f"Agree who continues; the other runs `majordomus task release {task_id}` and syncs. "
+                 "Work done on both sides since these times may overlap.\n")
+    return "".join(lines)

@@ -308,3 +308,45 @@ def latest(ws: Workspace, task: tasks.Task) -> list[dict[str, Any]]:
             found.append(dict(meta, path=rel))
     found.sort(key=lambda m: str(m.get("timestamp")))
     return found
+
+
+def brief_lines(ws: Workspace, task: tasks.Task) -> list[str]:
+    """For `brief`: the latest run of each label with its verdict, and whether head or the work tree moved
+    since it ran (`- `tests` passed at 3f2a9c1; 1 commit since`)."""
+    found = latest(ws, task)
+    if not found:
+        return []
+    from majordomus.git import status as git
+
+    here = git.status(ws.place)
+    since: dict[Optional[str], str] = {}
+    lines = []
+    for meta in found:
+        head = meta.get("head") if isinstance(meta.get("head"), str) else None
+        if head not in since:
+            since[head] = _head_moved(ws, head, here.head)
+        moved = since[head]
+        if not moved.endswith("not in this repository") and sorted(here.changed) != sorted(meta.get("changed_files") or []):
+            moved += ("; " if moved else "") + "the work tree changed since"
+        label = escape(str(meta.get("label")))
+        lines.append(f"- `{label}` {verdict(meta)} at {(head or '0000000')[:7]}"
+                     f" ({escape(str(meta.get('timestamp')))}); {moved or 'nothing moved since'}")
+    return lines
+
+
+def _head_moved(ws: Workspace, then: Optional[str], now: Optional[str]) -> str:
+    from majordomus.git import status as git
+
+    if then == now:
+        return ""
+    if now is None:
+        return "no commit here now"
+    if then is not None and not git.is_commit(ws.place, then):
+        return "its head is not in this repository"
+    _shown, total = git.commits_since(ws.place, then, now, 0)
+    text = f"{total} commit{'s' if total != 1 else ''} since"
+    if then is not None:
+        apart = git.divergence(ws.place, then, now)
+        if apart and apart[1]:
+            text += f" (and HEAD no longer contains it: {apart[1]} commit{'s' if apart[1] != 1 else ''} apart)"
+    return text

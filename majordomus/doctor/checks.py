@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-from majordomus import clock, continuity, tasks
+from majordomus import claims, clock, continuity, tasks
+from majordomus.output import escape
 from majordomus.git import query as git
 from majordomus.store import ledger
 from majordomus.doctor.scan import RECORD_DIRS, Scan, scan_state
@@ -66,7 +67,7 @@ def check_store(ws: Workspace, scan: Scan) -> list[Finding]:
     if not found:
         what = f"{scan.entries} entries" if scan.exists else "no local state yet"
         found.append(Finding(OK, "store", f"state directory: {what}; modes, links and records are sound"))
-    for directory in RECORD_DIRS:
+    for directory in RETENTION:  # runs have no retention setting (SPEC §3)
         found.append(retention(ws, directory, scan.counts[directory]))
     return found
 
@@ -176,7 +177,15 @@ def check_tasks(ws: Workspace, task_ids: list[str]) -> list[Finding]:
             finding = stale(ws, task)
             if finding is not None:
                 found.append(finding)
-    return found or [Finding(OK, "tasks", f"{len(task_ids)} task record(s) readable; no active task is stale")]
+        double = claims.double_claim(task.claims)  # issue 14 (SPEC §18)
+        if double:
+            found.append(Finding(FAIL, "task.double-claim", f"task `{task.id}` is held by {len(double)} workers "
+                                 "at once: " + "; ".join(escape(claims.describe(c)) for c in double),
+                                 ws.display(ws.paths.task_file(task.id)),
+                                 f"agree who continues; the other runs `majordomus task release {task.id}` "
+                                 f"and syncs; or the one where it is not active takes it over: `majordomus task resume {task.id} --force`"))
+    return found or [Finding(OK, "tasks", f"{len(task_ids)} task record(s) readable; no active task is stale, "
+                             "none is claimed twice")]
 
 
 def check_continuity(ws: Workspace, task_ids: list[str]) -> list[Finding]:

@@ -14,7 +14,7 @@ from majordomus.store import paths as paths_mod
 from majordomus.doctor.findings import FAIL, WARN, Finding
 from majordomus.workspace import Workspace
 
-RECORD_DIRS = ("checkpoints", "handoffs")
+RECORD_DIRS = ("checkpoints", "handoffs", "runs")  # runs: SPEC §17, checked like checkpoints
 
 
 @dataclass
@@ -38,7 +38,7 @@ class _Walk:
         self.scan = Scan()
         self.local = ws.paths.local
         self.local_shown = ws.display(self.local)
-        self.record_dirs = {ws.paths.checkpoints: "checkpoints", ws.paths.handoffs: "handoffs"}
+        self.record_dirs = {ws.paths.checkpoints: "checkpoints", ws.paths.handoffs: "handoffs", ws.paths.runs: "runs"}
 
     def show(self, path: str) -> str:
         if path.startswith(self.local + os.sep):

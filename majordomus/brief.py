@@ -176,14 +176,14 @@ def compose(ws: Workspace, task_id: Optional[str] = None, budget_bytes: Optional
     order += handoff_unit
 
     parts.append("\n# Last recorded facts\n" + "\n".join(_facts(ws, task, last)) + "\n")
-    ran = runs.brief_lines(ws, task)  # issue 14: the latest run per label, and what moved since
-    if ran:
-        parts.append("\n# Latest runs\n" + "\n".join(ran) + "\n")
     moved = drift(ws, last.meta) if last is not None else []
     if moved:
         parts.append("\n# Since the last record\n" + "\n".join(moved) + "\n")
     elif last is not None:
         parts.append("- work tree here: unchanged since the last record\n")
+    ran = runs.brief_lines(ws, task)  # issue 14: the latest run per label, and what moved since
+    if ran:
+        parts.append("\n# Latest runs\n" + "\n".join(ran) + "\n")
 
     def closing(labels: list[str]) -> str:
         if labels:

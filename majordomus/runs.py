@@ -202,6 +202,12 @@ def run(ws: Workspace, argv: list[str], label: Optional[str]) -> tuple[Outcome, 
         raise UsageError("no command to run", "majordomus run [--label L] -- CMD [ARGS...]")
     label = check_label(label) if label is not None else default_label(argv)
     task = tasks.active(ws)  # exit 11 before anything runs
+    import shutil
+
+    if shutil.which(argv[0]) is None:  # as a shell would say, before anything is written
+        found = os.path.exists(argv[0]) if os.sep in argv[0] else False
+        raise CannotRun(argv[0], "not executable" if found else "command not found",
+                        NOT_EXECUTABLE if found else NOT_FOUND)
     ws.ensure_state("tasks", "runs", "cache")
     at = clock.now_iso()
     fields = identity.fields(ws, "run", task, at)  # before CMD starts: what was tested

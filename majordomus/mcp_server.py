@@ -144,12 +144,12 @@ def build(repo: Optional[str] = None) -> Any:
         return dict(removed, kind=kind)
 
     @server.tool(description="Execution records of `majordomus run`, newest first (of one task when given): "
-                 "label, exit status, head, output digest.")
-    async def run_record_list(ctx: Context, task: Optional[str] = None) -> list[dict[str, Any]]:  # type: ignore[type-arg]
+                 "label, exit status, head, output digest, as {\"runs\": [...]}.")
+    async def run_record_list(ctx: Context, task: Optional[str] = None) -> dict[str, Any]:  # type: ignore[type-arg]
         ws = await place.workspace(ctx)
         if task is not None:
             _call(tasks.validate_id, task)
-        return list(_call(lambda: list(runs.summaries(ws, task))))
+        return {"runs": _call(lambda: list(runs.summaries(ws, task)))}
 
     @server.resource("majordomus://brief", name="brief", description="The briefing of the active task.",
                      mime_type="text/markdown")

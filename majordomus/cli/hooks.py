@@ -38,6 +38,10 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
         raise UsageError("--mcp applies to claude (the project's .mcp.json)",
                          f"run `majordomus hooks install --runtime {runtime}` without it")
     ws = Workspace.open()
+    if with_mcp:
+        from majordomus.hooks import mcpjson
+
+        mcpjson.check(ws)
     if runtime == "git":
         from majordomus.git import status
 

@@ -30,6 +30,12 @@ def _servers(doc: dict[str, Any], path: str) -> dict[str, Any]:
     return servers or {}
 
 
+def check(ws: Any) -> None:
+    """Refuse now what `install` would refuse (a link, bad JSON), before anything else is installed."""
+    path = path_of(ws)
+    _servers(agents._parse(agents._read(path), path), path)
+
+
 def install(ws: Any) -> agents.Result:
     path = path_of(ws)
     before = agents._read(path)

@@ -24,12 +24,20 @@ from urllib.parse import unquote, urlparse
 from majordomus import errors
 from majordomus.errors import MajordomusError
 
+INSTALL = "pip install 'majordomus[mcp]'"
+
 try:  # the SDK's 2.x line renamed FastMCP to MCPServer; support whichever `pip install mcp` gave
     from mcp.server.mcpserver import Context, MCPServer as _Server
     from mcp.server.mcpserver.exceptions import ToolError
-except ImportError:  # mcp 1.x
-    from mcp.server.fastmcp import Context, FastMCP as _Server  # type: ignore[no-redef]
-    from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
+except ImportError:
+    try:  # mcp 1.x
+        from mcp.server.fastmcp import Context, FastMCP as _Server  # type: ignore[no-redef]
+        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
+    except ImportError as exc:
+        raise errors.EnvironmentProblem(
+            f"`majordomus mcp` needs the MCP SDK, which is not installed here ({exc.name or 'mcp'} cannot be imported)",
+            f"install it with `{INSTALL}` (or `pipx inject majordomus mcp`), then run `majordomus mcp` again",
+        ) from exc
 
 MEANING = {errors.USAGE: "usage error", errors.REFUSED: "refused: the input breaks a rule",
            errors.NO_TASK: "no active task here", errors.ENVIRONMENT: "environment problem",

@@ -7,9 +7,6 @@ from typing import Optional
 import click
 
 from majordomus.cli.common import CONTEXT, run
-from majordomus.errors import EnvironmentProblem
-
-INSTALL = "pip install 'majordomus[mcp]'"
 
 
 def main(argv: list[str]) -> int:
@@ -25,12 +22,6 @@ def mcp_command(repo: Optional[str]) -> None:
         from majordomus.workspace import Workspace
 
         Workspace.open(repo)  # not a git work tree: exit 12 now, not at the first tool call
-    try:
-        from majordomus import mcp_server
-    except ImportError as exc:
-        missing = getattr(exc, "name", None) or "mcp"
-        raise EnvironmentProblem(
-            f"`majordomus mcp` needs the MCP SDK, which is not installed here ({missing} cannot be imported)",
-            f"install it with `{INSTALL}` (or `pipx inject majordomus mcp`), then run `majordomus mcp` again",
-        ) from exc
+    from majordomus import mcp_server  # exit 12 naming `pip install 'majordomus[mcp]'` without the SDK
+
     mcp_server.serve(repo)

@@ -93,12 +93,12 @@ def start(
         continuity.seed(ws, task, from_task)
         index = tasks.read_index(ws)
         _pause_current_here(ws, index, task_id, at)
-        claim = _claim(ws, task, at, task.owner)  # the starter holds it: task.start is its claim event
+        _claim(ws, task, at, task.owner)  # the starter holds it: task.start (owner, worktree, branch) is its event
         tasks.save(ws, task)
         index[active_index.slot(ws.worktree, ws.branch)] = task_id
         tasks.write_index(ws, index)
         ws.event("task.start", task_id, at, title=task.title, profile=task.profile, owner=task.owner,
-              claim=claim["id"], **({"from": from_task} if from_task else {}))
+              **({"from": from_task} if from_task else {}))
     return task
 
 

@@ -9,7 +9,7 @@ from majordomus import claims, clock, continuity, tasks
 from majordomus.output import escape
 from majordomus.git import query as git
 from majordomus.store import ledger
-from majordomus.doctor.scan import RECORD_DIRS, Scan, scan_state
+from majordomus.doctor.scan import CHECKED_DIRS, RECORD_DIRS, Scan, scan_state
 from majordomus.errors import MajordomusError
 from majordomus.lite.limits import CONFIG_RELPATH
 from majordomus.doctor.findings import FAIL, OK, WARN, Finding, exit_code
@@ -67,7 +67,7 @@ def check_store(ws: Workspace, scan: Scan) -> list[Finding]:
     if not found:
         what = f"{scan.entries} entries" if scan.exists else "no local state yet"
         found.append(Finding(OK, "store", f"state directory: {what}; modes, links and records are sound"))
-    for directory in RETENTION:  # runs have no retention setting (SPEC §3)
+    for directory in RECORD_DIRS:
         found.append(retention(ws, directory, scan.counts[directory]))
     return found
 
@@ -85,7 +85,7 @@ def retention(ws: Workspace, directory: str, count: int) -> Finding:
     return Finding(OK, f"retention.{directory}", f"{count} {section} records (limit {limit})")
 
 
-_RECORD_PREFIXES = tuple(f"{d}/" for d in RECORD_DIRS)
+_RECORD_PREFIXES = tuple(f"{d}/" for d in CHECKED_DIRS)
 
 
 def check_ledger(ws: Workspace, scan: Scan) -> list[Finding]:

@@ -14,7 +14,8 @@ from majordomus.store import paths as paths_mod
 from majordomus.doctor.findings import FAIL, WARN, Finding
 from majordomus.workspace import Workspace
 
-RECORD_DIRS = ("checkpoints", "handoffs", "runs")  # runs: SPEC §17, checked like checkpoints
+RECORD_DIRS = ("checkpoints", "handoffs")  # the record kinds with a retention setting
+CHECKED_DIRS = RECORD_DIRS + ("runs",)  # issue 14: run records (SPEC §17) are checked like checkpoints
 
 
 @dataclass
@@ -24,7 +25,7 @@ class Scan:
     exists: bool = False
     findings: list[Finding] = field(default_factory=list)
     records: dict[str, Optional[str]] = field(default_factory=dict)  # "checkpoints/NAME.md" -> sha256
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RECORD_DIRS, 0))
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CHECKED_DIRS, 0))
     tasks: list[str] = field(default_factory=list)
     continuity: list[str] = field(default_factory=list)  # task ids with a context/ID/continuity.json
     entries: int = 0

@@ -116,8 +116,13 @@ def _facts(ws: Workspace, task: tasks.Task, last: Optional[handoff.Record]) -> l
 def _title(ws: Workspace, task: tasks.Task) -> str:
     title = f" ({task.title})" if task.title and task.title != task.id else ""
     line = f"Briefing for task `{task.id}`{title}: {task.status}, profile {task.profile}, owner {task.owner}.\n"
-    here = (task.worktree, task.branch) == (ws.worktree, ws.branch)
-    if task.status == "active" and not here:
+    held = tasks.where_active(ws, task)
+    if held == "orphaned":
+        line += (f"It was active in {task.worktree}, which no longer exists (the worktree is gone): continue it "
+                 f"here with `majordomus task resume {task.id}`.\n")
+    elif held == "remote":
+        line += f"It is active on another machine, in {task.worktree} on {task.branch or '(detached)'}.\n"
+    elif held == "elsewhere":
         line += f"It is active in {task.worktree} on {task.branch or '(detached)'}.\n"
     elif task.status in ("paused", "handed-off"):
         line += f"Continue it here with `majordomus task resume {task.id}`.\n"

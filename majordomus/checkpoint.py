@@ -100,12 +100,11 @@ def summaries(ws: Workspace, directory: str) -> Iterator[dict[str, Any]]:
     import hashlib
 
     shown_dir = ws.display(directory)
-    flags = os.O_RDONLY | os.O_NOFOLLOW
     limit = 1 << 16  # below malloc's mmap threshold: no mmap/munmap per record; longer files read on
     for name in list_names(directory):
         path = f"{directory}/{name}"
         try:
-            fd = os.open(path, flags)
+            fd = safeio.open_regular(path, records.MAX_RECORD_BYTES)  # no link, no FIFO, no directory
         except FileNotFoundError:
             continue
         try:

@@ -183,12 +183,12 @@ def recent_checkpoints(ws: Workspace, task: tasks.Task, previous: Optional[Recor
 def _is_ours_cheaply(ws: Workspace, entry: os.DirEntry[str], task_id: str, key: bytes) -> int:
     """1 when the record belongs to the task, read from its first KiB (front matter puts `task` 4th)."""
     try:
-        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = safeio.open_regular(entry.path, records.MAX_RECORD_BYTES)
         try:
             head = os.read(fd, 1024)
         finally:
             os.close(fd)
-    except OSError:
+    except (OSError, safeio.UnsafeFile):
         return 0
     if b'\nkind: "checkpoint"\n' in head and b"\ntask: " in head:
         return int(key in head)

@@ -188,5 +188,5 @@ def test_hooks_install_mcp_refuses_a_symlinked_mcp_json(cli, repo, tmp_path):
     (repo / ".mcp.json").symlink_to(target)
     before = snapshot(repo)
     result = cli("hooks", "install", "--runtime", "claude", "--mcp")
-    assert result.exit_code == 12 and "not a regular file" in result.stderr
+    assert result.exit_code == 12 and ".mcp.json is a symbolic link" in result.stderr
     assert target.read_text() == "{}" and snapshot(repo) == before  # the hooks were not installed either

@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 import click
 
+from majordomus.lite.limits import MIN_RENDER_BYTES, NUMBER_MAX
 from majordomus.cli.common import CONTEXT, Group, json_option, run, workspace
 
 KIND_CHOICE = click.Choice(["decision", "constraint", "open-item", "next-action"])
@@ -155,7 +156,7 @@ def validate(ctx: click.Context, task_id: Optional[str], as_json: bool) -> None:
 
 @click.command("brief", context_settings=CONTEXT)
 @click.argument("task_id", metavar="[TASK]", required=False)
-@click.option("--max-bytes", type=click.IntRange(min=0), metavar="N",
+@click.option("--max-bytes", type=click.IntRange(min=MIN_RENDER_BYTES, max=NUMBER_MAX), metavar="N",
               help="Budget in bytes (default: continuity.render_max_bytes).")
 @json_option
 def brief(task_id: Optional[str], max_bytes: Optional[int], as_json: bool) -> None:

@@ -45,7 +45,12 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
     if runtime == "git":
         from majordomus.git import status
 
-        result = gitinstall.install(ws, status.git_path(ws.place, "hooks"))
+        hooks_dir = status.git_path(ws.place, "hooks")
+        result = gitinstall.install(ws, hooks_dir)
+        if result.how == "chained" and status.git(ws.place, "ls-files", "--", hooks_dir).strip():
+            click.echo(f"warning: {ws.display(hooks_dir)} is tracked by git: your hook now lives in "
+                       f"{gitinstall.CHAINED} there; do not commit the rename (ignore that file, or run "
+                       "`majordomus hooks uninstall --runtime git` before committing hook changes)", err=True)
     else:
         result = installers.install(ws, runtime, compact_bridge)
     shown = ws.display(result.path)
@@ -58,7 +63,10 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
     if with_mcp:  # issue 14
         _report_mcp(ws, install=True)
     if runtime == "codex" and result.how != "already":
-        click.echo("note: Codex versions that gate hooks need `[features] hooks = true` in ~/.codex/config.toml",
+        click.echo("note: Codex runs project hooks only in a trusted project with trusted hooks: trust the project "
+                   "(`codex exec --trust`, or trust it when Codex asks), then trust each hook (its trusted_hash under "
+                   "[hooks.state.\"…\"] in ~/.codex/config.toml, set when you approve it), or run Codex with "
+                   "--dangerously-bypass-hook-trust; until then Codex skips them silently. See docs/agents-and-hooks.md.",
                    err=True)
 
 

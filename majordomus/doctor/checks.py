@@ -9,6 +9,7 @@ from majordomus import claims, clock, continuity, tasks
 from majordomus.output import escape
 from majordomus.git import query as git
 from majordomus.store import ledger
+from majordomus.doctor import boundaries
 from majordomus.doctor.scan import CHECKED_DIRS, RECORD_DIRS, Scan, scan_state
 from majordomus.errors import MajordomusError
 from majordomus.lite.limits import CONFIG_RELPATH
@@ -214,4 +215,5 @@ def run(ws: Workspace, config_findings: list[Finding]) -> list[Finding]:
     found += check_ledger(ws, scan)
     found += check_tasks(ws, scan.tasks)
     found += check_continuity(ws, scan.continuity)
+    found += boundaries.run(ws, scan.tasks)
     return found

@@ -11,6 +11,7 @@ from typing import Iterator, Optional
 from majordomus.store import records
 from majordomus.store import files as store
 from majordomus.store import paths as paths_mod
+from majordomus.lite import safeio
 from majordomus.doctor.findings import FAIL, WARN, Finding
 from majordomus.workspace import Workspace
 
@@ -139,13 +140,18 @@ class _Walk:
             self.add(WARN, "store.temp-file", entry.path, "{path} is a temporary file left by an interrupted write",
                      "when no majordomus command is running, remove it: `rm '{path}'`")
             return
+        if entry.is_dir(follow_symlinks=False) and directory in self.record_dirs:
+            self.add(FAIL, "state.not-a-file", entry.path, "{path} is a directory where only records belong",
+                     "move it out of the store")
+            return
         if entry.is_dir(follow_symlinks=False):
             self.mode(entry.path, entry.stat(follow_symlinks=False), paths_mod.DIR_MODE, "directory")
             stack.append(entry.path)
             return
         if not entry.is_file(follow_symlinks=False):
-            self.add(FAIL, "state.odd-file", entry.path, "{path} is not a regular file",
-                     "move it out of the state directory")
+            what = safeio.kind_of(entry.stat(follow_symlinks=False).st_mode)
+            self.add(FAIL, "state.not-a-file", entry.path, f"{{path}} is {what} where only regular files belong; "
+                     "nothing majordomus writes is one, and no command reads it", "move it out of the state directory")
             return
         parent = os.path.basename(directory)
         if directory in self.record_dirs and not entry.name.startswith("."):

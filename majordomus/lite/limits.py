@@ -45,6 +45,15 @@ DEFAULTS: dict[str, Any] = {
     },
     "profile": "default",
 }
+# The smallest value that still does the job: below it a limit silently empties what it bounds (a briefing
+# of 0 bytes, a context of no characters), so the configuration is refused instead, naming the key.
+MINIMUMS = {
+    "checkpoint.max_body_lines": 1, "checkpoint.max_body_bytes": 1, "handoff.max_bytes": 1,
+    "continuity.pin_max_bytes": 1, "continuity.max_bytes": 1024, "continuity.render_max_bytes": 512,
+    "journal.line_max_bytes": 256, "journal.rotate_bytes": 1024, "hooks.max_context_chars": 512,
+    "hooks.codex_max_tokens": 128,
+}
+MIN_RENDER_BYTES = MINIMUMS["continuity.render_max_bytes"]
 CONFIG_RELPATH = os.path.join(".ai", "config.yaml")
 CONFIG_MAX_BYTES = 64 << 10  # SPEC §2a: a committed config is read up to this bound
 PROFILE_MAX_BYTES = 64 << 10

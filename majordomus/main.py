@@ -32,6 +32,7 @@ COMMANDS = {
     "sync": "Share tasks and records through a git remote: push, pull, status",
     "run": "Run a command and record its result as evidence: exit status, output digest, last lines",
     "mcp": "Serve the task's records to MCP clients over stdio (needs majordomus[mcp])",
+    "completion": "Print the completion script of bash, zsh or fish",
 }
 FAIL_OPEN = frozenset(("hook",))
 
@@ -66,6 +67,10 @@ def _command(name: str) -> Callable[[list[str]], int]:
         from majordomus.cli import run as module
     elif name == "mcp":  # issue 14
         from majordomus.cli import mcp as module
+    elif name == "completion":
+        from majordomus.cli import completion as module
+
+        return lambda argv: module.main(argv, COMMANDS, _command)  # the table, without importing main
     else:
         from majordomus.cli import sync as module
     return module.main

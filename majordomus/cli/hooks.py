@@ -14,18 +14,23 @@ def hooks() -> None:
     """Install or remove the majordomus hooks of Claude Code, Codex or git."""
 
 
-runtime_option = click.option("--runtime", required=True, type=click.Choice(["claude", "codex", "git"]),
-                              help="Where to install: .claude/settings.json, .codex/hooks.json, or git's hooks.")
+def runtime_option(verb: str) -> click.Option:
+    return click.option("--runtime", required=True, type=click.Choice(["claude", "codex", "git"]),
+                        help=f"Where to {verb}: .claude/settings.json, .codex/hooks.json, or git's post-commit "
+                             "hook (in core.hooksPath when set).")
 
 
 @hooks.command("install", context_settings=CONTEXT)
-@runtime_option
+@runtime_option("install")
 @click.option("--compact-bridge", is_flag=True,
               help="Also register PreCompact/PostCompact to keep the compaction journal (claude, codex).")
 @click.option("--mcp", "with_mcp", is_flag=True,
               help="Also add the majordomus MCP server to the project's .mcp.json (claude).")
 def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
-    """Merge the majordomus hooks into the runtime's configuration; idempotent."""
+    """Merge the majordomus hooks into a runtime's configuration.
+
+    Nothing already there is clobbered, and running it again changes nothing.
+    """
     from majordomus.hooks import githook as gitinstall
     from majordomus.hooks import agents as installers
     from majordomus.errors import UsageError
@@ -71,9 +76,12 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
 
 
 @hooks.command("uninstall", context_settings=CONTEXT)
-@runtime_option
+@runtime_option("remove from")
 def uninstall(runtime: str) -> None:
-    """Remove exactly what `hooks install` added (the file's earlier bytes when it was not edited since)."""
+    """Remove exactly what `hooks install` added.
+
+    A file not edited since is put back byte for byte as it was before.
+    """
     from majordomus.hooks import githook as gitinstall
     from majordomus.hooks import agents as installers
     from majordomus.workspace import Workspace

@@ -75,7 +75,10 @@ def sync() -> None:
 @click.option("--checkpoints", is_flag=True, help="Share the checkpoint records too.")
 @json_option
 def push_cmd(remote: Optional[str], checkpoints: bool, as_json: bool) -> None:
-    """Commit this machine's records on refs/majordomus/state and push that ref only."""
+    """Push this machine's records to a git remote.
+
+    They are committed on refs/majordomus/state, and only that ref is pushed.
+    """
     from majordomus.sync import push_pull as core
 
     result = core.push(workspace(), remote, checkpoints=checkpoints)

@@ -44,7 +44,10 @@ def _task_lines(task: Any) -> str:
 @click.option("--from", "from_task", metavar="TASK", help="Seed continuity with the pins of TASK.")
 def task_start(task_id: str, title: Optional[str], objective: Optional[str], profile: Optional[str],
                owner: Optional[str], from_task: Optional[str]) -> None:
-    """Start task ID, active in this worktree and branch (pauses the one active here)."""
+    """Start task ID in this worktree and branch.
+
+    The task active here, if any, is paused; at most one task is active in a worktree and branch.
+    """
     from majordomus import lifecycle
 
     ws = workspace()
@@ -71,7 +74,7 @@ def task_show(task_id: Optional[str], as_json: bool) -> None:
 @task_group.command("list", context_settings=CONTEXT)
 @json_option
 def task_list(as_json: bool) -> None:
-    """List every task; an active one with the worktree and branch it is active in."""
+    """List every task, and where each active one is active."""
     from majordomus import tasks
 
     ws = workspace()
@@ -104,7 +107,10 @@ def _where(ws: Any, task: Any) -> str:
 @click.option("--force", is_flag=True, help="Take over a task active in another worktree or branch.")
 @click.option("--reopen", is_flag=True, help="Make a done task active again (recorded as task.reopen).")
 def task_resume(task_id: str, force: bool, reopen: bool) -> None:
-    """Make a paused, handed-off (or, with --reopen, done) task active in this worktree and branch."""
+    """Make a task active here: paused, handed-off, or (--reopen) done.
+
+    A task active in another worktree or branch needs --force; the takeover is recorded in the ledger.
+    """
     from majordomus import lifecycle
 
     ws = workspace()

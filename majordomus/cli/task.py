@@ -121,7 +121,10 @@ def task_resume(task_id: str, force: bool, reopen: bool) -> None:
 @task_group.command("release", context_settings=CONTEXT)
 @click.argument("task_id", metavar="[ID]", required=False)
 def task_release(task_id: Optional[str]) -> None:
-    """Give up this machine's claim on a task (default: the active task here); it becomes paused."""
+    """Give up this machine's claim on a task.
+
+    Default: the active task here, which becomes paused. A task held elsewhere (a double claim) only
+    loses this machine's claim."""
     from majordomus import lifecycle
 
     task, paused = lifecycle.release_claim(workspace(), task_id)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 
 from majordomus import clock
 from majordomus.lite import names, safeio
@@ -66,6 +65,7 @@ def check(items: Any) -> None:
 
 def new(owner: str, worktree: str, branch: Optional[str], at: str) -> dict[str, Any]:
     import socket
+    import uuid  # here, not at the top: the hot paths read claims, only `start`/`resume` make one
 
     return {"id": uuid.uuid4().hex[:16], "owner": owner, "host": socket.gethostname() or "unknown",
             "worktree": worktree, "branch": branch, "at": at}

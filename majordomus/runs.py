@@ -55,7 +55,18 @@ class Tail:
     def feed(self, stream: int, data: bytes) -> None:
         self.digest.update(data)
         self.size += len(data)
-        pieces = (self.partial.pop(stream, b"") + data).split(b"\n")
+        newlines = data.count(b"\n")
+        if newlines > TAIL_LINES:
+            # Only the last lines of a chunk can be kept: count the others, split only the tail (a command
+            # that prints a million lines costs a count, not a million list items).
+            pos = len(data)
+            for _ in range(TAIL_LINES + 1):
+                pos = data.rfind(b"\n", 0, pos)
+            self.lines += newlines - TAIL_LINES
+            self.partial.pop(stream, None)
+            pieces = data[pos + 1:].split(b"\n")
+        else:
+            pieces = (self.partial.pop(stream, b"") + data).split(b"\n")
         for line in pieces[:-1]:
             self._line(line)
         if pieces[-1]:

@@ -12,7 +12,7 @@ $(BIN)/python:
 # A real, non-editable install: what a user gets from `pip install .`, templates and man pages included.
 $(VENV)/.installed: $(BIN)/python $(SOURCES)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-cache-dir --force-reinstall --no-deps .
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check ".[test]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check ".[test,mcp]"
 	touch $@
 
 # What the demo needs and no more: majordomus itself, installed as above, with its runtime dependencies only.

@@ -62,7 +62,7 @@ def test_an_unknown_shell_is_a_usage_error(cli: Any, repo: Path, args: tuple[str
 def test_bash_completes_commands_subcommands_and_options(repo: Path) -> None:
     assert bash_complete(repo, "") == list(COMMANDS)
     assert bash_complete(repo, "ch") == ["checkpoint", "check"]
-    assert bash_complete(repo, "task", "") == ["start", "show", "list", "resume", "done"]
+    assert bash_complete(repo, "task", "") == ["start", "show", "list", "resume", "release", "done"]
     assert bash_complete(repo, "checkpoint", "--") == ["--help", "--show", "--list", "--json"]
     assert bash_complete(repo, "hooks", "install", "--runtime", "") == RUNTIMES
     assert bash_complete(repo, "context", "pin", "") == KINDS

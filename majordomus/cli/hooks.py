@@ -1,6 +1,8 @@
-"""`majordomus hooks install|uninstall --runtime claude|codex|git` (SPEC §12)."""
+"""`majordomus hooks install|uninstall --runtime claude|codex|git [--mcp]` (SPEC §12, §19)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
@@ -22,7 +24,9 @@ def runtime_option(verb: str) -> click.Option:
 @runtime_option("install")
 @click.option("--compact-bridge", is_flag=True,
               help="Also register PreCompact/PostCompact to keep the compaction journal (claude, codex).")
-def install(runtime: str, compact_bridge: bool) -> None:
+@click.option("--mcp", "with_mcp", is_flag=True,
+              help="Also add the majordomus MCP server to the project's .mcp.json (claude).")
+def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
     """Merge the majordomus hooks into a runtime's configuration.
 
     Nothing already there is clobbered, and running it again changes nothing.
@@ -35,7 +39,14 @@ def install(runtime: str, compact_bridge: bool) -> None:
     if runtime == "git" and compact_bridge:
         raise UsageError("--compact-bridge applies to claude and codex, not git",
                          "run `majordomus hooks install --runtime git` without it")
+    if with_mcp and runtime != "claude":  # issue 14
+        raise UsageError("--mcp applies to claude (the project's .mcp.json)",
+                         f"run `majordomus hooks install --runtime {runtime}` without it")
     ws = Workspace.open()
+    if with_mcp:
+        from majordomus.hooks import mcpjson
+
+        mcpjson.check(ws)
     if runtime == "git":
         from majordomus.git import status
 
@@ -54,6 +65,8 @@ def install(runtime: str, compact_bridge: bool) -> None:
         click.echo(f"installed: {shown} (the existing hook runs first, from {gitinstall.CHAINED})")
     else:
         click.echo(f"installed: {shown} ({', '.join(result.changed)})")
+    if with_mcp:  # issue 14
+        _report_mcp(ws, install=True)
     if runtime == "codex" and result.how != "already":
         click.echo("note: Codex runs project hooks only in a trusted project with trusted hooks: trust the project "
                    "(`codex exec --trust`, or trust it when Codex asks), then trust each hook (its trusted_hash under "
@@ -87,6 +100,25 @@ def uninstall(runtime: str) -> None:
         click.echo(f"restored: {shown} (as it was before `hooks install`)")
     else:
         click.echo(f"removed: {shown} ({', '.join(result.changed)})")
+    if runtime == "claude":  # issue 14: the .mcp.json entry of `install --mcp`, if it is there
+        _report_mcp(ws, install=False)
+
+
+def _report_mcp(ws: Any, install: bool) -> None:
+    from majordomus.hooks import mcpjson
+
+    result = mcpjson.install(ws) if install else mcpjson.uninstall(ws)
+    shown = ws.display(result.path)
+    if result.how == "added":
+        click.echo(f"installed: {shown} (mcpServers.majordomus)")
+    elif result.how == "already":
+        click.echo(f"already installed: {shown}")
+    elif result.how == "kept":
+        click.echo(f"kept: {shown} already has an mcpServers.majordomus entry of its own; left as it is")
+    elif result.how == "restored":
+        click.echo(f"restored: {shown} (as it was before `hooks install --mcp`)")
+    elif result.how == "removed":
+        click.echo(f"removed: {shown} (mcpServers.majordomus)")
 
 
 def main(argv: list[str]) -> int:

@@ -1,4 +1,4 @@
-"""`majordomus task start|show|list|resume|done` (SPEC §5)."""
+"""`majordomus task start|show|list|resume|release|done` (SPEC §5, §18)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from majordomus.output import emit, emit_json, escape, table
 
 @click.group("task", cls=Group)
 def task_group() -> None:
-    """Start, show, list, resume and finish tasks."""
+    """Start, show, list, resume, release and finish tasks."""
 
 
 def main(argv: list[str]) -> int:
@@ -20,7 +20,19 @@ def main(argv: list[str]) -> int:
 
 
 def _task_lines(task: Any) -> str:
-    return "\n".join(f"{key}: {'' if value is None else escape(str(value))}" for key, value in task.to_dict().items())
+    from majordomus import claims
+
+    lines = []
+    for key, value in task.to_dict().items():
+        if key == "claims":
+            lines.append("claims:" + "".join(f"\n  - {escape(claims.describe(c))}" + (
+                f" (ended {escape(c['ended_at'])}: {escape(c.get('ended_by') or '')})" if c.get("ended_at") else "")
+                for c in value))
+        elif key == "runs":
+            lines.append("runs:" + "".join(f"\n  - {escape(p)}" for p in value))
+        else:
+            lines.append(f"{key}: {'' if value is None else escape(str(value))}")
+    return "\n".join(lines)
 
 
 @task_group.command("start", context_settings=CONTEXT)
@@ -104,6 +116,19 @@ def task_resume(task_id: str, force: bool, reopen: bool) -> None:
     ws = workspace()
     task = lifecycle.resume(ws, task_id, force=force, reopen=reopen)
     emit(f"resumed {task.id} in {escape(ws.where())}")
+
+
+@task_group.command("release", context_settings=CONTEXT)
+@click.argument("task_id", metavar="[ID]", required=False)
+def task_release(task_id: Optional[str]) -> None:
+    """Give up this machine's claim on a task.
+
+    Default: the active task here, which becomes paused. A task held elsewhere (a double claim) only
+    loses this machine's claim."""
+    from majordomus import lifecycle
+
+    task, paused = lifecycle.release_claim(workspace(), task_id)
+    emit(f"released {task.id}" + ("; it is paused" if paused else f"; it stays {task.status} where it is held"))
 
 
 @task_group.command("done", context_settings=CONTEXT)

@@ -15,7 +15,8 @@ from majordomus.lite import safeio
 from majordomus.doctor.findings import FAIL, WARN, Finding
 from majordomus.workspace import Workspace
 
-RECORD_DIRS = ("checkpoints", "handoffs")
+RECORD_DIRS = ("checkpoints", "handoffs")  # the record kinds with a retention setting
+CHECKED_DIRS = RECORD_DIRS + ("runs",)  # issue 14: run records (SPEC §17) are checked like checkpoints
 
 
 @dataclass
@@ -25,7 +26,7 @@ class Scan:
     exists: bool = False
     findings: list[Finding] = field(default_factory=list)
     records: dict[str, Optional[str]] = field(default_factory=dict)  # "checkpoints/NAME.md" -> sha256
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RECORD_DIRS, 0))
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CHECKED_DIRS, 0))
     tasks: list[str] = field(default_factory=list)
     continuity: list[str] = field(default_factory=list)  # task ids with a context/ID/continuity.json
     entries: int = 0
@@ -39,7 +40,7 @@ class _Walk:
         self.scan = Scan()
         self.local = ws.paths.local
         self.local_shown = ws.display(self.local)
-        self.record_dirs = {ws.paths.checkpoints: "checkpoints", ws.paths.handoffs: "handoffs"}
+        self.record_dirs = {ws.paths.checkpoints: "checkpoints", ws.paths.handoffs: "handoffs", ws.paths.runs: "runs"}
 
     def show(self, path: str) -> str:
         if path.startswith(self.local + os.sep):

@@ -190,7 +190,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"median wall time of {args.repeat} run(s) after {sizes.warmup} warm-up (groups slower than "
               f"{SLOW_GROUP_SECONDS:.0f} s a round: 3 runs); ratio = median / floor median, measured round-robin; "
               f"cpu ratio = the same with user+sys time; {os.cpu_count()} CPUs, load {load:.2f} -> "
-              f"{os.getloadavg()[0]:.2f}")
+              f"{os.getloadavg()[0]:.2f}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
         export = (f"export B={shlex.quote(bench.base)} PY={shlex.quote(bench.py)} "
                   f"PATH={shlex.quote(os.path.dirname(bench.mj))}:\"$PATH\" HOME=\"$B/home\" GIT_CONFIG_NOSYSTEM=1 "
                   "GIT_CONFIG_GLOBAL=\"$B/home/.gitconfig\" MAJORDOMUS_OWNER=bench@example.com")

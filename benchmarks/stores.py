@@ -169,19 +169,21 @@ class LedgerLines:
 
 
 class SimulatedClock:
-    """Makes `majordomus.clock.now()` return a moment of the generated history while the library runs."""
+    """Makes majordomus's clock (`clock.now()` and `clock.now_iso()`, its only two readings of the time)
+    return a moment of the generated history while the library runs."""
 
     def __init__(self, start: datetime) -> None:
         from majordomus import clock
 
-        self._clock, self._real, self.moment = clock, clock.now, start
+        self._clock, self._real, self.moment = clock, (clock.now, clock.now_iso), start
 
     def __enter__(self) -> "SimulatedClock":
         self._clock.now = lambda: self.moment
+        self._clock.now_iso = lambda: self._clock.iso(self.moment)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._clock.now = self._real
+        self._clock.now, self._clock.now_iso = self._real
 
 
 def _body(i: int) -> str:

@@ -170,4 +170,10 @@ def test_the_generated_store_reads_as_one_the_cli_wrote(smoke: tuple) -> None:
     assert task["id"] == "bench" and task["status"] == "active"
     assert Path(listed[0]["path"]).name == Path(task["checkpoint"]).name  # the task points at its newest
     assert mj("check").returncode == 0  # fresh, as right after a commit
+    # the history is in the past and in order: the task started before its first record (so that the briefing
+    # and session-start read its records, as they would in a real store), and the briefing shows the newest
+    assert task["started_at"] < min(item["timestamp"] for item in listed if item["task"] == "bench")
+    briefing = mj("brief").stdout
+    assert f"- last record: checkpoint at {listed[0]['timestamp']}" in briefing
+    assert "# Checkpoints, newest first" in briefing and "none yet" not in briefing
     assert subprocess.run(["git", "status", "--porcelain"], cwd=store, capture_output=True, text=True).stdout == ""

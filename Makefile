@@ -27,8 +27,9 @@ demo: $(VENV)/.demo-installed
 test: $(VENV)/.installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest
 
+# `make bench BENCH_ARGS='--quick --json out.json'` passes options on (benchmarks/run.py --help).
 bench: $(VENV)/.installed
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -9,8 +9,6 @@ Pins are working memory: with `context/ID/` gone the briefing still stands on re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Optional
 
 from majordomus import claims, continuity, handoff, runs, tasks
 from majordomus import fit as budget
@@ -18,16 +16,20 @@ from majordomus.git import status as git
 from majordomus.store import ledger
 from majordomus.workspace import Workspace
 
+TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+
 _LIST_FILES = 10  # dirty paths named in the drift section before "and N more"
 _LIST_COMMITS = 5
 
 
-@dataclass
 class Briefing:
-    task: str
-    text: str
-    dropped: list[str]
-    drift: list[str]
+    __slots__ = ("task", "text", "dropped", "drift")
+
+    def __init__(self, task: str, text: str, dropped: list[str], drift: list[str]) -> None:
+        self.task, self.text, self.dropped, self.drift = task, text, dropped, drift
 
 
 def build(ws: Workspace, task_id: Optional[str] = None, budget_bytes: Optional[int] = None) -> str:

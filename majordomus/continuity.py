@@ -7,13 +7,9 @@ by someone else: that is a finding, and no writer re-hashes it (which would laun
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import unicodedata
-import uuid
-from typing import Any, Optional
 
 from majordomus.lite import safeio
 from majordomus import clock, secrets, tasks
@@ -21,6 +17,11 @@ from majordomus import fit as budget
 from majordomus.store import files as store
 from majordomus.errors import EnvironmentProblem, MajordomusError, NotFound, Refused, UsageError
 from majordomus.workspace import Workspace
+
+TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
 
 VERSION = 1
 FILE = "continuity.json"
@@ -53,16 +54,22 @@ def canonical(doc: dict[str, Any]) -> bytes:
 
 
 def digest(doc: dict[str, Any]) -> str:
+    import hashlib
+
     return hashlib.sha256(canonical({k: v for k, v in doc.items() if k != "integrity"})).hexdigest()
 
 
 def config_hash(ws: Workspace) -> str:
     """Which limits governed the document: the canonical hash of the `continuity` configuration."""
+    import hashlib
+
     return hashlib.sha256(canonical({"continuity": ws.config.values["continuity"]})).hexdigest()
 
 
 def clean_text(text: str) -> str:
     """One sentence: control characters (newlines included) collapse to a space, runs of space to one."""
+    import unicodedata
+
     chars = [" " if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in text]
     return re.sub(r"\s+", " ", "".join(chars)).strip()
 
@@ -241,6 +248,8 @@ def pin(ws: Workspace, kind: str, text: str, source: str) -> dict[str, Any]:
     if source not in SOURCES:
         raise UsageError(f"`{source}` is not a pin source", f"use one of: {', '.join(SOURCES)}")
     cleaned = pin_text(ws, text)
+    import uuid
+
     new = {"id": str(uuid.uuid4()), "text": cleaned, "source": source, "createdAt": clock.now_iso()}
     task, _, at, integrity = _modify(ws, lambda doc: doc[KINDS[kind]].append(new))
     # The ledger never holds the text: an unpinned sentence must not live on in an append-only log.

@@ -8,16 +8,21 @@ says what went. Sizes are kept as running sums so that fitting stays linear in t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Union
+TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Callable, Union
+
+    Part = Union[str, "Block"]  # a str is fixed text: never dropped
 
 
-@dataclass
 class Entry:
-    text: str
-    singular: str  # what the closing line calls one dropped entry, e.g. "next action"
-    plural: str = ""  # "" means singular + "s"; "the objective" style labels use `whole=True`
-    whole: bool = False  # a label that is never counted ("the objective", "the latest handoff")
+    __slots__ = ("text", "singular", "plural", "whole")
+
+    def __init__(self, text: str, singular: str, plural: str = "", whole: bool = False) -> None:
+        self.text = text
+        self.singular = singular  # what the closing line calls one dropped entry, e.g. "next action"
+        self.plural = plural  # "" means singular + "s"; "the objective" style labels use `whole=True`
+        self.whole = whole  # a label that is never counted ("the objective", "the latest handoff")
 
     def label(self, count: int) -> str:
         if self.whole:
@@ -27,20 +32,23 @@ class Entry:
         return f"{count} {self.plural or self.singular + 's'}"
 
 
-@dataclass
 class Block:
-    heading: str  # printed only while at least one entry of the block is kept
-    entries: list[Entry] = field(default_factory=list)
+    __slots__ = ("heading", "entries")
+
+    def __init__(self, heading: str, entries: list[Entry] | None = None) -> None:
+        self.heading = heading  # printed only while at least one entry of the block is kept
+        self.entries = entries if entries is not None else []
 
 
-Part = Union[str, Block]  # a str is fixed text: never dropped
 
 
-@dataclass
 class Fitted:
-    text: str
-    dropped: list[str]  # labels in the order they were first dropped, e.g. ["2 next actions", "the objective"]
-    cut: bool = False  # True when even the fixed text did not fit and had to be cut at a character boundary
+    __slots__ = ("text", "dropped", "cut")
+
+    def __init__(self, text: str, dropped: list[str], cut: bool = False) -> None:
+        self.text = text
+        self.dropped = dropped  # labels in the order first dropped, e.g. ["2 next actions", "the objective"]
+        self.cut = cut  # True when even the fixed text did not fit and had to be cut at a character boundary
 
 
 def size(text: str) -> int:

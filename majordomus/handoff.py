@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
-from typing import Any, BinaryIO, Optional
 
 from majordomus.lite import safeio
 from majordomus import identity, lifecycle
@@ -22,19 +20,23 @@ from majordomus.store import files as store
 from majordomus.errors import EnvironmentProblem, NoActiveTask, Refused
 from majordomus.workspace import Workspace
 
+TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, Optional
+
+
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-@dataclass
 class Record:
     """A stored record read back: where it is (relative to the state directory), its front matter and body."""
 
-    rel: str
-    path: str
-    meta: dict[str, Any]
-    body: str
+    __slots__ = ("rel", "path", "meta", "body")
+
+    def __init__(self, rel: str, path: str, meta: dict[str, Any], body: str) -> None:
+        self.rel, self.path, self.meta, self.body = rel, path, meta, body
 
 
 def read_record(ws: Workspace, rel: str) -> Record:
@@ -205,12 +207,11 @@ def previous(ws: Workspace, task: tasks.Task) -> Optional[Record]:
         return None
 
 
-@dataclass
 class Written:
-    path: str
-    created: bool
-    sha256: str
-    task: str
+    __slots__ = ("path", "created", "sha256", "task")
+
+    def __init__(self, path: str, created: bool, sha256: str, task: str) -> None:
+        self.path, self.created, self.sha256, self.task = path, created, sha256, task
 
 
 def write(ws: Workspace, stdin: BinaryIO) -> Written:

@@ -6,13 +6,17 @@ together, and appends its ledger event.
 
 from __future__ import annotations
 
-from typing import Any, Optional
 
 from majordomus import claims, clock, continuity, secrets, tasks
 from majordomus.errors import NotFound, Refused
 from majordomus.lite import active as active_index
 from majordomus.store import files as store
 from majordomus.workspace import Workspace
+
+TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
 
 
 def _pause_current_here(ws: Workspace, index: dict[str, str], keep: str, at: str) -> None:

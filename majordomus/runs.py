@@ -19,14 +19,9 @@ SIGTERM and SIGHUP sent to majordomus alone are passed on to CMD. A CMD killed b
 
 from __future__ import annotations
 
-import hashlib
 import os
-import signal
-import subprocess
 import sys
 import time
-from collections import deque
-from typing import Any, Iterator, Optional
 
 from majordomus import checkpoint, clock, identity, secrets, tasks
 from majordomus.errors import EnvironmentProblem, MajordomusError, UsageError
@@ -35,6 +30,11 @@ from majordomus.output import escape
 from majordomus.store import files as store
 from majordomus.store import records
 from majordomus.workspace import Workspace
+
+TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any, Iterator, Optional
+
 
 TAIL_LINES = 20  # SPEC §17: the body holds at most the last 20 lines of output
 LINE_CHARS = 400  # one body line at most; a longer line keeps its start and says it was cut
@@ -46,6 +46,9 @@ class Tail:
     """The combined output as it streams by: its sha256 and size, and its last lines (bounded)."""
 
     def __init__(self) -> None:
+        import hashlib
+        from collections import deque
+
         self.digest = hashlib.sha256()
         self.size = 0
         self.lines = 0
@@ -120,6 +123,9 @@ def _write_all(fd: int, data: bytes) -> bool:
 
 def execute(argv: list[str]) -> Outcome:
     """Run CMD with stdin inherited and stdout/stderr teed through majordomus; the terminal untouched."""
+    import signal
+    import subprocess
+
     import selectors
 
     sys.stdout.flush()

@@ -12,11 +12,15 @@ import hashlib
 import json
 import os
 import sys
-from typing import Any, BinaryIO, Optional
 
 from majordomus.lite import names, safeio
 from majordomus.lite.limits import PROFILE_MAX_BYTES
 from majordomus.lite.stdin import read_capped
+
+TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, Optional
+
 
 PAYLOAD_MAX = 4 << 20  # a Stop payload carries the final message; more than this is not parsed
 _FINAL_MESSAGE_KEYS = ("last_assistant_message", "output", "final_output", "result")

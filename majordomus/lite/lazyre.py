@@ -10,9 +10,8 @@ if TYPE_CHECKING:
 
 
 class LazyRe:
-    """Stands for `re.compile(pattern, flags)` and compiles it the first time it is used."""
-
-    __slots__ = ("pattern", "flags", "_compiled")
+    """Stands for `re.compile(pattern, flags)` and compiles it the first time it is used. A method used
+    once is kept on the instance, so later calls (once per record of a large store) cost a plain lookup."""
 
     def __init__(self, pattern: str, flags: int = 0) -> None:
         self.pattern = pattern
@@ -22,4 +21,6 @@ class LazyRe:
     def __getattr__(self, name: str) -> Any:
         if self._compiled is None:
             self._compiled = re.compile(self.pattern, self.flags)
-        return getattr(self._compiled, name)
+        found = getattr(self._compiled, name)
+        self.__dict__[name] = found
+        return found

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
-from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -57,37 +55,3 @@ def man_db() -> str | None:
         return None
     version = subprocess.run([man, "--version"], capture_output=True, text=True)
     return man if version.returncode == 0 and version.stdout.startswith("man ") else None
-
-
-def install_without_dependencies(src: Path, venv: Path) -> None:
-    """`pip install --no-deps SRC` into a new venv: a real wheel build, as a user's `pip install .` makes."""
-    flags = ["install", "--quiet", "--disable-pip-version-check", "--no-deps", str(src)]
-    pip_version = tuple(int(part) for part in metadata.version("pip").split(".")[:2])
-    if pip_version >= (22, 3):  # `pip --python` installs into a venv made without pip: seconds faster
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        command = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), *flags]
-    else:
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        command = [str(venv / "bin" / "python"), "-m", "pip", *flags]
-    result = subprocess.run(command, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-
-
-@pytest.mark.skipif(man_db() is None, reason="man-db's `man` is not installed (apt-get install man-db)")
-def test_pip_install_puts_the_pages_where_man_finds_them(tmp_path: Path):
-    src = tmp_path / "src"
-    shutil.copytree(ROOT, src, symlinks=True,
-                    ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__",
-                                                  ".pytest_cache", ".hypothesis"))
-    venv = tmp_path / "venv"
-    install_without_dependencies(src, venv)
-    installed = venv / "share" / "man" / "man1"
-    for page in PAGES:
-        assert (installed / page.name).read_bytes() == page.read_bytes(), page.name
-    # man-db finds <prefix>/share/man from <prefix>/bin on PATH: nothing else points it at the venv.
-    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
-    names = [page.stem for page in PAGES]
-    found = subprocess.run([man_db(), "-w", *names], capture_output=True, text=True, env=env)
-    assert found.returncode == 0, found.stderr
-    assert [Path(line).resolve() for line in found.stdout.split()] == \
-        [(installed / f"{name}.1").resolve() for name in names]

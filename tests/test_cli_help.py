@@ -3,6 +3,9 @@ with what the command does."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from pathlib import Path
 from typing import Any
 
@@ -78,17 +81,19 @@ def test_handoff_help_says_task_goes_with_show_only(cli: Any, repo: Path) -> Non
     text = cli("handoff", "--help").stdout
     assert "majordomus handoff --show [TASK]" in " ".join(text.split())
     assert "TASK goes with --show only" in " ".join(text.split())
-    assert "With --show or --list: print JSON" in text
-    # ... and that is what it does: TASK alone, or --json when writing, is refused and writes nothing
+    assert "{path, sha256, created} when writing" in " ".join(text.split())
+    # ... and that is what it does: TASK alone is refused and writes nothing; --json writing prints the record
     assert cli("task", "start", "t1").exit_code == 0
     before = snapshot(repo)
-    for args in (["t1"], ["--json"]):
-        result = cli("handoff", *args, input="## State\nx\n")
-        assert result.exit_code == 2 and result.stdout == "", result
-        assert snapshot(repo) == before
-    assert "TASK goes with --show only" in cli("handoff", "t1").stderr
-    assert "--json goes with --show or --list" in cli("handoff", "--json").stderr
-    assert not (state_dir(repo) / "handoffs").exists() or list((state_dir(repo) / "handoffs").iterdir()) == []
+    result = cli("handoff", "t1", input="## State\nx\n")
+    assert result.exit_code == 2 and result.stdout == "" and "TASK goes with --show only" in result.stderr
+    assert snapshot(repo) == before
+    body = "## State\ns\n## Decisions\nd\n## Open items\no\n## Next actions\nn\n"
+    written = cli("handoff", "--json", input=body)
+    assert written.exit_code == 0, written
+    doc = json.loads(written.stdout)
+    assert set(doc) == {"path", "sha256", "created"} and doc["created"] is True
+    assert hashlib.sha256((repo / doc["path"]).read_bytes()).hexdigest() == doc["sha256"]
 
 
 def test_hooks_uninstall_help_says_what_it_removes() -> None:

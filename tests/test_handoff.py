@@ -185,7 +185,7 @@ def test_show_and_list(cli: Any, repo: Path) -> None:
     assert {"path", "timestamp", "task", "branch", "head", "worktree", "lines", "sha256"} <= set(as_json[0])
 
 
-@pytest.mark.parametrize("args", [("--show", "--list"), ("--json",), ("t1",), ("--list", "t1")])
+@pytest.mark.parametrize("args", [("--show", "--list"), ("t1",), ("--list", "t1"), ("t1", "--json")])
 def test_usage_errors(cli: Any, repo: Path, args: tuple[str, ...]) -> None:
     cli("task", "start", "t1")
     before = snapshot(repo)

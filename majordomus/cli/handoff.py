@@ -17,7 +17,8 @@ from majordomus.store.records import MAX_RECORD_BYTES
 @click.argument("task_id", metavar="[TASK]", required=False)
 @click.option("--show", is_flag=True, help="Print the newest handoff of the active task, or of TASK.")
 @click.option("--list", "list_", is_flag=True, help="List every handoff record, newest first.")
-@click.option("--json", "as_json", is_flag=True, help="With --show or --list: print JSON for machines.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON for machines: {path, sha256, created} when writing; the records with --show/--list.")
 def handoff(task_id: Optional[str], show: bool, list_: bool, as_json: bool) -> None:
     """Hand the active task over: a Markdown body with the required sections from stdin.
 
@@ -25,6 +26,7 @@ def handoff(task_id: Optional[str], show: bool, list_: bool, as_json: bool) -> N
       majordomus handoff < NOTE.md        write one for the task active here
       majordomus handoff --show [TASK]    the newest, of TASK or the active task
       majordomus handoff --list [--json]  every handoff record, newest first
+      majordomus handoff --json < NOTE.md write one; print {path, sha256, created}
 
     TASK goes with --show only: a handoff is always written for the task active here. The body needs
     each of handoff.required_sections (State, Decisions, Open items, Next actions by default) as a
@@ -39,8 +41,6 @@ def handoff(task_id: Optional[str], show: bool, list_: bool, as_json: bool) -> N
 
     if show and list_:
         raise UsageError("--show and --list do not go together", "pick one")
-    if as_json and not (show or list_):
-        raise UsageError("--json goes with --show or --list", "add --show or --list")
     if task_id is not None and not show:
         raise UsageError("TASK goes with --show only", "a handoff is written for the active task here")
     ws = workspace()
@@ -64,7 +64,10 @@ def handoff(task_id: Optional[str], show: bool, list_: bool, as_json: bool) -> N
         note("the identical handoff is already stored; nothing new was written")
     else:
         note(f"task `{written.task}` is handed off; continue it anywhere with `majordomus task resume {written.task}`")
-    emit(ws.display(written.path))
+    if as_json:
+        emit_json({"path": ws.display(written.path), "sha256": written.sha256, "created": written.created})
+    else:
+        emit(ws.display(written.path))
 
 
 def main(argv: list[str]) -> int:

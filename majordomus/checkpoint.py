@@ -61,8 +61,53 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
         current.checkpoint_at = at
         current.updated_at = at
         tasks.save(ws, current)
+        _index(ws, task.id, os.path.basename(path))
         ws.event("task.checkpoint", task.id, at, path=rel, sha256=digest, lines=body.lines)
     return Written(path=path, created=True, sha256=digest)
+
+
+# A per-task list of checkpoint names, derived and rebuildable: `brief` and session-start read it instead
+# of listing every record of the store. It is trusted only while its last name is the one the task
+# record points at (a checkpoint brought by sync, or a lost append, sends readers back to the listing).
+INDEX_MAX_BYTES = 16 << 20
+
+
+def index_path(ws: Workspace, task_id: str) -> str:
+    return os.path.join(ws.paths.root, "cache", f"checkpoints-{task_id}.idx")
+
+
+def start_index(ws: Workspace, task_id: str) -> None:
+    """An empty index, made when the task starts here: only an index that saw every checkpoint is whole."""
+    store.write_derived(index_path(ws, task_id), b"")
+
+
+def _index(ws: Workspace, task_id: str, name: str) -> None:
+    try:  # never created here: a task started elsewhere (or before indexes) keeps using the listing
+        fd = os.open(index_path(ws, task_id), os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return  # derived data: the briefing falls back to the listing
+    try:
+        os.write(fd, name.encode("ascii") + b"\n")
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def indexed_names(ws: Workspace, task: tasks.Task) -> Optional[list[str]]:
+    """The task's checkpoint names, oldest first, when its index is whole; None to fall back to a listing."""
+    if not task.checkpoint:
+        return []
+    try:
+        data = safeio.read_optional(index_path(ws, task.id), INDEX_MAX_BYTES)
+    except (OSError, safeio.UnsafeFile):
+        return None
+    if not data:
+        return None
+    found = [n for n in data.decode("ascii", "replace").split("\n") if n]
+    if not found or "checkpoints/" + found[-1] != task.checkpoint or not all(names.RecordName.parse(n) for n in found):
+        return None
+    return found
 
 
 def latest(ws: Workspace) -> Optional[str]:

@@ -107,12 +107,29 @@ def _candidates(ws: Workspace, task: tasks.Task, previous: Optional[Record]) -> 
     since = previous.meta.get("timestamp") if previous else None
     lower = clock.compact(clock.parse(since or task.started_at))
     listed = set(previous.meta.get("checkpoints") or []) if previous else set()
+    indexed = checkpoint.indexed_names(ws, task)
     try:
-        entries = [e for e in os.scandir(ws.paths.checkpoints)
-                   if e.name.endswith(".md") and not e.name.startswith(".") and e.name[:16] >= lower]
+        if indexed is not None:  # the task's own names: no listing of a store of 100,000 records
+            entries = [_Named(ws.paths.checkpoints, n) for n in indexed if n[:16] >= lower]
+        else:
+            entries = [e for e in os.scandir(ws.paths.checkpoints)
+                       if e.name.endswith(".md") and not e.name.startswith(".") and e.name[:16] >= lower]
     except FileNotFoundError:
         return [], listed
     return _chronological(entries), listed
+
+
+class _Named:
+    """What `_candidates` needs of an os.DirEntry, for a name that came from the task's index."""
+
+    __slots__ = ("name", "path")
+
+    def __init__(self, directory: str, name: str) -> None:
+        self.name = name
+        self.path = os.path.join(directory, name)
+
+    def stat(self, follow_symlinks: bool = False) -> os.stat_result:
+        return os.lstat(self.path)
 
 
 def _chronological(entries: list[os.DirEntry[str]]) -> list[os.DirEntry[str]]:

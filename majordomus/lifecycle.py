@@ -7,7 +7,7 @@ together, and appends its ledger event.
 from __future__ import annotations
 
 
-from majordomus import claims, clock, continuity, secrets, tasks
+from majordomus import checkpoint, claims, clock, continuity, secrets, tasks
 from majordomus.errors import NotFound, Refused
 from majordomus.lite import active as active_index
 from majordomus.store import files as store
@@ -96,6 +96,7 @@ def start(
         )
         index = tasks.read_index(ws)  # refused whole when corrupt, before anything is written
         continuity.seed(ws, task, from_task)
+        checkpoint.start_index(ws, task_id)
         _pause_current_here(ws, index, task_id, at)
         _claim(ws, task, at, task.owner)  # the starter holds it: task.start (owner, worktree, branch) is its event
         tasks.save(ws, task)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import json
 import shutil
 from pathlib import Path
@@ -220,3 +222,39 @@ def test_a_taker_in_another_worktree_learns_the_record_saw_uncommitted_work(
     assert f"- worktree: this is {other}; the record was written in {repo}\n" in text
     assert "- branch: now take; the record was on main\n" in text
     assert f"- changed in the record (in {repo}), not changed here: README\n" in text
+
+
+def test_the_briefing_reads_the_tasks_own_index_and_falls_back_when_it_is_not_whole(cli: Any, repo: Path) -> None:
+    """SPEC §16: brief stays flat in store size; the per-task index is derived, and never trusted when stale."""
+    from majordomus import checkpoint, handoff, tasks
+    from majordomus.workspace import Workspace
+
+    assert cli("task", "start", "other").exit_code == 0
+    for n in range(8):
+        assert cli("checkpoint", input=f"other {n}\n").exit_code == 0
+    assert cli("task", "start", "t1").exit_code == 0
+    for n in range(2):
+        assert cli("checkpoint", input=f"mine {n}\n").exit_code == 0
+    ws = Workspace.open(str(repo))
+    task = tasks.load(ws, "t1")
+    names = checkpoint.indexed_names(ws, task)
+    assert names is not None and len(names) == 2
+    entries, _ = handoff._candidates(ws, task, None)
+    assert len(entries) == 2  # the other task's eight records were never listed
+    assert "mine 1" in cli("brief").stdout and "mine 0" in cli("brief").stdout
+    # A record the index never saw (as sync would bring): the pointer moves, the index is not whole.
+    path = Path(ws.paths.checkpoints) / names[-1]
+    data = path.read_bytes().replace(b"mine 1", b"mine 2 (imported)")
+    import hashlib
+
+    from majordomus.lite import names as grammar
+    digest = hashlib.sha256(data).hexdigest()
+    new = grammar.record_name(names[-1][:16], "main", names[-1][-28:-21], digest)
+    (Path(ws.paths.checkpoints) / new).write_bytes(data)
+    os.chmod(Path(ws.paths.checkpoints) / new, 0o600)
+    task.checkpoint = "checkpoints/" + new
+    tasks.save(ws, task)
+    assert checkpoint.indexed_names(ws, tasks.load(ws, "t1")) is None
+    assert "mine 2 (imported)" in cli("brief").stdout
+    Path(checkpoint.index_path(ws, "t1")).write_text("garbage\n")
+    assert checkpoint.indexed_names(ws, tasks.load(ws, "t1")) is None

@@ -199,9 +199,7 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: Optional[g
     name = f"{task_id}.yaml"
     tasks_view = base.sub("tasks") if base is not None else None
     base_entry = tasks_view.get(name) if tasks_view is not None else None
-    delivered = layout.lookup(my_ref.view, ("tasks", name)) if my_ref is not None else None
-    floors = [k for k in (_blob_key(ws, base_entry), _blob_key(ws, delivered)) if k is not None]
-    floor = max(floors) if floors else None
+    floor = _blob_key(ws, base_entry)
     local = _local(ws.paths.task_file(task_id), TASK_MAX_BYTES)
     if os.path.lexists(ws.paths.task_file(task_id)) and (local is None or rules.check_task(name, local)):
         return  # here but unreadable or invalid: never replaced by a sync; doctor reports it
@@ -216,9 +214,9 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: Optional[g
         return
     assert local_oid is not None
     local_key = key(local)
-    changed_here = base_entry is None or base_entry.oid != local_oid
-    if changed_here:
-        competing = [v for v in fresh if not _saw(ws, v.ref, my_ref, name, local_oid)]
+    if base_entry is None or base_entry.oid != local_oid:  # changed here since the last pull
+        history = _History(ws, my_ref, name, local_oid, min(v.key for v in fresh))
+        competing = [v for v in fresh if v.oid not in history.versions and not history.seen_by(v.ref)]
         if competing:
             rival = max(competing, key=lambda v: v.key)
             plan.conflicts.append(Conflict(
@@ -232,21 +230,37 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: Optional[g
         plan.settled[task_id] = local_oid
 
 
-def _saw(ws: Workspace, ref: RemoteRef, my_ref: Optional[RemoteRef], name: str, local_oid: str) -> bool:
-    """Whether `ref` was written with this machine's version of the task in view: its commit descends from
-    the first push of ours (in the unbroken run of pushes up to the last) that carried that version."""
-    if my_ref is None:
-        return False
-    earliest: Optional[str] = None
-    tip: Optional[str] = my_ref.commit.oid
-    for _ in range(10_000):
-        found = git.commit(ws.repo, tip) if tip else None
-        view = git.tree(ws.repo, found.tree) if found is not None else None
-        if found is None or view is None or layout.lookup(view, ("tasks", name)) != git.Entry(local_oid, git.BLOB):
-            break
-        earliest = found.oid
-        tip = found.parents[0] if found.parents else None
-    return earliest is not None and git.contains(ws.repo, ref.commit.oid, earliest)
+class _History:
+    """This machine's pushes of one task, newest first (its ref's first parents): which versions it had —
+    an older one of ours held by an idle machine is no conflict — and which push first carried the version
+    it holds now — a version written by a machine that had seen that push was built on ours."""
+
+    def __init__(self, ws: Workspace, my_ref: Optional[RemoteRef], name: str, local_oid: str,
+                 oldest: tuple[str, str]) -> None:
+        self.ws = ws
+        self.versions: set[str] = set()
+        self.carried: Optional[str] = None  # the first push of the unbroken run, up to the last, with ours
+        tip = my_ref.commit.oid if my_ref is not None else None
+        unbroken, last = True, None
+        for _ in range(10_000):
+            found = git.commit(ws.repo, tip) if tip else None
+            view = git.tree(ws.repo, found.tree) if found is not None else None
+            entry = layout.lookup(view, ("tasks", name)) if view is not None else None
+            if found is None or entry is None:
+                break
+            unbroken = unbroken and entry.oid == local_oid
+            if unbroken:
+                self.carried = found.oid
+            if entry.oid != last:
+                last = entry.oid
+                self.versions.add(entry.oid)
+                version = _blob_key(ws, entry)
+                if version is None or version < oldest:
+                    break  # further back, every version is older still than any in question
+            tip = found.parents[0] if found.parents else None
+
+    def seen_by(self, ref: RemoteRef) -> bool:
+        return self.carried is not None and git.contains(self.ws.repo, ref.commit.oid, self.carried)
 
 
 def plan(ws: Workspace, refs: list[RemoteRef], my_ref: Optional[RemoteRef]) -> Plan:

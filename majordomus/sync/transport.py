@@ -120,6 +120,10 @@ def push(cwd: str, remote: str, updates: list[Update]) -> Pushed:
             result.ok = False
             if any(word in parts[2] for word in _RACE):
                 races += 1
+            elif "atomic transaction failed" in parts[2]:
+                # The remote says why in its own words: a ref that moved under the transaction is a race.
+                races += any(word in done.stderr for word in _RACE)
+                refusals += not any(word in done.stderr for word in _RACE)
             else:
                 refusals += 1  # a hook or a rule: retrying will not help
     if not seen and done.returncode != 0:

@@ -421,3 +421,39 @@ def test_only_majordomus_refs_leave_whatever_the_push_configuration(cli, repo, r
     assert cli("sync", "push").exit_code == 0
     assert remote_refs(remote) == ["refs/heads/main", machine_ref(repo)]
     assert git(remote, "rev-parse", "refs/heads/main") == remote_main
+
+
+def _run_record(repo: Path, body: str, kind: str = "run") -> str:
+    """An execution record (SPEC §17) as `majordomus run` stores one: the §4 identity, its own fields."""
+    import hashlib
+
+    from majordomus import clock, identity, tasks
+    from majordomus.lite import names
+    from majordomus.store import records
+    from majordomus.workspace import Workspace
+
+    ws = Workspace.open(str(repo))
+    at = clock.now_iso()
+    fields = [(k, kind if k == "kind" else v) for k, v in identity.fields(ws, "checkpoint", tasks.active(ws), at)]
+    fields += [("argv", ["pytest", "-q"]), ("label", "pytest"), ("exit_status", 0), ("started_at", at),
+               ("duration_ms", 1234), ("output_sha256", "0" * 64), ("output_bytes", 42)]
+    data = records.render(fields, body)
+    meta = dict(fields)
+    name = names.record_name(clock.compact_of(at), meta["branch"], meta["head"], hashlib.sha256(data).hexdigest())
+    (state_dir(repo) / "runs").mkdir(mode=0o700, exist_ok=True)
+    (state_dir(repo) / "runs" / name).write_bytes(data)
+    return name
+
+
+def test_run_records_travel_with_the_checkpoints(cli, repo, remote, b):
+    cli("task", "start", "t1")
+    run = _run_record(repo, "3 passed in 0.12s")
+    odd = _run_record(repo, "not a run", kind="checkpoint")
+    assert cli("sync", "push").exit_code == 0
+    assert record_files(remote, machine_ref(repo), "runs") == []
+    pushed = cli("sync", "push", "--checkpoints")
+    assert pushed.exit_code == 10 and f"runs/{odd} (here): a record of kind `checkpoint` does not belong" in pushed.stderr
+    assert remote_files(remote, machine_ref(repo)).count(layout_path("runs", run)) == 1
+    assert "imported from origin: 1 task, 0 handoffs, 0 checkpoints, 1 run" in cli("sync", "pull", cwd=b).stdout
+    assert (state_dir(b) / "runs" / run).read_bytes() == (state_dir(repo) / "runs" / run).read_bytes()
+    assert [e["kind"] for e in events(b, "sync.import") if e["path"].startswith("runs/")] == ["run"]

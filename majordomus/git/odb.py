@@ -62,7 +62,7 @@ class TreeView:
     def entries(self) -> Iterator[tuple[Optional[str], Entry, bytes]]:
         """(name or None, entry, raw name) for every entry, in git's order."""
         for item in self._tree:
-            raw = item.raw_name
+            raw = item.raw_name or b""
             try:
                 name: Optional[str] = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -78,8 +78,11 @@ class TreeView:
 
     def sub(self, name: str) -> Optional["TreeView"]:
         """The subtree `name`, or None when absent or not a tree."""
-        entry = self.get(name)
-        return tree(self.repo, entry.oid) if entry is not None and entry.is_tree else None
+        try:
+            item = self._tree[name]
+        except (KeyError, ValueError, TypeError):
+            return None
+        return TreeView(self.repo, item) if isinstance(item, pygit2.Tree) else None
 
 
 def tree(repo: Repo, oid: str) -> Optional[TreeView]:

@@ -53,7 +53,7 @@ def import_records(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Im
                     continue
                 kind = rules.RECORD_KINDS[item.directory]
                 path = f"{item.directory}/{item.name}"
-                task = records.split(item.data)[0].get("task")
+                task = item.task
                 logged.append(("sync.import", {"task": task, "worktree": ws.worktree, "branch": ws.branch,
                                                "remote": remote, "machine": item.ref, "kind": kind, "path": path,
                                                "sha256": records.sha256(item.data)}))

@@ -116,7 +116,7 @@ def new_records(view: git.TreeView, fmt: int, base: Optional[git.TreeView], dire
         base_month = base_top.sub(month) if base_top is not None else None
         if base_month is not None and base_month.oid == entry.oid:
             continue
-        month_view = git.tree(view.repo, entry.oid)
+        month_view = top.sub(month)
         assert month_view is not None
         for bucket, sub, raw_b in month_view.entries():
             if not _is_bucket(bucket) or not sub.is_tree:
@@ -126,7 +126,7 @@ def new_records(view: git.TreeView, fmt: int, base: Optional[git.TreeView], dire
             base_bucket = base_month.sub(bucket) if base_month is not None else None
             if base_bucket is not None and base_bucket.oid == sub.oid:
                 continue
-            bucket_view = git.tree(view.repo, sub.oid)
+            bucket_view = month_view.sub(bucket)
             assert bucket_view is not None
             for name, leaf, raw_n in bucket_view.entries():
                 where = _shown([directory, month, bucket], raw_n, name)
@@ -134,12 +134,11 @@ def new_records(view: git.TreeView, fmt: int, base: Optional[git.TreeView], dire
                 if parsed is None:
                     refused.append(Refusal(where, "not a record name"))
                     continue
-                if month_bucket(parsed) != (month, bucket):
+                if name is None or month_bucket(parsed) != (month, bucket):
                     refused.append(Refusal(where, "not where its name puts it"))
                     continue
                 if base_bucket is not None and base_bucket.get(name) == leaf:
                     continue
-                assert name is not None
                 yield Found(directory, name, leaf, where)
 
 

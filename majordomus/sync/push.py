@@ -58,9 +58,11 @@ def _commit_snapshot(ws: Workspace, ref: str, checkpoints: bool, result: PushRes
     if synced is not None and not (previous and git.contains(repo, previous, synced)):
         parents.append(synced)  # what this machine had seen of the others: their next pull can tell
     if previous is not None and not writer.changed and len(parents) == 1:
+        edits.cache.save(previous)
         return previous
     tip = git.write_commit(repo, writer.write(), parents, f"majordomus state of machine {result.machine}")
     git.update_ref(repo, ref, tip, previous, "majordomus sync: snapshot")
+    edits.cache.save(tip)
     return tip
 
 

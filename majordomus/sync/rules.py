@@ -131,20 +131,25 @@ def body(directory: str, text: str, config: Config) -> Optional[str]:
 
 def check_record(directory: str, name: str, data: bytes, config: Config) -> Optional[str]:
     """Why a record may not enter the store (or leave this machine), or None."""
+    return inspect_record(directory, name, data, config)[0]
+
+
+def inspect_record(directory: str, name: str, data: bytes, config: Config) -> tuple[Optional[str], dict[str, Any]]:
+    """`check_record`'s answer, and the front matter it read (empty when it could not)."""
     parsed = names.RecordName.parse(name)
     if parsed is None:
-        return "not a record name"
+        return "not a record name", {}
     if len(data) > MAX_RECORD_BYTES:
-        return f"{len(data)} bytes, over the {MAX_RECORD_BYTES}-byte bound of a record"
+        return f"{len(data)} bytes, over the {MAX_RECORD_BYTES}-byte bound of a record", {}
     actual = records.sha256(data)
     if actual[:16] != parsed.digest:
         return (f"its content does not match its name (the name says {parsed.digest}, "
-                f"the content hashes to {actual[:16]})")
+                f"the content hashes to {actual[:16]})"), {}
     try:
         meta, text = records.split(data)
     except Exception as exc:  # noqa: BLE001 - whatever a remote sends, unreadable is a refusal, not a crash
-        return f"its front matter is unreadable ({_short(exc)})"
-    return front_matter(directory, meta, parsed) or body(directory, text, config)
+        return f"its front matter is unreadable ({_short(exc)})", {}
+    return front_matter(directory, meta, parsed) or body(directory, text, config), meta
 
 
 def check_task(name: str, data: bytes) -> Optional[str]:

@@ -45,6 +45,7 @@ class RecordIn:
     oid: str
     data: bytes
     ref: str
+    task: Optional[str]  # as its front matter says
 
 
 @dataclass
@@ -142,8 +143,9 @@ def _consider(ws: Workspace, ref: RemoteRef, found: Found, present: set[str], de
             plan.known.append((found.directory, name, oid))
             return
     data, reason = read_entry(ws, found.entry, rules.MAX_RECORD_BYTES)
+    meta: dict[str, object] = {}
     if data is not None:
-        reason = rules.check_record(found.directory, name, data, ws.config)
+        reason, meta = rules.inspect_record(found.directory, name, data, ws.config)
     if reason is not None:
         _refuse(plan, ref, found.where, reason)
         return
@@ -151,7 +153,8 @@ def _consider(ws: Workspace, ref: RemoteRef, found: Found, present: set[str], de
     if name in decided or name in present:
         return  # the same name holds one content: what is here (or taken already) stays
     decided[name] = oid
-    plan.records.append(RecordIn(found.directory, name, oid, data, ref.name))
+    task = meta.get("task")
+    plan.records.append(RecordIn(found.directory, name, oid, data, ref.name, task if isinstance(task, str) else None))
 
 
 @dataclass

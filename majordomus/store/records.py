@@ -206,7 +206,7 @@ def load_yaml(text: str | bytes) -> Any:
             line = event.start_mark.line + 1 if event.start_mark is not None else 0
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
                 raise ValueError(f"uses a YAML alias or anchor (line {line}); majordomus never expands them")
-            if isinstance(event, yaml.ScalarEvent) and event.value == "<<" and event.style is None:
+            if isinstance(event, yaml.ScalarEvent) and event.value == "<<" and not event.style:  # plain: None or ""
                 raise ValueError(f"uses a YAML merge key `<<` (line {line})")
         return yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:

@@ -114,6 +114,8 @@ def settle(ws: Workspace, remote: str, plan: Plan, refs: list[RemoteRef]) -> Opt
     repo = ws.repo
     tip, base, fmt = base_view(ws)
     own = tip if tip is not None and tip == git.ref_target(repo, SYNCED_REF) else None
+    if not refs:
+        return own
     writer = git.TreeWriter(repo, base.oid if base is not None and fmt == 2 else None)
     if base is None or fmt != 2:
         writer.put((layout.FORMAT_PATH,), git.Entry(git.write_blob(repo, layout.FORMAT), git.BLOB))

@@ -12,7 +12,7 @@ $(BIN)/python:
 # A real, non-editable install: what a user gets from `pip install .`, templates and man pages included.
 $(VENV)/.installed: $(BIN)/python $(SOURCES)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-cache-dir --force-reinstall --no-deps .
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check ".[test]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check ".[test,mcp]"
 	touch $@
 
 # What the demo needs and no more: majordomus itself, installed as above, with its runtime dependencies only.
@@ -27,8 +27,9 @@ demo: $(VENV)/.demo-installed
 test: $(VENV)/.installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest
 
+# `make bench BENCH_ARGS='--quick --json out.json'` passes options on (benchmarks/run.py --help).
 bench: $(VENV)/.installed
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,10 +1,11 @@
-"""Median wall time of `hook compact` and `hook session-start` against their floors (SPEC §12, §16).
+"""Median wall time of `hook compact`, `hook stop` and `hook session-start` against their floors (SPEC §12, §16).
 
-`hook compact` runs at every compaction: its floor is the interpreter (`python -c pass`), and it must
-parse JSON, so `python -c "import re, json"` is shown too. `hook session-start` opens the repository and
-reads the config: its floor is `python -c "import pygit2, yaml"`. The commands run interleaved in a scratch
-repository (removed afterwards) with an active task, a pin and five checkpoints, so that machine load
-falls on all of them alike.
+SPEC §16's floors, each fed the same payload on stdin as its hook: `hook compact` and `hook stop` against a
+console script's own floor, `python -c "import re, sys"` (what pip's generated wrapper does before our code
+runs); `hook session-start` against the interpreter plus one `git status --porcelain=v2 -z --branch
+--untracked-files=all` in the same repository. `python -c pass` is shown for reference. The commands run
+interleaved in a scratch repository (removed afterwards) with an active task, a pin and five checkpoints,
+so that machine load falls on all of them alike. `benchmarks/run.py` has the same rows with budgets.
 
     python benchmarks/hooks_bench.py [RUNS]      (default 31; uses the majordomus next to this python)
 """
@@ -46,15 +47,21 @@ def main() -> None:
         sh(majordomus, "context", "pin", "decision", "--", "Measure against the interpreter floor")
         for n in range(5):
             sh(majordomus, "checkpoint", stdin=f"note {n}\n".encode())
+        script_floor = "import re, sys; sys.stdin.buffer.read()"
+        git_floor = ("import subprocess, sys; sys.stdin.buffer.read(); subprocess.run(['git', 'status', "
+                     "'--porcelain=v2', '-z', '--branch', '--untracked-files=all'], stdout=subprocess.DEVNULL)")
+        pre, stop = PAYLOADS / "claude-pre-compact.json", PAYLOADS / "claude-stop.json"
+        start = PAYLOADS / "claude-session-start-compact.json"
         rows = [
             ("python -c pass", [python, "-c", "pass"], None),
-            ("python -c 'import re, json'", [python, "-c", "import re, json"], None),
+            ("python -c 'import re, sys' < claude-pre-compact.json", [python, "-c", script_floor], pre),
             ("majordomus hook compact --phase pre --runtime claude < claude-pre-compact.json",
-             [majordomus, "hook", "compact", "--phase", "pre", "--runtime", "claude"],
-             PAYLOADS / "claude-pre-compact.json"),
-            ("python -c 'import pygit2, yaml'", [python, "-c", "import pygit2, yaml"], None),
-            ("majordomus hook session-start < claude-session-start-compact.json",
-             [majordomus, "hook", "session-start"], PAYLOADS / "claude-session-start-compact.json"),
+             [majordomus, "hook", "compact", "--phase", "pre", "--runtime", "claude"], pre),
+            ("python -c 'import re, sys' < claude-stop.json", [python, "-c", script_floor], stop),
+            ("majordomus hook stop < claude-stop.json", [majordomus, "hook", "stop"], stop),
+            ("python + git status < claude-session-start-compact.json", [python, "-c", git_floor], start),
+            ("majordomus hook session-start --runtime claude < claude-session-start-compact.json",
+             [majordomus, "hook", "session-start", "--runtime", "claude"], start),
         ]
         times: dict[str, list[float]] = {label: [] for label, _, _ in rows}
         for _ in range(runs):

@@ -85,7 +85,12 @@ def result(row: Row) -> dict[str, Any]:
             "peak_mib": _mib(row.cmd), "floor_peak_mib": _mib(row.floor),
             "exits": sorted({s.exit for s in row.cmd.samples}) if row.cmd else [],
             "samples_s": [s.seconds for s in row.cmd.samples] if row.cmd else [],
-            "floor_samples_s": [s.seconds for s in row.floor.samples] if row.floor else []}
+            "floor_samples_s": [s.seconds for s in row.floor.samples] if row.floor else [],
+            "run": _how(row.cmd), "floor_run": _how(row.floor)}
+
+
+def _how(cmd: Optional[Cmd]) -> Optional[dict[str, Any]]:
+    return None if cmd is None else {"argv": cmd.argv, "cwd": cmd.cwd, "stdin": cmd.stdin}
 
 
 HEAD = ["#", "command", "at", "runs", "median", "floor", "floor median", "ratio", "budget", "verdict",

@@ -5,7 +5,8 @@ and their ledger events are written here in bulk, with the same bytes the CLI wo
 `identity.fields`, bytes from `records.render`, names from `records.record_name`, ledger lines in
 the exact shape of `ledger.append` (hash-chained). Task life cycles (start, pause, done, continuity seed) go
 through `tasks.start` / `tasks.done` themselves, under a simulated clock, so that the history is in the past.
-What is skipped is only the per-record fsync: the bytes on disk are the same.
+What is skipped is only the per-record fsync: the bytes on disk are the same. Large work trees (20,000 and
+100,000 files) are committed through one `git fast-import` stream and checked out by git.
 """
 
 from __future__ import annotations
@@ -65,19 +66,41 @@ def new_repo(path: str, env: dict[str, str], init: bool, files: int = 1, settle:
     if files <= 1:
         _write(os.path.join(path, "README"), b"scratch repository of the majordomus benchmark\n")
     else:
-        per_dir = 100
-        for i in range(files):
-            directory = os.path.join(path, "src", f"d{i // per_dir:04d}")
-            if i % per_dir == 0:
-                os.makedirs(directory)
-            _write(os.path.join(directory, f"f{i:06d}.txt"), f"file {i}\n".encode() * 8)
+        import_files(path, env, files)
     if init:
         sh(path, env, "majordomus", "init")
     if settle:
         _settle()
     sh(path, env, "git", "add", "-A")
-    sh(path, env, "git", "commit", "-q", "-m", "scratch")
+    sh(path, env, "git", "commit", "-q", "--allow-empty", "-m", "scratch")
     return path
+
+
+def import_files(path: str, env: dict[str, str], files: int, per_dir: int = 100) -> None:
+    """`files` small files under src/, committed in one `git fast-import` stream and checked out.
+
+    Writing 100,000 files and `git add`ing them as 100,000 loose objects takes minutes on a slow disk;
+    fast-import writes one pack, and the checkout writes the files (and an index that knows their stat data).
+    """
+    stamp = int(time.time())
+    proc = subprocess.Popen(["git", "fast-import", "--quiet", "--done"], cwd=path, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    chunk = [b"commit refs/heads/main\ncommitter Bench <bench@example.com> %d +0000\ndata 6\nfiles\n" % stamp]
+    for i in range(files):
+        data = f"file {i}\n".encode() * 8
+        chunk.append(b"M 100644 inline src/d%04d/f%06d.txt\ndata %d\n%s\n" % (i // per_dir, i, len(data), data))
+        if len(chunk) >= 4096:
+            proc.stdin.write(b"".join(chunk))
+            chunk.clear()
+    chunk.append(b"done\n")
+    proc.stdin.write(b"".join(chunk))
+    proc.stdin.close()
+    assert proc.stderr is not None
+    said = proc.stderr.read().decode(errors="replace").strip()
+    if proc.wait() != 0:
+        raise RuntimeError(f"`git fast-import` failed in {path}: {said}")
+    sh(path, env, "git", "reset", "-q", "--hard")
 
 
 def dirty(path: str, env: dict[str, str], modified: int = 3, untracked: int = 3) -> None:
@@ -90,6 +113,16 @@ def dirty(path: str, env: dict[str, str], modified: int = 3, untracked: int = 3)
     for i in range(untracked):
         _write(os.path.join(path, f"untracked-{i}.txt"), b"new\n")
     sh(path, env, "git", "status", "--porcelain")  # what the user's own `git status` leaves in the index
+
+
+def untracked_cache(path: str, env: dict[str, str], settle: bool = True) -> None:
+    """`core.untrackedCache=true`, the cache built and warm: what git's docs advise for a large work tree."""
+    sh(path, env, "git", "config", "core.untrackedCache", "true")
+    if settle:
+        _settle()  # directories changed in the index's own second would be re-read by every status
+    sh(path, env, "git", "update-index", "--untracked-cache")
+    for _ in range(2):  # the first status fills the cache and writes it into the index; the second finds it
+        sh(path, env, "git", "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all")
 
 
 class LedgerLines:
@@ -136,19 +169,21 @@ class LedgerLines:
 
 
 class SimulatedClock:
-    """Makes `majordomus.clock.now()` return a moment of the generated history while the library runs."""
+    """Makes majordomus's clock (`clock.now()` and `clock.now_iso()`, its only two readings of the time)
+    return a moment of the generated history while the library runs."""
 
     def __init__(self, start: datetime) -> None:
         from majordomus import clock
 
-        self._clock, self._real, self.moment = clock, clock.now, start
+        self._clock, self._real, self.moment = clock, (clock.now, clock.now_iso), start
 
     def __enter__(self) -> "SimulatedClock":
         self._clock.now = lambda: self.moment
+        self._clock.now_iso = lambda: self._clock.iso(self.moment)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._clock.now = self._real
+        self._clock.now, self._clock.now_iso = self._real
 
 
 def _body(i: int) -> str:

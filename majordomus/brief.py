@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from majordomus import continuity, handoff, tasks
+from majordomus import claims, continuity, handoff, runs, tasks
 from majordomus import fit as budget
 from majordomus.git import status as git
 from majordomus.store import ledger
@@ -116,8 +116,13 @@ def _facts(ws: Workspace, task: tasks.Task, last: Optional[handoff.Record]) -> l
 def _title(ws: Workspace, task: tasks.Task) -> str:
     title = f" ({task.title})" if task.title and task.title != task.id else ""
     line = f"Briefing for task `{task.id}`{title}: {task.status}, profile {task.profile}, owner {task.owner}.\n"
-    here = (task.worktree, task.branch) == (ws.worktree, ws.branch)
-    if task.status == "active" and not here:
+    held = tasks.where_active(ws, task)
+    if held == "orphaned":
+        line += (f"It was active in {task.worktree}, which no longer exists (the worktree is gone): continue it "
+                 f"here with `majordomus task resume {task.id}`.\n")
+    elif held == "remote":
+        line += f"It is active on another machine, in {task.worktree} on {task.branch or '(detached)'}.\n"
+    elif held == "elsewhere":
         line += f"It is active in {task.worktree} on {task.branch or '(detached)'}.\n"
     elif task.status in ("paused", "handed-off"):
         line += f"Continue it here with `majordomus task resume {task.id}`.\n"
@@ -144,6 +149,9 @@ def compose(ws: Workspace, task_id: Optional[str] = None, budget_bytes: Optional
     last = since[-1] if since else latest_handoff
 
     parts: list[budget.Part] = [_title(ws, task)]
+    double = claims.brief_section(task.id, task.claims)  # issue 14: a double claim comes first
+    if double:
+        parts.append(double)
     if note:
         parts.append(f"\n{note}\n")
     blocks, cont_order = continuity.blocks(doc, 1)
@@ -178,6 +186,9 @@ def compose(ws: Workspace, task_id: Optional[str] = None, budget_bytes: Optional
         parts.append("\n# Since the last record\n" + "\n".join(moved) + "\n")
     elif last is not None:
         parts.append("- work tree here: unchanged since the last record\n")
+    ran = runs.brief_lines(ws, task)  # issue 14: the latest run per label, and what moved since
+    if ran:
+        parts.append("\n# Latest runs\n" + "\n".join(ran) + "\n")
 
     def closing(labels: list[str]) -> str:
         if labels:

@@ -8,6 +8,7 @@ from majordomus import clock, identity, tasks
 from majordomus.lite import names, safeio
 from majordomus.lite.stdin import read_bounded
 from majordomus.store import files as store
+from majordomus.store import ledger
 from majordomus.store import records
 
 TYPE_CHECKING = False  # a hot path: no typing at run time
@@ -51,6 +52,7 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
     fields = identity.fields(ws, "checkpoint", task, at)
     with store.locked(ws.paths.lock):
         current = tasks.still_active(ws, task.id)
+        ledger.check_writable(ws.paths.ledger)
         path, created, digest = store_record(ws, ws.paths.checkpoints, fields, body.text)
         if not created:
             return Written(path=path, created=False, sha256=digest)
@@ -100,12 +102,11 @@ def summaries(ws: Workspace, directory: str) -> Iterator[dict[str, Any]]:
     import hashlib
 
     shown_dir = ws.display(directory)
-    flags = os.O_RDONLY | os.O_NOFOLLOW
     limit = 1 << 16  # below malloc's mmap threshold: no mmap/munmap per record; longer files read on
     for name in list_names(directory):
         path = f"{directory}/{name}"
         try:
-            fd = os.open(path, flags)
+            fd = safeio.open_regular(path, records.MAX_RECORD_BYTES)  # no link, no FIFO, no directory
         except FileNotFoundError:
             continue
         try:

@@ -7,7 +7,7 @@ import os
 
 from majordomus.errors import ENVIRONMENT, MajordomusError
 from majordomus.lite import safeio
-from majordomus.lite.limits import CONFIG_MAX_BYTES, CONFIG_RELPATH, DEFAULTS, NUMBER_MAX
+from majordomus.lite.limits import CONFIG_MAX_BYTES, CONFIG_RELPATH, DEFAULTS, MINIMUMS, NUMBER_MAX
 
 TYPE_CHECKING = False  # every command reads the configuration: no typing, no dataclasses at run time
 if TYPE_CHECKING:
@@ -58,8 +58,8 @@ def _check(value: Any, default: Any, dotted: str, where: str) -> Any:
     elif isinstance(default, int):
         if isinstance(value, bool) or not isinstance(value, int):
             raise bad("a whole number")
-        if value < 0:
-            raise bad("zero or more")
+        if value < MINIMUMS.get(dotted, 0):
+            raise bad(f"at least {MINIMUMS.get(dotted, 0)}" if dotted in MINIMUMS else "zero or more")
         if value > NUMBER_MAX:
             raise bad(f"at most {NUMBER_MAX}")
     elif isinstance(default, str):

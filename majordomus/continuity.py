@@ -133,13 +133,16 @@ def _is_pin(pin: Any) -> bool:
 def examine(ws: Workspace, task_id: str) -> tuple[Optional[dict[str, Any]], list[str]]:
     """(document, findings): (None, []) when there is no file — pins are working memory, not authority."""
     path = path_of(ws, task_id)
+    limit = int(ws.config.get("continuity", "max_bytes"))
     try:
-        raw = safeio.read(path)
+        # Over `continuity.max_bytes` its only writers never wrote it: untrusted whatever its hash says.
+        raw = safeio.read(path, limit)
     except FileNotFoundError:
         return None, []
+    except safeio.UnsafeFile as exc:
+        return None, [f"{ws.display(path)} {exc.what}; it is not read"]
     except OSError as exc:
-        why = "it is a symbolic link" if os.path.islink(path) else exc.strerror
-        return None, [f"{ws.display(path)} is unreadable: {why}"]
+        return None, [f"{ws.display(path)} is unreadable: {exc.strerror}"]
     try:
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:

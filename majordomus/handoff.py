@@ -17,7 +17,7 @@ from majordomus import identity, lifecycle
 from majordomus.lite.stdin import read_bounded
 
 from majordomus import checkpoint, clock, tasks
-from majordomus.store import records
+from majordomus.store import ledger, records
 from majordomus.store import files as store
 from majordomus.errors import EnvironmentProblem, NoActiveTask, Refused
 from majordomus.workspace import Workspace
@@ -183,12 +183,12 @@ def recent_checkpoints(ws: Workspace, task: tasks.Task, previous: Optional[Recor
 def _is_ours_cheaply(ws: Workspace, entry: os.DirEntry[str], task_id: str, key: bytes) -> int:
     """1 when the record belongs to the task, read from its first KiB (front matter puts `task` 4th)."""
     try:
-        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = safeio.open_regular(entry.path, records.MAX_RECORD_BYTES)
         try:
             head = os.read(fd, 1024)
         finally:
             os.close(fd)
-    except OSError:
+    except (OSError, safeio.UnsafeFile):
         return 0
     if b'\nkind: "checkpoint"\n' in head and b"\ntask: " in head:
         return int(key in head)
@@ -225,6 +225,7 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
     with store.locked(ws.paths.lock):
         # Lock, then check again: another worktree may have taken the task over meanwhile.
         current = tasks.still_active(ws, task.id)
+        ledger.check_writable(ws.paths.ledger)
         before = previous(ws, current)
         since = checkpoints_since(ws, current, before)
         fields = identity.fields(ws, "handoff", current, at)

@@ -25,7 +25,7 @@ def init(ws: Workspace) -> list[tuple[str, str]]:
     ai = os.path.join(base, ".ai")
     results = []
     try:
-        os.makedirs(os.path.join(ai, "profiles"), exist_ok=True)
+        paths.make_parent(os.path.join(ai, "profiles"))  # never group- or world-writable (SPEC §2a)
         for rel, data in _template_files():
             target = os.path.join(ai, rel)
             try:

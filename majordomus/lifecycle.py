@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from majordomus import clock, continuity, secrets, tasks
+from majordomus import claims, clock, continuity, secrets, tasks
 from majordomus.errors import NotFound, Refused
 from majordomus.lite import active as active_index
 from majordomus.store import files as store
@@ -23,8 +23,30 @@ def _pause_current_here(ws: Workspace, index: dict[str, str], keep: str, at: str
     if task.status == "active":
         task.status = "paused"
         task.updated_at = at
+        _end_mine(ws, task, at, f"paused: task `{keep}` became active here")  # issue 14
         tasks.save(ws, task)
         ws.event("task.pause", task.id, at, reason=f"task `{keep}` became active here")
+
+
+# Claims (SPEC §18, issue 14): who holds a task; see `majordomus.claims`.
+
+def _end_mine(ws: Workspace, task: tasks.Task, at: str, why: str) -> Optional[str]:
+    """End this machine's live claim on `task` (in the record, saved by the caller) and forget it here."""
+    held = claims.mine(ws).get(task.id)
+    if held is None:
+        return None
+    claims.end(task.claims, {held["id"]}, at, why)
+    ended = next((c for c in task.claims if c["id"] == held["id"]), dict(held, ended_at=at, ended_by=why))
+    claims.remember(ws, task.id, None, ended=ended)
+    return held["id"]
+
+
+def _claim(ws: Workspace, task: tasks.Task, at: str, owner: Optional[str] = None) -> dict[str, Any]:
+    """A new claim of this worker here on `task` (in the record, saved by the caller)."""
+    claim = claims.new(owner or ws.owner(), ws.worktree, ws.branch, at)
+    task.claims = claims.prune(task.claims + [claim])
+    claims.remember(ws, task.id, claim)
+    return claim
 
 
 def start(
@@ -68,9 +90,10 @@ def start(
             started_at=at,
             updated_at=at,
         )
+        index = tasks.read_index(ws)  # refused whole when corrupt, before anything is written
         continuity.seed(ws, task, from_task)
-        index = tasks.read_index(ws)
         _pause_current_here(ws, index, task_id, at)
+        _claim(ws, task, at, task.owner)  # the starter holds it: task.start (owner, worktree, branch) is its event
         tasks.save(ws, task)
         index[active_index.slot(ws.worktree, ws.branch)] = task_id
         tasks.write_index(ws, index)
@@ -114,6 +137,10 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
         task.status = "active"
         task.worktree, task.branch = here
         task.updated_at = at
+        replaced = _end_mine(ws, task, at, f"resumed in {ws.where()}")
+        taken = claims.end(task.claims, {c["id"] for c in claims.live(task.claims)}, at,
+                           f"taken over by {ws.owner()} in {ws.where()}") if held is not None else []
+        claim = _claim(ws, task, at)
         tasks.save(ws, task)
         index[active_index.slot(*here)] = task_id
         tasks.write_index(ws, index)
@@ -124,6 +151,8 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
             extra["takeover"] = True
             if held == "orphaned":
                 extra["orphaned"] = True
+        # The claim first: `task.resume` stays the last event of a resume, as before claims existed.
+        ws.event("task.claim", task_id, at, claim=claim, ended=[i for i in [replaced, *taken] if i is not None])
         ws.event("task.resume", task_id, at, **extra)
     return task
 
@@ -143,6 +172,8 @@ def done(ws: Workspace, task_id: Optional[str], *, force: bool = False) -> tasks
         _leave_slot(ws, task)
         task.status = "done"
         task.updated_at = at
+        _end_mine(ws, task, at, "task done")
+        claims.end(task.claims, {c["id"] for c in claims.live(task.claims)}, at, "task done")
         tasks.save(ws, task)
         ws.event("task.done", task.id, at, **({"takeover": True} if held in ("elsewhere", "remote") else {}))
     return task
@@ -158,18 +189,67 @@ def _leave_slot(ws: Workspace, task: tasks.Task) -> None:
 
 
 def release(ws: Workspace, task_id: str) -> bool:
-    """Forget that `task_id` is active on this machine (it is held elsewhere now); the caller holds the lock."""
+    """After sync imported a version of `task_id` from another machine: put this machine's own claims
+    back into it (issue 14, see `claims.restore_mine`), then forget that the task is active here unless
+    the imported version still says it is held here, by our live claim. The caller holds the lock."""
+    held_here = _restore_claims(ws, task_id)
     index = tasks.read_index(ws)
     kept = {slot: held for slot, held in index.items() if held != task_id}
-    if len(kept) == len(index):
+    if len(kept) == len(index) or held_here:
         return False
     tasks.write_index(ws, kept)
     return True
 
 
+def _restore_claims(ws: Workspace, task_id: str) -> bool:
+    """Whether the imported record names this slot as the holder and our claim on it is live."""
+    try:
+        task = tasks.load(ws, task_id)
+    except Exception:  # noqa: BLE001 - sync checked the record; if it is unreadable now, doctor says so
+        return False
+    restored, done = claims.restore_mine(ws, task_id, task.claims)
+    if done:
+        task.claims = restored
+        tasks.save(ws, task)  # not `updated_at`: nobody changed the task; the next push carries it
+        ws.event("task.claim", task_id, clock.now_iso(), by="sync", restored=done,
+                 reason="a version of the task record from another machine did not carry this machine's claims")
+    ours = claims.mine(ws).get(task_id)
+    live_ids = {c["id"] for c in claims.live(task.claims)}
+    return (ours is not None and ours["id"] in live_ids and task.status == "active"
+            and (task.worktree, task.branch) == (ours["worktree"], ours["branch"]))
+
+
+def release_claim(ws: Workspace, task_id: Optional[str]) -> tuple[tasks.Task, bool]:
+    """`task release`: give up this machine's claim on a task (default: the active one here). If the task
+    is active here it becomes paused; if it is held elsewhere (a double claim), only our claim ends.
+    Returns the task and whether it was paused."""
+    ws.ensure_state("tasks")
+    at = clock.now_iso()
+    with store.locked(ws.paths.lock):
+        task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
+        held = tasks.where_active(ws, task)
+        ours = claims.mine(ws).get(task.id)
+        live = ours is not None and any(c["id"] == ours["id"] for c in claims.live(task.claims))
+        if held != "here" and not live:
+            raise Refused(f"task `{task.id}` is not held here: this machine has no live claim on it and it is "
+                          f"not active in {ws.where()}; nothing was written",
+                          "release it where it is held, or take it over with "
+                          f"`majordomus task resume {task.id} --force`")
+        ended = _end_mine(ws, task, at, "released") if live else None
+        paused = held == "here"
+        if paused:
+            _leave_slot(ws, task)
+            task.status = "paused"
+        task.updated_at = at
+        tasks.save(ws, task)
+        ws.event("task.release", task.id, at, claim=ended, status=task.status, by=ws.owner())
+    return task, paused
+
+
 def set_handed_off(ws: Workspace, task: tasks.Task, handoff_rel: str, at: str) -> None:
     """Record a handoff on the task: it leaves this slot and waits for `task resume` anywhere."""
     _leave_slot(ws, task)
+    _end_mine(ws, task, at, "handed off")  # issue 14
     task.status = "handed-off"
     task.handoff = handoff_rel
     task.handoff_at = at

@@ -30,6 +30,9 @@ COMMANDS = {
     "hook": "What agent runtimes run: session-start, stop, compact (always exit 0)",
     "hooks": "Install or uninstall the hooks of Claude Code, Codex or git",
     "sync": "Share tasks and records through a git remote: push, pull, status, compact",
+    "run": "Run a command and record its result as evidence: exit status, output digest, last lines",
+    "mcp": "Serve the task's records to MCP clients over stdio (needs majordomus[mcp])",
+    "completion": "Print the completion script of bash, zsh or fish",
 }
 FAIL_OPEN = frozenset(("hook",))
 
@@ -60,6 +63,14 @@ def _command(name: str) -> Callable[[list[str]], int]:
         return module.main if name == "doctor" else module.watch_main
     elif name == "hooks":
         from majordomus.cli import hooks as module
+    elif name == "run":  # issue 14
+        from majordomus.cli import run as module
+    elif name == "mcp":  # issue 14
+        from majordomus.cli import mcp as module
+    elif name == "completion":
+        from majordomus.cli import completion as module
+
+        return lambda argv: module.main(argv, COMMANDS, _command)  # the table, without importing main
     else:
         from majordomus.cli import sync as module
     return module.main

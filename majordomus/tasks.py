@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from majordomus import clock
+from majordomus import claims, clock
 from majordomus.errors import EnvironmentProblem, NoActiveTask, NotFound, UsageError
 from majordomus.lite import active as active_index
 from majordomus.lite import names, safeio
@@ -27,7 +27,10 @@ INTERACTIVE_OBJECTIVE = "(interactive: the objective comes from the principal)"
 
 
 FIELDS = ("id", "title", "objective", "profile", "owner", "status", "worktree", "branch", "started_at",
-          "updated_at", "checkpoint_at", "handoff_at", "checkpoint", "handoff")
+          "updated_at", "checkpoint_at", "handoff_at", "checkpoint", "handoff", "claims", "runs")
+# issue 14: `claims` (SPEC §18, see `majordomus.claims`) and `runs`, the latest run record per label
+# (SPEC §17, pointers like `checkpoint`) are lists, empty when absent, checked by `_check_lists`.
+MAX_RUN_POINTERS = 16
 
 
 class Task:
@@ -39,12 +42,15 @@ class Task:
     def __init__(self, id: str, title: str, objective: str, profile: str, owner: str, status: str,
                  worktree: Optional[str], branch: Optional[str], started_at: str, updated_at: str,
                  checkpoint_at: Optional[str] = None, handoff_at: Optional[str] = None,
-                 checkpoint: Optional[str] = None, handoff: Optional[str] = None) -> None:
+                 checkpoint: Optional[str] = None, handoff: Optional[str] = None,
+                 claims: Optional[list[dict[str, Any]]] = None, runs: Optional[list[str]] = None) -> None:
         self.id, self.title, self.objective, self.profile, self.owner = id, title, objective, profile, owner
         self.status, self.worktree, self.branch = status, worktree, branch
         self.started_at, self.updated_at, self.checkpoint_at, self.handoff_at = (started_at, updated_at,
                                                                                  checkpoint_at, handoff_at)
         self.checkpoint, self.handoff = checkpoint, handoff
+        self.claims = list(claims or [])
+        self.runs = list(runs or [])
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in FIELDS}
@@ -74,7 +80,20 @@ class Task:
         for name in ("started_at", "updated_at", "checkpoint_at", "handoff_at"):
             if kept.get(name) is not None and not clock.is_iso(kept[name]):
                 raise ValueError(f"`{name}` {kept[name][:80]!r} is not a UTC time like 2026-09-03T19:45:00Z")
+        _check_lists(kept)
         return cls(**kept)
+
+
+def _check_lists(kept: dict[str, Any]) -> None:
+    """`claims` and `runs` (issue 14): absent or null is empty; anything else is checked by type."""
+    for name in ("claims", "runs"):
+        if kept.get(name) is None:
+            kept[name] = []
+        elif not isinstance(kept[name], list):
+            raise ValueError(f"`{name}` is not a list")
+    if len(kept["runs"]) > MAX_RUN_POINTERS or not all(names.is_record_pointer(p, "runs") for p in kept["runs"]):
+        raise ValueError(f"`runs` is not a list of at most {MAX_RUN_POINTERS} records in runs/")
+    claims.check(kept["claims"])
 
 
 _REQUIRED = ("id", "title", "objective", "profile", "owner", "status", "started_at", "updated_at")

@@ -156,6 +156,9 @@ def snapshot(root: Path) -> dict[str, tuple[int, str]]:
             if os.path.islink(p):
                 out[os.path.relpath(p, root)] = (0, "link:" + os.readlink(p))
                 continue
+            if not os.path.isfile(p):  # a FIFO or a device: never opened (it could block, or never end)
+                out[os.path.relpath(p, root)] = (os.lstat(p).st_mode, "special")
+                continue
             with open(p, "rb") as fh:
                 out[os.path.relpath(p, root)] = (os.stat(p).st_mode, hashlib.sha256(fh.read()).hexdigest())
         for name in dirnames:

@@ -163,11 +163,17 @@ def test_budget_drops_oldest_checkpoints_then_continuity_then_the_handoff(cli: A
 
 def test_brief_output_is_within_budget_and_valid_utf8_from_the_console_script(cli: Any, repo: Path) -> None:
     setup_task(cli)
-    for limit in (0, 1, 5, 60, 333, 777, 1500):
+    before = snapshot(repo)
+    for limit in (0, 10, 255):  # too small to say anything true: refused, not an empty or partial line
+        result = run("brief", "t1", "--max-bytes", str(limit), cwd=repo)
+        assert result.returncode == 2 and b"256" in result.stderr
+    assert snapshot(repo) == before
+    for limit in (256, 777, 1500):
         result = run("brief", "t1", "--max-bytes", str(limit), cwd=repo)
         assert result.returncode == 0
         assert len(result.stdout) <= limit
-        result.stdout.decode("utf-8")  # strict: a cut in the middle of a character would raise
+        text = result.stdout.decode("utf-8")  # strict: a cut in the middle of a character would raise
+        assert text.rstrip().endswith(")") and ("(dropped to fit" in text or "(complete:" in text)
 
 
 def test_brief_without_records_and_its_refusals(cli: Any, repo: Path) -> None:

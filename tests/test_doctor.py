@@ -350,7 +350,7 @@ def test_text_output_groups_by_level_with_next_steps(cli, repo, store):
     assert fail < warn < ok
     assert "perm.file:" in out[fail:warn] and "next: chmod 600" in out[fail:warn]
     assert "config.unknown-key:" in out[warn:ok] and "next:" in out[warn:ok]
-    assert out.rstrip().endswith("1 fail, 1 warn, 6 ok: problems found (exit 1)")
+    assert out.rstrip().endswith("1 fail, 1 warn, 7 ok: problems found (exit 1)")
 
 
 def test_text_output_caps_a_flood_of_one_code(cli, repo):
@@ -378,7 +378,7 @@ def test_github_format(repo, cli, store):
     assert error[0].startswith(f"::error file={rel},title=majordomus perm.file::")
     assert "Next%3A" not in error[0] and "Next: chmod 600" in error[0]
     assert warning[0].startswith("::warning file=.ai/config.yaml,title=majordomus config.unknown-key::")
-    assert lines[-1] == "majordomus doctor: 1 fail, 1 warn, 6 ok: problems found (exit 1)"
+    assert lines[-1] == "majordomus doctor: 1 fail, 1 warn, 7 ok: problems found (exit 1)"
     strict = run("doctor", "--format", "github", "--strict", cwd=repo).stdout.decode()
     assert strict.count("::error ") == 2 and "::warning" not in strict
 

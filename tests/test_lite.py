@@ -226,7 +226,7 @@ DOCS = [
     "journal: {rotate_bytes: 300}  # flow\n",
     "journal:\n  'rotate_bytes': 64\n  \"line_max_bytes\": 65\n",
     "continuity:\n  rotate_bytes: 5\njournal:\n  line_max_bytes: 7\n",
-    "journal:\n# a comment between\n  rotate_bytes: 77\nhooks:\n  max_context_chars: 5\n",
+    "journal:\n# a comment between\n  rotate_bytes: 77\nhooks:\n  max_context_chars: 500\n",
     "\ufeffjournal:\n  rotate_bytes: +12\n",
     "journal:\nprofile: default\n",
     "journal:\n\trotate_bytes: 5\n".replace("\t", "  "),

@@ -62,12 +62,15 @@ def test_record_name_and_digest():
     assert records.name_digest("notes.md") is None
 
 
-# SPEC §6 step 4, written as a regular expression: the oracle the hand-written matcher must agree with.
+# SPEC §6 step 4 with §2a's look-alikes (Markdown emphasis around the key), written as a regular
+# expression over SPEC §4's thirteen keys: the oracle the hand-written matcher must agree with.
 import re as _re
 
+SPEC_KEYS = ("schema_version", "kind", "timestamp", "task", "profile", "owner", "repo_id", "worktree", "branch",
+             "head", "worktree_state", "changed_files", "changed_files_omitted")
 _ORACLE = _re.compile(
-    r"^[ \t]*(?:[-*][ \t]*)?(" + "|".join(r"[_\- ]".join(w for w in key.split("_")) for key in records.IDENTITY_KEYS)
-    + r")[ \t]*:", _re.IGNORECASE)
+    r"^[ \t]*(?:[-*+][ \t]*)?[*_`~ \t]*(" + "|".join(r"[_\- ]+".join(key.split("_")) for key in SPEC_KEYS)
+    + r")[*_`~ \t]*:", _re.IGNORECASE)
 _line_parts = st.sampled_from([" ", "\t", "-", "*", "_", ":", "repo", "id", "Repo", "ID", "task", "head", "HEAD",
                                "worktree", "state", "changed", "files", "x", "Next", "schema", "version", " :"])
 

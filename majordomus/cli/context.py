@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 import click
 
+from majordomus.lite.limits import MIN_RENDER_BYTES, NUMBER_MAX
 from majordomus.cli.common import CONTEXT, Group, json_option, run, workspace
 
 KIND_CHOICE = click.Choice(["decision", "constraint", "open-item", "next-action"])
@@ -43,7 +44,15 @@ def _default_source() -> str:
               help="Who pins it (default: principal at a terminal, agent otherwise).")
 @json_option
 def pin(kind: str, text: tuple[str, ...], source: Optional[str], as_json: bool) -> None:
-    """Pin one sentence to the active task: majordomus context pin KIND -- "TEXT"."""
+    """Pin one sentence to the active task.
+
+    \b
+      majordomus context pin KIND -- "TEXT"
+      KIND: decision, constraint, open-item or next-action
+
+    Prints the new pin's id (for `unpin`). Never pin secrets or file contents: secret-looking text is
+    refused.
+    """
     from majordomus import continuity
     from majordomus.output import emit, emit_json, note
 
@@ -60,7 +69,10 @@ def pin(kind: str, text: tuple[str, ...], source: Optional[str], as_json: bool) 
 @click.argument("pin_id", metavar="PIN_ID")
 @json_option
 def unpin(pin_id: str, as_json: bool) -> None:
-    """Remove a pin of the active task by its id (or a unique prefix of at least 4 characters)."""
+    """Remove a pin of the active task by its id.
+
+    A unique prefix of the id, at least 4 characters long, will do.
+    """
     from majordomus import continuity
     from majordomus.output import emit, emit_json
 
@@ -99,7 +111,10 @@ _KIND_NAMES = (("decisions", "decisions"), ("constraints", "constraints"), ("ope
 @click.argument("task_id", metavar="[TASK]", required=False)
 @json_option
 def status(task_id: Optional[str], as_json: bool) -> None:
-    """Pins by kind, integrity, and the compaction journal of the active (or named) task."""
+    """Pins by kind, integrity and compactions of a task.
+
+    Of the active task, or of TASK.
+    """
     from majordomus import continuity
     from majordomus.output import emit, emit_json
 
@@ -155,7 +170,7 @@ def validate(ctx: click.Context, task_id: Optional[str], as_json: bool) -> None:
 
 @click.command("brief", context_settings=CONTEXT)
 @click.argument("task_id", metavar="[TASK]", required=False)
-@click.option("--max-bytes", type=click.IntRange(min=0), metavar="N",
+@click.option("--max-bytes", type=click.IntRange(min=MIN_RENDER_BYTES, max=NUMBER_MAX), metavar="N",
               help="Budget in bytes (default: continuity.render_max_bytes).")
 @json_option
 def brief(task_id: Optional[str], max_bytes: Optional[int], as_json: bool) -> None:

@@ -61,8 +61,17 @@ def _printer(as_json: bool) -> Any:
     return emit
 
 
+def _finite(value: float) -> float:
+    import math
+
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds", param_hint="'--interval'")
+    return value
+
+
 @click.command("watch", context_settings=CONTEXT)
-@click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True, metavar="SECONDS",
+@click.option("--interval", type=click.FloatRange(min=0.1, max=86400.0), callback=lambda _c, _p, v: _finite(v),
+              default=2.0, show_default=True, metavar="SECONDS",
               help="Seconds between rounds.")
 @click.option("--once", is_flag=True, help="One round: report the conditions that hold now, then exit.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")

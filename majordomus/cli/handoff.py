@@ -7,7 +7,7 @@ from typing import Optional
 
 import click
 
-from majordomus.cli.common import CONTEXT, json_option, run, workspace
+from majordomus.cli.common import CONTEXT, run, workspace
 from majordomus.lite import safeio
 from majordomus.output import escape, print_records
 from majordomus.store.records import MAX_RECORD_BYTES
@@ -15,13 +15,21 @@ from majordomus.store.records import MAX_RECORD_BYTES
 
 @click.command("handoff", context_settings=CONTEXT)
 @click.argument("task_id", metavar="[TASK]", required=False)
-@click.option("--show", is_flag=True, help="Print the newest handoff of the active (or named) task.")
+@click.option("--show", is_flag=True, help="Print the newest handoff of the active task, or of TASK.")
 @click.option("--list", "list_", is_flag=True, help="List every handoff record, newest first.")
-@json_option
+@click.option("--json", "as_json", is_flag=True, help="With --show or --list: print JSON for machines.")
 def handoff(task_id: Optional[str], show: bool, list_: bool, as_json: bool) -> None:
     """Hand the active task over: a Markdown body with the required sections from stdin.
 
-    The task becomes handed-off; another worker continues it with `majordomus task resume TASK`.
+    \b
+      majordomus handoff < NOTE.md        write one for the task active here
+      majordomus handoff --show [TASK]    the newest, of TASK or the active task
+      majordomus handoff --list [--json]  every handoff record, newest first
+
+    TASK goes with --show only: a handoff is always written for the task active here. The body needs
+    each of handoff.required_sections (State, Decisions, Open items, Next actions by default) as a
+    level-two heading (`## State`) with content under it. The task becomes handed-off; another worker
+    continues it with `majordomus task resume TASK`.
     """
     from majordomus import checkpoint, handoff as core
     from majordomus.store import paths

@@ -1,6 +1,8 @@
-"""`majordomus hooks install|uninstall --runtime claude|codex|git` (SPEC §12)."""
+"""`majordomus hooks install|uninstall --runtime claude|codex|git [--mcp]` (SPEC §12, §19)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
@@ -12,16 +14,23 @@ def hooks() -> None:
     """Install or remove the majordomus hooks of Claude Code, Codex or git."""
 
 
-runtime_option = click.option("--runtime", required=True, type=click.Choice(["claude", "codex", "git"]),
-                              help="Where to install: .claude/settings.json, .codex/hooks.json, or git's hooks.")
+def runtime_option(verb: str) -> click.Option:
+    return click.option("--runtime", required=True, type=click.Choice(["claude", "codex", "git"]),
+                        help=f"Where to {verb}: .claude/settings.json, .codex/hooks.json, or git's post-commit "
+                             "hook (in core.hooksPath when set).")
 
 
 @hooks.command("install", context_settings=CONTEXT)
-@runtime_option
+@runtime_option("install")
 @click.option("--compact-bridge", is_flag=True,
               help="Also register PreCompact/PostCompact to keep the compaction journal (claude, codex).")
-def install(runtime: str, compact_bridge: bool) -> None:
-    """Merge the majordomus hooks into the runtime's configuration; idempotent."""
+@click.option("--mcp", "with_mcp", is_flag=True,
+              help="Also add the majordomus MCP server to the project's .mcp.json (claude).")
+def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
+    """Merge the majordomus hooks into a runtime's configuration.
+
+    Nothing already there is clobbered, and running it again changes nothing.
+    """
     from majordomus.hooks import githook as gitinstall
     from majordomus.hooks import agents as installers
     from majordomus.errors import UsageError
@@ -30,11 +39,23 @@ def install(runtime: str, compact_bridge: bool) -> None:
     if runtime == "git" and compact_bridge:
         raise UsageError("--compact-bridge applies to claude and codex, not git",
                          "run `majordomus hooks install --runtime git` without it")
+    if with_mcp and runtime != "claude":  # issue 14
+        raise UsageError("--mcp applies to claude (the project's .mcp.json)",
+                         f"run `majordomus hooks install --runtime {runtime}` without it")
     ws = Workspace.open()
+    if with_mcp:
+        from majordomus.hooks import mcpjson
+
+        mcpjson.check(ws)
     if runtime == "git":
         from majordomus.git import status
 
-        result = gitinstall.install(ws, status.git_path(ws.place, "hooks"))
+        hooks_dir = status.git_path(ws.place, "hooks")
+        result = gitinstall.install(ws, hooks_dir)
+        if result.how == "chained" and status.git(ws.place, "ls-files", "--", hooks_dir).strip():
+            click.echo(f"warning: {ws.display(hooks_dir)} is tracked by git: your hook now lives in "
+                       f"{gitinstall.CHAINED} there; do not commit the rename (ignore that file, or run "
+                       "`majordomus hooks uninstall --runtime git` before committing hook changes)", err=True)
     else:
         result = installers.install(ws, runtime, compact_bridge)
     shown = ws.display(result.path)
@@ -44,15 +65,23 @@ def install(runtime: str, compact_bridge: bool) -> None:
         click.echo(f"installed: {shown} (the existing hook runs first, from {gitinstall.CHAINED})")
     else:
         click.echo(f"installed: {shown} ({', '.join(result.changed)})")
+    if with_mcp:  # issue 14
+        _report_mcp(ws, install=True)
     if runtime == "codex" and result.how != "already":
-        click.echo("note: Codex versions that gate hooks need `[features] hooks = true` in ~/.codex/config.toml",
+        click.echo("note: Codex runs project hooks only in a trusted project with trusted hooks: trust the project "
+                   "(`codex exec --trust`, or trust it when Codex asks), then trust each hook (its trusted_hash under "
+                   "[hooks.state.\"…\"] in ~/.codex/config.toml, set when you approve it), or run Codex with "
+                   "--dangerously-bypass-hook-trust; until then Codex skips them silently. See docs/agents-and-hooks.md.",
                    err=True)
 
 
 @hooks.command("uninstall", context_settings=CONTEXT)
-@runtime_option
+@runtime_option("remove from")
 def uninstall(runtime: str) -> None:
-    """Remove exactly what `hooks install` added (the file's earlier bytes when it was not edited since)."""
+    """Remove exactly what `hooks install` added.
+
+    A file not edited since is put back byte for byte as it was before.
+    """
     from majordomus.hooks import githook as gitinstall
     from majordomus.hooks import agents as installers
     from majordomus.workspace import Workspace
@@ -71,6 +100,25 @@ def uninstall(runtime: str) -> None:
         click.echo(f"restored: {shown} (as it was before `hooks install`)")
     else:
         click.echo(f"removed: {shown} ({', '.join(result.changed)})")
+    if runtime == "claude":  # issue 14: the .mcp.json entry of `install --mcp`, if it is there
+        _report_mcp(ws, install=False)
+
+
+def _report_mcp(ws: Any, install: bool) -> None:
+    from majordomus.hooks import mcpjson
+
+    result = mcpjson.install(ws) if install else mcpjson.uninstall(ws)
+    shown = ws.display(result.path)
+    if result.how == "added":
+        click.echo(f"installed: {shown} (mcpServers.majordomus)")
+    elif result.how == "already":
+        click.echo(f"already installed: {shown}")
+    elif result.how == "kept":
+        click.echo(f"kept: {shown} already has an mcpServers.majordomus entry of its own; left as it is")
+    elif result.how == "restored":
+        click.echo(f"restored: {shown} (as it was before `hooks install --mcp`)")
+    elif result.how == "removed":
+        click.echo(f"removed: {shown} (mcpServers.majordomus)")
 
 
 def main(argv: list[str]) -> int:

@@ -68,7 +68,10 @@ def sync() -> None:
 @timeout_option
 @json_option
 def push_cmd(remote: Optional[str], checkpoints: bool, timeout: float, as_json: bool) -> None:
-    """Commit this machine's records on refs/majordomus/machines/ID and push that ref only."""
+    """Push this machine's records to a git remote, on a ref of its own.
+
+    They are committed on refs/majordomus/machines/ID, and only that ref is pushed.
+    """
     from majordomus.sync import push as core
 
     result = core.push(workspace(), remote, checkpoints=checkpoints, timeout=timeout)
@@ -93,7 +96,10 @@ def push_cmd(remote: Optional[str], checkpoints: bool, timeout: float, as_json: 
 @click.argument("remote", metavar="[REMOTE]", required=False)
 @json_option
 def pull_cmd(remote: Optional[str], as_json: bool) -> None:
-    """Fetch refs/majordomus/* and import what this machine lacks, from every machine at once."""
+    """Import what this machine lacks, from every machine at once.
+
+    One fetch of refs/majordomus/*; every entry checked as a local write is.
+    """
     from majordomus.sync import pull as core
 
     result = core.pull(workspace(), remote)
@@ -119,7 +125,7 @@ def pull_cmd(remote: Optional[str], as_json: bool) -> None:
 @click.option("--no-fetch", is_flag=True, help="Compare with the refs fetched last, without asking the remote.")
 @json_option
 def status_cmd(remote: Optional[str], no_fetch: bool, as_json: bool) -> None:
-    """The machines on the remote, what this machine has not delivered, and what a pull would import."""
+    """Machines on the remote, what is not delivered, what a pull imports."""
     from majordomus.sync import status as syncstatus
 
     found = syncstatus.status(workspace(), remote, fetch=not no_fetch)
@@ -165,7 +171,10 @@ def _status_lines(label: str, by_dir: dict[str, list[str]]) -> None:
 @json_option
 def compact_cmd(remote: Optional[str], machines: tuple[str, ...], idle_days: Optional[float], timeout: float,
                 as_json: bool) -> None:
-    """Fold retired machines' refs into refs/majordomus/state (one commit) and delete them on the remote."""
+    """Fold retired machines' refs into refs/majordomus/state.
+
+    One commit, the union; their refs are deleted on the remote in the same atomic push.
+    """
     from majordomus.sync import compact as core
 
     result = core.compact(workspace(), remote, list(machines), idle_days, timeout)

@@ -1,4 +1,4 @@
-"""`majordomus task start|show|list|resume|done` (SPEC §5)."""
+"""`majordomus task start|show|list|resume|release|done` (SPEC §5, §18)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from majordomus.output import emit, emit_json, escape, table
 
 @click.group("task", cls=Group)
 def task_group() -> None:
-    """Start, show, list, resume and finish tasks."""
+    """Start, show, list, resume, release and finish tasks."""
 
 
 def main(argv: list[str]) -> int:
@@ -20,7 +20,19 @@ def main(argv: list[str]) -> int:
 
 
 def _task_lines(task: Any) -> str:
-    return "\n".join(f"{key}: {'' if value is None else escape(str(value))}" for key, value in task.to_dict().items())
+    from majordomus import claims
+
+    lines = []
+    for key, value in task.to_dict().items():
+        if key == "claims":
+            lines.append("claims:" + "".join(f"\n  - {escape(claims.describe(c))}" + (
+                f" (ended {escape(c['ended_at'])}: {escape(c.get('ended_by') or '')})" if c.get("ended_at") else "")
+                for c in value))
+        elif key == "runs":
+            lines.append("runs:" + "".join(f"\n  - {escape(p)}" for p in value))
+        else:
+            lines.append(f"{key}: {'' if value is None else escape(str(value))}")
+    return "\n".join(lines)
 
 
 @task_group.command("start", context_settings=CONTEXT)
@@ -32,7 +44,10 @@ def _task_lines(task: Any) -> str:
 @click.option("--from", "from_task", metavar="TASK", help="Seed continuity with the pins of TASK.")
 def task_start(task_id: str, title: Optional[str], objective: Optional[str], profile: Optional[str],
                owner: Optional[str], from_task: Optional[str]) -> None:
-    """Start task ID, active in this worktree and branch (pauses the one active here)."""
+    """Start task ID in this worktree and branch.
+
+    The task active here, if any, is paused; at most one task is active in a worktree and branch.
+    """
     from majordomus import lifecycle
 
     ws = workspace()
@@ -59,7 +74,7 @@ def task_show(task_id: Optional[str], as_json: bool) -> None:
 @task_group.command("list", context_settings=CONTEXT)
 @json_option
 def task_list(as_json: bool) -> None:
-    """List every task; an active one with the worktree and branch it is active in."""
+    """List every task, and where each active one is active."""
     from majordomus import tasks
 
     ws = workspace()
@@ -92,12 +107,28 @@ def _where(ws: Any, task: Any) -> str:
 @click.option("--force", is_flag=True, help="Take over a task active in another worktree or branch.")
 @click.option("--reopen", is_flag=True, help="Make a done task active again (recorded as task.reopen).")
 def task_resume(task_id: str, force: bool, reopen: bool) -> None:
-    """Make a paused, handed-off (or, with --reopen, done) task active in this worktree and branch."""
+    """Make a task active here: paused, handed-off, or (--reopen) done.
+
+    A task active in another worktree or branch needs --force; the takeover is recorded in the ledger.
+    """
     from majordomus import lifecycle
 
     ws = workspace()
     task = lifecycle.resume(ws, task_id, force=force, reopen=reopen)
     emit(f"resumed {task.id} in {escape(ws.where())}")
+
+
+@task_group.command("release", context_settings=CONTEXT)
+@click.argument("task_id", metavar="[ID]", required=False)
+def task_release(task_id: Optional[str]) -> None:
+    """Give up this machine's claim on a task.
+
+    Default: the active task here, which becomes paused. A task held elsewhere (a double claim) only
+    loses this machine's claim."""
+    from majordomus import lifecycle
+
+    task, paused = lifecycle.release_claim(workspace(), task_id)
+    emit(f"released {task.id}" + ("; it is paused" if paused else f"; it stays {task.status} where it is held"))
 
 
 @task_group.command("done", context_settings=CONTEXT)

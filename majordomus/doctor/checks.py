@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-from majordomus import clock, continuity, tasks
+from majordomus import claims, clock, continuity, tasks
+from majordomus.output import escape
 from majordomus.git import query as git
 from majordomus.store import ledger
-from majordomus.doctor.scan import RECORD_DIRS, Scan, scan_state
+from majordomus.doctor import boundaries
+from majordomus.doctor.scan import CHECKED_DIRS, RECORD_DIRS, Scan, scan_state
 from majordomus.errors import MajordomusError
 from majordomus.lite.limits import CONFIG_RELPATH
 from majordomus.doctor.findings import FAIL, OK, WARN, Finding, exit_code
@@ -84,7 +86,7 @@ def retention(ws: Workspace, directory: str, count: int) -> Finding:
     return Finding(OK, f"retention.{directory}", f"{count} {section} records (limit {limit})")
 
 
-_RECORD_PREFIXES = tuple(f"{d}/" for d in RECORD_DIRS)
+_RECORD_PREFIXES = tuple(f"{d}/" for d in CHECKED_DIRS)
 
 
 def check_ledger(ws: Workspace, scan: Scan) -> list[Finding]:
@@ -110,6 +112,8 @@ def check_ledger(ws: Workspace, scan: Scan) -> list[Finding]:
     except OSError as exc:
         return [Finding(FAIL, "ledger.unreadable", f"cannot read {shown}: {exc.strerror}", shown,
                         "it must be a regular file (not a link) with mode 0600")]
+    except MajordomusError as exc:
+        return [Finding(FAIL, "ledger.unreadable", exc.message, shown, exc.hint)]
     found = []
     if dropped:
         where = ", ".join(str(n) for n in dropped[:5]) + (", …" if len(dropped) > 5 else "")
@@ -176,7 +180,15 @@ def check_tasks(ws: Workspace, task_ids: list[str]) -> list[Finding]:
             finding = stale(ws, task)
             if finding is not None:
                 found.append(finding)
-    return found or [Finding(OK, "tasks", f"{len(task_ids)} task record(s) readable; no active task is stale")]
+        double = claims.double_claim(task.claims)  # issue 14 (SPEC §18)
+        if double:
+            found.append(Finding(FAIL, "task.double-claim", f"task `{task.id}` is held by {len(double)} workers "
+                                 "at once: " + "; ".join(escape(claims.describe(c)) for c in double),
+                                 ws.display(ws.paths.task_file(task.id)),
+                                 f"agree who continues; the other runs `majordomus task release {task.id}` "
+                                 f"and syncs; or the one where it is not active takes it over: `majordomus task resume {task.id} --force`"))
+    return found or [Finding(OK, "tasks", f"{len(task_ids)} task record(s) readable; no active task is stale, "
+                             "none is claimed twice")]
 
 
 def check_continuity(ws: Workspace, task_ids: list[str]) -> list[Finding]:
@@ -205,4 +217,5 @@ def run(ws: Workspace, config_findings: list[Finding]) -> list[Finding]:
     found += check_ledger(ws, scan)
     found += check_tasks(ws, scan.tasks)
     found += check_continuity(ws, scan.continuity)
+    found += boundaries.run(ws, scan.tasks)
     return found

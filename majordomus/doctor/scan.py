@@ -11,10 +11,12 @@ from typing import Iterator, Optional
 from majordomus.store import records
 from majordomus.store import files as store
 from majordomus.store import paths as paths_mod
+from majordomus.lite import safeio
 from majordomus.doctor.findings import FAIL, WARN, Finding
 from majordomus.workspace import Workspace
 
-RECORD_DIRS = ("checkpoints", "handoffs")
+RECORD_DIRS = ("checkpoints", "handoffs")  # the record kinds with a retention setting
+CHECKED_DIRS = RECORD_DIRS + ("runs",)  # issue 14: run records (SPEC §17) are checked like checkpoints
 
 
 @dataclass
@@ -24,7 +26,7 @@ class Scan:
     exists: bool = False
     findings: list[Finding] = field(default_factory=list)
     records: dict[str, Optional[str]] = field(default_factory=dict)  # "checkpoints/NAME.md" -> sha256
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RECORD_DIRS, 0))
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CHECKED_DIRS, 0))
     tasks: list[str] = field(default_factory=list)
     continuity: list[str] = field(default_factory=list)  # task ids with a context/ID/continuity.json
     entries: int = 0
@@ -38,7 +40,7 @@ class _Walk:
         self.scan = Scan()
         self.local = ws.paths.local
         self.local_shown = ws.display(self.local)
-        self.record_dirs = {ws.paths.checkpoints: "checkpoints", ws.paths.handoffs: "handoffs"}
+        self.record_dirs = {ws.paths.checkpoints: "checkpoints", ws.paths.handoffs: "handoffs", ws.paths.runs: "runs"}
 
     def show(self, path: str) -> str:
         if path.startswith(self.local + os.sep):
@@ -138,13 +140,18 @@ class _Walk:
             self.add(WARN, "store.temp-file", entry.path, "{path} is a temporary file left by an interrupted write",
                      "when no majordomus command is running, remove it: `rm '{path}'`")
             return
+        if entry.is_dir(follow_symlinks=False) and directory in self.record_dirs:
+            self.add(FAIL, "state.not-a-file", entry.path, "{path} is a directory where only records belong",
+                     "move it out of the store")
+            return
         if entry.is_dir(follow_symlinks=False):
             self.mode(entry.path, entry.stat(follow_symlinks=False), paths_mod.DIR_MODE, "directory")
             stack.append(entry.path)
             return
         if not entry.is_file(follow_symlinks=False):
-            self.add(FAIL, "state.odd-file", entry.path, "{path} is not a regular file",
-                     "move it out of the state directory")
+            what = safeio.kind_of(entry.stat(follow_symlinks=False).st_mode)
+            self.add(FAIL, "state.not-a-file", entry.path, f"{{path}} is {what} where only regular files belong; "
+                     "nothing majordomus writes is one, and no command reads it", "move it out of the state directory")
             return
         parent = os.path.basename(directory)
         if directory in self.record_dirs and not entry.name.startswith("."):

@@ -15,8 +15,11 @@ import stat
 from typing import Any, NamedTuple, Optional
 
 from majordomus.errors import EnvironmentProblem, Refused
+from majordomus.lite import safeio
+from majordomus.store import files, paths
 
 SETTINGS = {"claude": (".claude", "settings.json"), "codex": (".codex", "hooks.json")}
+SETTINGS_MAX_BYTES = 4 << 20
 
 
 class Entry(NamedTuple):
@@ -29,7 +32,8 @@ class Entry(NamedTuple):
 def entries(runtime: str, compact_bridge: bool) -> list[Entry]:
     """What majordomus registers: the shape of fixtures/payloads/claude-settings-shape.json."""
     out = [
-        Entry("SessionStart", "startup|resume|clear|compact", "majordomus hook session-start", 30),
+        # No matcher: every source the runtime has (Codex also has `fork`), now and later (SPEC §12).
+        Entry("SessionStart", None, f"majordomus hook session-start --runtime {runtime}", 30),
         Entry("Stop", None, "majordomus hook stop", 30),
     ]
     if compact_bridge:
@@ -38,8 +42,12 @@ def entries(runtime: str, compact_bridge: bool) -> list[Entry]:
     return out
 
 
+# What earlier versions registered, so that uninstall still finds it.
+LEGACY_COMMANDS = frozenset(("majordomus hook session-start",))
+
+
 def our_commands(runtime: str) -> set[str]:
-    return {e.command for e in entries(runtime, compact_bridge=True)}
+    return {e.command for e in entries(runtime, compact_bridge=True)} | LEGACY_COMMANDS
 
 
 class Result(NamedTuple):
@@ -52,15 +60,8 @@ class Result(NamedTuple):
 
 
 def _read(path: str) -> Optional[bytes]:
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        raise EnvironmentProblem(f"{path} is not a regular file (a symbolic link or a directory)",
-                                 "majordomus edits only a plain file there; add the hooks by hand")
-    with open(path, "rb") as fh:
-        return fh.read()
+    _refuse_links(path)
+    return safeio.read_optional(path, SETTINGS_MAX_BYTES)
 
 
 def _parse(data: Optional[bytes], path: str) -> dict[str, Any]:
@@ -111,24 +112,20 @@ def _dump(doc: dict[str, Any], style: dict[str, Any]) -> bytes:
 
 
 def write_file(path: str, data: bytes, mode: Optional[int]) -> None:
-    """Atomic replace in the same directory, keeping the old file's mode (a new file gets 0666 & ~umask)."""
-    directory = os.path.dirname(path)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.majordomus-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666 if mode is None else 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Atomic replace, keeping the old file's mode (a new file gets 0666 & ~umask): the store's one writer."""
+    _refuse_links(path)
+    files.replace(path, data, mode=mode)
+
+
+def _refuse_links(path: str) -> None:
+    """A repository may link `.claude` (or the settings file) to the user's own: never write through it."""
+    for candidate in (os.path.dirname(path), path):
+        if os.path.islink(candidate):
+            raise EnvironmentProblem(
+                f"{candidate} is a symbolic link; majordomus does not write through it (it could lead to your "
+                "own global settings); nothing was written",
+                f"replace the link with a real directory or file, or add the hooks by hand",
+            )
 
 
 def _mode(path: str) -> Optional[int]:
@@ -213,19 +210,15 @@ def receipt_path(ws: Any, runtime: str, path: str) -> str:
 
 def load_receipt(ws: Any, runtime: str, path: str) -> Optional[dict[str, Any]]:
     try:
-        fd = os.open(receipt_path(ws, runtime, path), os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as fh:
-            data = json.loads(fh.read())
-    except (OSError, ValueError):
+        data = json.loads(safeio.read(receipt_path(ws, runtime, path), SETTINGS_MAX_BYTES * 2 + 4096))
+    except (OSError, ValueError, safeio.UnsafeFile):
         return None
     return data if isinstance(data, dict) and data.get("path") == path else None
 
 
 def save_receipt(ws: Any, runtime: str, path: str, receipt: dict[str, Any]) -> None:
-    from majordomus.store import files as store
-
     ws.ensure_state("hooks")
-    store.replace(receipt_path(ws, runtime, path), json.dumps(receipt, indent=1).encode("utf-8") + b"\n")
+    files.replace(receipt_path(ws, runtime, path), json.dumps(receipt, indent=1).encode("utf-8") + b"\n")
 
 
 def drop_receipt(ws: Any, runtime: str, path: str) -> None:
@@ -265,7 +258,9 @@ def install(ws: Any, runtime: str, compact_bridge: bool) -> Result:
     receipt["added"] = sorted(set(receipt.get("added", [])) | {e.command for e in added})
     receipt["after_sha256"] = _digest(after)
     save_receipt(ws, runtime, path, receipt)
-    os.makedirs(directory, exist_ok=True)
+    _refuse_links(path)
+    if not os.path.isdir(directory):
+        paths.make_parent(directory)
     write_file(path, after, _mode(path))
     return Result(path, [e.event for e in added], "added")
 

@@ -2,8 +2,8 @@
 
 It goes where git runs hooks from (`core.hooksPath` honoured, e.g. Husky's `.husky/_`). An existing
 post-commit hook is chained, not replaced: it is renamed to `post-commit.majordomus-chained` (bytes,
-mode and all) and our hook runs it first with the same arguments. Uninstall renames it back, so the
-original is byte-identical afterwards. The hook never fails a commit, even where majordomus is missing.
+mode and all) and our hook runs it first with the same arguments, stdin and `$0` (see `runner_for`).
+Uninstall renames it back, so the original is byte-identical afterwards. The hook never fails a commit, even where majordomus is missing.
 """
 
 from __future__ import annotations
@@ -14,11 +14,17 @@ from typing import Any
 
 from majordomus.hooks import agents as installers
 from majordomus.errors import EnvironmentProblem, Refused
+from majordomus.lite import safeio
 
 HOOK = "post-commit"
 CHAINED = "post-commit.majordomus-chained"
 MARKER = "# majordomus post-commit hook"
-SCRIPT = f"""#!/bin/sh
+_SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash")
+
+
+def script(runner: str) -> bytes:
+    """Our post-commit hook; `runner` is the line that runs the hook it chains (see `runner_for`)."""
+    return f"""#!/bin/sh
 {MARKER}: installed by `majordomus hooks install --runtime git`,
 # removed by `majordomus hooks uninstall --runtime git` (which puts back the hook it chained, if any).
 # It moves the active task's checkpoint time after each commit and never fails a commit,
@@ -26,13 +32,40 @@ SCRIPT = f"""#!/bin/sh
 status=0
 chained="$(dirname "$0")/{CHAINED}"
 if [ -x "$chained" ]; then
-\t"$chained" "$@" || status=$?
+\t{runner} || status=$?
 fi
 if command -v majordomus >/dev/null 2>&1; then
 \tmajordomus check --checkpoint >/dev/null 2>&1 || :
 fi
 exit $status
 """.encode("ascii")
+
+
+PLAIN_RUNNER = '"$chained" "$@"'
+
+
+def runner_for(chained: bytes | None) -> str:
+    """How the chained hook runs so that it sees what git gave it: the same arguments, stdin, and `$0`.
+
+    Hook managers such as Husky v9 dispatch on `basename "$0"` and find their helpers beside `$0`, so a
+    shell hook is sourced by its own shell with `$0` set to this hook's path (`sh -c '. FILE' "$0" ARGS`);
+    any other program is run as it is (it does not read a shell's `$0`)."""
+    if chained is None:
+        return PLAIN_RUNNER
+    first = chained.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    words = first[2:].split() if first.startswith("#!") else ["/bin/sh"]
+    if words and os.path.basename(words[0]) == "env":
+        words = words[:2]  # `env sh`: the shell; `env -S …` is not a plain shell line
+    if not words or os.path.basename(words[-1]) not in _SHELLS or not all(_plain(w) for w in words):
+        return PLAIN_RUNNER
+    return f"MAJORDOMUS_CHAINED=\"$chained\" {' '.join(words)} -c '. \"$MAJORDOMUS_CHAINED\"' \"$0\" \"$@\""
+
+
+def _plain(word: str) -> bool:
+    return bool(word) and all(c.isalnum() or c in "/._-" for c in word)
+
+
+SCRIPT = script(PLAIN_RUNNER)  # what a hook with nothing to chain looks like
 
 
 def _lread(path: str) -> tuple[str, bytes | None]:
@@ -45,8 +78,13 @@ def _lread(path: str) -> tuple[str, bytes | None]:
         return "link", None
     if not stat.S_ISREG(st.st_mode):
         return "other", None
-    with open(path, "rb") as fh:
-        return "file", fh.read()
+    return "file", safeio.read(path, 1 << 20)
+
+
+def _expected(chained: str) -> bytes:
+    """Our hook as install wrote it, given the hook it chains (if any)."""
+    kind, data = _lread(chained)
+    return script(runner_for(data) if kind == "file" else PLAIN_RUNNER)
 
 
 def _edited(path: str) -> Refused:
@@ -73,7 +111,7 @@ def install(ws: Any, hooks_dir: str) -> installers.Result:
     if os.path.lexists(hooks_dir) and not os.path.isdir(hooks_dir):
         raise EnvironmentProblem(f"the hooks directory {hooks_dir} is not a directory", "check core.hooksPath")
     kind, data = _lread(target)
-    if kind == "file" and data == SCRIPT:
+    if kind == "file" and data == _expected(chained):
         return installers.Result(target, [], "already")
     if kind == "file" and data is not None and MARKER.encode() in data:
         raise _edited(target)
@@ -87,7 +125,7 @@ def install(ws: Any, hooks_dir: str) -> installers.Result:
     tmp = os.path.join(hooks_dir, f".{HOOK}.majordomus-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
     with os.fdopen(fd, "wb") as fh:
-        fh.write(SCRIPT)
+        fh.write(script(runner_for(data if kind == "file" else None)))
     os.chmod(tmp, 0o755)
     if kind != "absent":
         os.rename(target, chained)  # a rename keeps the original's bytes, mode and link-ness
@@ -100,7 +138,7 @@ def install(ws: Any, hooks_dir: str) -> installers.Result:
 def uninstall(ws: Any, hooks_dir: str) -> installers.Result:
     target, chained = os.path.join(hooks_dir, HOOK), os.path.join(hooks_dir, CHAINED)
     kind, data = _lread(target)
-    ours = kind == "file" and data == SCRIPT
+    ours = kind == "file" and data == _expected(chained)
     if kind == "file" and not ours and data is not None and MARKER.encode() in data:
         raise _edited(target)
     if not ours and kind != "absent":

@@ -45,6 +45,11 @@ DEFAULTS: dict[str, Any] = {
     },
     "profile": "default",
 }
+# The smallest value that still does the job: below it a limit silently empties what it bounds (a briefing
+# of 0 bytes, a context of no characters), so the configuration is refused instead, naming the key.
+# (The other limits refuse loudly when set too low: a body over them is refused with a message.)
+MINIMUMS = {"continuity.render_max_bytes": 256, "hooks.max_context_chars": 256, "hooks.codex_max_tokens": 64}
+MIN_RENDER_BYTES = MINIMUMS["continuity.render_max_bytes"]
 CONFIG_RELPATH = os.path.join(".ai", "config.yaml")
 CONFIG_MAX_BYTES = 64 << 10  # SPEC §2a: a committed config is read up to this bound
 PROFILE_MAX_BYTES = 64 << 10

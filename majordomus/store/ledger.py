@@ -86,6 +86,17 @@ def _last_valid(fd: int, size: int) -> tuple[dict[str, Any] | None, bytes | None
     return None, None, ends_clean
 
 
+def check_writable(path: str) -> None:
+    """Before a record is linked in: the ledger its event goes to is a regular file (or not there yet).
+    A FIFO, a link or a directory there would fail the append after the record is already stored."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise safeio.UnsafeFile(path, f"is {safeio.kind_of(mode)} where the ledger belongs")
+
+
 def append(path: str, event: str, fields: dict[str, Any], at: str) -> dict[str, Any]:
     """Append one event; the chain's `prev` is the hash of the last valid line."""
     return append_many(path, [(event, fields)], at)[0]

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
-SUBDIRS = ("tasks", "checkpoints", "handoffs", "context", "cache")
+SUBDIRS = ("tasks", "checkpoints", "handoffs", "runs", "context", "cache")
 PARENT_MODE = 0o755  # `.ai` and the like: never group- or world-writable, whatever the umask (SPEC §2a)
 
 
@@ -51,6 +51,11 @@ class StatePaths:
     @property
     def handoffs(self) -> str:
         return os.path.join(self.root, "handoffs")
+
+    @property
+    def runs(self) -> str:
+        """Execution records of `majordomus run` (SPEC §17, issue 14)."""
+        return os.path.join(self.root, "runs")
 
     @property
     def contexts(self) -> str:

@@ -154,7 +154,8 @@ def _scalar(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    text = json.dumps(str(value), ensure_ascii=False)
+    # A mapping (a claim in a task record, issue 14) as a JSON object: a YAML flow mapping too.
+    text = json.dumps(value if isinstance(value, dict) else str(value), ensure_ascii=False)
     if text.isascii() and "\x7f" not in text:
         return text
     return _NOT_YAML_PRINTABLE.sub(_escape, text)

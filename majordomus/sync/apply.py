@@ -83,8 +83,10 @@ def import_tasks(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Impo
             updated = records.parse_yaml(item.data.decode("utf-8")).get("updated_at")
             ws.event("sync.import", item.task, at, remote=remote, machine=item.ref, kind="task",
                      path=f"tasks/{item.task}.yaml", sha256=records.sha256(item.data), updated_at=updated,
-                     replaced=now is not None)
+                     replaced=now is not None, **({"claims_only": True} if item.ours else {}))
             out.append(Imported("task", f"tasks/{item.task}.yaml", item.task, item.ref, replaced=now is not None))
+            if item.ours:
+                continue
             # Whoever changed the task on another machine holds it now: two workers never hold one unnoticed.
             if lifecycle.release(ws, item.task):
                 ws.event("task.pause", item.task, at, by="sync",

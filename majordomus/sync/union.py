@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+from majordomus import claims
 from majordomus.git import odb as git
 from majordomus.lite import safeio
 from majordomus.store import records
@@ -55,6 +56,7 @@ class TaskIn:
     data: bytes
     ref: str
     disk: Optional[str]  # blob id of the file here when planned (None: absent); changed since: not replaced
+    ours: bool = False  # this machine's version stays, with claims merged in: nothing is held elsewhere
 
 
 @dataclass
@@ -208,12 +210,19 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: Optional[g
         return  # here but unreadable or invalid: never replaced by a sync; doctor reports it
     local_oid = git.blob_id(local) if local is not None else None
     fresh = [v for v in found if v.oid != local_oid and (floor is None or v.key > floor)]
+    # Versions as recent as what this machine settled on (the same `updated_at` with other claims, too):
+    # their claims are merged in whichever version is kept (SPEC §18). Older ones are history.
+    current = [v for v in found if v.oid != local_oid and (floor is None or v.key[0] >= floor[0])]
     if not fresh:
+        kept = claims.merge_task_data(local, [v.data for v in current]) if local is not None and current else local
+        if kept is not None and kept != local:
+            plan.tasks.append(TaskIn(task_id, git.blob_id(kept), kept, current[0].ref.name, local_oid, ours=True))
+            plan.settled[task_id] = git.blob_id(kept)
         return
     newest = max(fresh, key=lambda v: v.key)
+    others = [v.data for v in current if v is not newest] + ([local] if local is not None else [])
     if local is None:
-        plan.tasks.append(TaskIn(task_id, newest.oid, newest.data, newest.ref.name, None))
-        plan.settled[task_id] = newest.oid
+        _take(plan, task_id, newest.data, others, newest.ref.name, None)
         return
     assert local_oid is not None
     local_key = key(local)
@@ -227,10 +236,20 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: Optional[g
                 local_updated_at=local_key[0] or None, remote_updated_at=rival.key[0] or None,
                 local_sha256=local_key[1], remote_sha256=rival.key[1], machine=rival.ref.name))
     if newest.key > local_key:
-        plan.tasks.append(TaskIn(task_id, newest.oid, newest.data, newest.ref.name, local_oid))
-        plan.settled[task_id] = newest.oid
-    else:
-        plan.settled[task_id] = local_oid
+        _take(plan, task_id, newest.data, others, newest.ref.name, local_oid)
+        return
+    kept = claims.merge_task_data(local, [v.data for v in current])
+    if kept != local:  # ours stays, with the claims the other versions carry (SPEC §18)
+        plan.tasks.append(TaskIn(task_id, git.blob_id(kept), kept, newest.ref.name, local_oid, ours=True))
+    plan.settled[task_id] = git.blob_id(kept)
+
+
+def _take(plan: Plan, task_id: str, chosen: bytes, others: list[bytes], ref: str, disk: Optional[str]) -> None:
+    """Import the chosen version, with the claims of every other version merged in (SPEC §18): the newest
+    record wins, and nobody's claim is dropped with the record that lost."""
+    data = claims.merge_task_data(chosen, others)
+    plan.tasks.append(TaskIn(task_id, git.blob_id(data), data, ref, disk))
+    plan.settled[task_id] = git.blob_id(data)
 
 
 class _History:

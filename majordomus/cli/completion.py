@@ -1,0 +1,395 @@
+"""`majordomus completion bash|zsh|fish`: print a shell completion script.
+
+The scripts are small: at each TAB they ask `majordomus completion --complete SHELL -- WORDS…` (the words
+after `majordomus`, the one being completed last) for the candidates. The answer is worked out here from
+the commands themselves — the command table `majordomus.main` hands over, each click command's parameters,
+each hot command's `argv.Spec`, else its `--help` — so it stays true as commands change, and the dynamic
+values come from the state as it is now: task ids, pin ids, profiles, and git's remotes. It only reads.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import sys
+from contextlib import redirect_stdout
+from typing import Any, Callable, Optional
+
+SHELLS = ("bash", "zsh", "fish")
+USAGE = """usage: majordomus completion bash|zsh|fish
+
+Print the completion script of a shell: commands, subcommands, options and their values, task ids,
+pin ids, profiles and remotes. To enable it, add one line to the shell's start-up file:
+
+  bash  (~/.bashrc)                  eval "$(majordomus completion bash)"
+  zsh   (~/.zshrc, after compinit)   eval "$(majordomus completion zsh)"
+  fish  (~/.config/fish/config.fish) majordomus completion fish | source
+
+options:
+  -h, --help  show this help
+"""
+
+BASH = r"""# majordomus completion for bash: eval "$(majordomus completion bash)"
+_majordomus() {
+    local cur="${COMP_WORDS[COMP_CWORD]}" out line
+    COMPREPLY=()
+    out=$(command majordomus completion --complete bash -- "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null) || return 0
+    if [[ $out == ":dirs" ]]; then
+        compopt -o filenames 2>/dev/null
+        while IFS= read -r line; do COMPREPLY+=("$line"); done < <(compgen -d -- "$cur")
+        return 0
+    fi
+    [[ -n $out ]] || return 0
+    while IFS= read -r line; do COMPREPLY+=("$line"); done <<< "$out"
+}
+complete -F _majordomus majordomus
+"""
+
+ZSH = r"""#compdef majordomus
+# majordomus completion for zsh: eval "$(majordomus completion zsh)" (after compinit)
+_majordomus() {
+    local -a lines candidates
+    lines=("${(@f)$(command majordomus completion --complete zsh -- "${(@)words[2,CURRENT]}" 2>/dev/null)}")
+    if [[ ${lines[1]} == ":dirs" ]]; then
+        _path_files -/
+        return
+    fi
+    candidates=(${lines:#})
+    (( ${#candidates} )) && _describe -t majordomus 'majordomus' candidates
+}
+compdef _majordomus majordomus
+"""
+
+FISH = r"""# majordomus completion for fish: majordomus completion fish | source
+function __majordomus_complete
+    set -l words (commandline -opc) (commandline -ct)
+    set -e words[1]
+    set -l out (command majordomus completion --complete fish -- $words 2>/dev/null)
+    if test "$out[1]" = ":dirs"
+        __fish_complete_directories (commandline -ct)
+        return
+    end
+    printf '%s\n' $out
+end
+complete -c majordomus -f -a '(__majordomus_complete)'
+"""
+
+SCRIPTS = {"bash": BASH, "zsh": ZSH, "fish": FISH}
+# Parameter names (click's, from each command) whose values come from the state or from git.
+DYNAMIC = {"task_id": "task", "from_task": "task", "pin_id": "pin", "remote": "remote", "profile": "profile"}
+HELP = {"-h": "show help", "--help": "show help"}
+GLOBAL = {"-C": "run as if started in DIR", "--version": "print the version", "--help": "show help"}
+
+
+def main(argv: list[str], commands: dict[str, str], lookup: Callable[[str], Any]) -> int:
+    """`commands` and `lookup` are `majordomus.main`'s table and its `_command` (the CLI never imports main)."""
+    if argv[:1] == ["--complete"]:
+        return _complete(argv[1:], commands, lookup)
+    if argv[:1] in (["-h"], ["--help"]):
+        sys.stdout.write(USAGE)
+        return 0
+    if len(argv) != 1 or argv[0] not in SCRIPTS:
+        from majordomus.errors import UsageError
+
+        got = f"`{' '.join(argv)}`" if argv else "nothing"
+        raise UsageError(f"completion needs one shell: bash, zsh or fish (got {got})",
+                         "eval \"$(majordomus completion bash)\" in ~/.bashrc; see `majordomus completion --help`")
+    sys.stdout.write(SCRIPTS[argv[0]])
+    return 0
+
+
+class Node:
+    """What one command or subcommand accepts: options (name -> (takes a value, values kind, help)),
+    subcommands (name -> help, and how to get each), and the kinds of its positional arguments."""
+
+    def __init__(self) -> None:
+        self.options: dict[str, tuple[bool, Any, str]] = dict.fromkeys(HELP, (False, None, "show help"))
+        self.subcommands: dict[str, str] = {}
+        self.arguments: list[Any] = []  # a kind ("task", …), a tuple of choices, or None (free text)
+        self.variadic = False  # the last argument takes any number of words
+        self.child: Any = None  # name -> Node, when there are subcommands
+
+
+def command_node(name: str, commands: dict[str, str], lookup: Callable[[str], Any]) -> Optional[Node]:
+    """The node of a top-level command, from the module that serves it."""
+    if name not in commands:
+        return None
+    if name == "completion":
+        node = Node()
+        node.arguments = [SHELLS]
+        return node
+    entry = lookup(name)
+    module = sys.modules[entry.__module__]
+    click = sys.modules.get("click")
+    if click is not None:
+        for value in vars(module).values():
+            if isinstance(value, click.Command) and value.name == name:
+                return click_node(value)
+    spec = getattr(module, "SPEC", None)
+    if spec is not None and hasattr(spec, "flags"):
+        return spec_node(spec)
+    return help_node(entry, [])
+
+
+def click_node(command: Any) -> Node:
+    import click
+
+    node = Node()
+    for param in command.params:
+        if getattr(param, "hidden", False):
+            continue
+        choices = tuple(param.type.choices) if isinstance(param.type, click.Choice) else None
+        kind = choices or DYNAMIC.get(param.name or "")
+        if isinstance(param, click.Option):
+            takes = not (param.is_flag or param.count)
+            for opt in param.opts + param.secondary_opts:
+                node.options[opt] = (takes, kind if takes else None, (param.help or "").split("\n")[0])
+        else:
+            node.arguments.append(kind)
+            node.variadic = param.nargs == -1
+    if isinstance(command, click.Group):
+        node.subcommands = {sub: cmd.get_short_help_str(limit=70)
+                            for sub, cmd in command.commands.items() if not cmd.hidden}
+        node.child = lambda sub: click_node(command.commands[sub]) if sub in command.commands else None
+    return node
+
+
+def spec_node(spec: Any) -> Node:
+    """A hot command's options, from the `argv.Spec` it parses with."""
+    node = Node()
+    described = _described(spec.usage)
+    for flag in spec.flags:
+        node.options[flag] = (False, None, described.get(flag, ""))
+    for option, values in spec.choices.items():
+        node.options[option] = (True, tuple(values), described.get(option, ""))
+    return node
+
+
+_USAGE_OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)(?: ([A-Za-z0-9][\w-]*(?:\|[\w-]+)+|[A-Z][A-Z_]*))?")
+
+
+def help_node(entry: Any, path: list[str]) -> Node:
+    """A command without a parser to read (`hook`): its `--help`, subcommands from its usage lines."""
+    text = _help_text(entry, path)
+    node = Node()
+    usages = _usage_lines(text)
+    words = [u.split()[2:] for u in usages if u.startswith("majordomus ")]
+    subs = sorted({w[0] for w in words if w and not w[0].startswith(("-", "[")) and not path})
+    if subs:
+        node.subcommands = dict.fromkeys(subs, "")
+        node.child = lambda sub: help_node(entry, [sub]) if sub in subs else None
+        return node
+    described = _described(text)
+    for usage in usages:
+        for option, values in _USAGE_OPTION.findall(usage):
+            choices = tuple(values.split("|")) if "|" in values else None
+            node.options[option] = (bool(values), choices, described.get(option, ""))
+    return node
+
+
+def _usage_lines(text: str) -> list[str]:
+    """The usage line and the lines that continue it, without `usage:`."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.lower().startswith("usage:")), None)
+    if start is None:
+        return []
+    block = [lines[start].split(None, 1)[-1]]
+    for line in lines[start + 1:]:
+        if not line.startswith(" ") or not line.strip():
+            break
+        block.append(line.strip())
+    return block
+
+
+def _help_text(entry: Any, path: list[str]) -> str:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        entry([*path, "--help"])
+    return out.getvalue()
+
+
+def _described(text: str) -> dict[str, str]:
+    """Option -> its one-line help, from the `  --opt  help` lines of a help text."""
+    found = {}
+    for line in text.splitlines():
+        match = re.match(r"\s{2}(-[-\w]+(?:, -[-\w]+)*)(?: [\w|]+)?\s{2,}(.*)", line)
+        if match:
+            for option in match.group(1).split(", "):
+                found[option] = match.group(2).strip()
+    return found
+
+
+def state_values(kind: str, dirs: list[str]) -> list[tuple[str, str]]:
+    """(value, description) of a dynamic kind where the command would run (`-C` DIRS applied); nothing
+    when the state cannot be read."""
+    try:
+        cwd = os.getcwd()
+        for directory in dirs:
+            cwd = os.path.join(cwd, os.path.expanduser(directory.strip("'\"")))
+        from majordomus import api
+        from majordomus.workspace import Workspace
+
+        inner = Workspace.open(cwd)
+        found = _VALUES[kind](api.Workspace(inner), inner)
+    except Exception:  # noqa: BLE001 - a completion never complains: it offers nothing instead
+        return []
+    # a value goes onto the command line as it is: nothing a shell or a terminal would act on
+    return [(v, d) for v, d in found if v.isprintable() and not any(c.isspace() for c in v)]
+
+
+def _tasks(ws: Any, inner: Any) -> list[tuple[str, str]]:
+    return [(t["id"], f"{t['status']}: {t['title']}") for t in ws.tasks()]
+
+
+def _pins(ws: Any, inner: Any) -> list[tuple[str, str]]:
+    from majordomus import continuity
+
+    active = ws.active_task()
+    doc = continuity.load(inner, active["id"]) if active else None
+    if doc is None:
+        return []
+    kinds = (("decisions", "decision"), ("constraints", "constraint"), ("openItems", "open-item"),
+             ("nextActions", "next-action"))
+    return [(pin["id"], f"{kind}: {pin['text']}") for key, kind in kinds for pin in doc.get(key, [])]
+
+
+def _remotes(ws: Any, inner: Any) -> list[tuple[str, str]]:
+    from majordomus.git import status
+
+    out = status.git(inner.place, "remote").decode("utf-8", "replace")
+    return [(name, "git remote") for name in out.split()]
+
+
+def _profiles(ws: Any, inner: Any) -> list[tuple[str, str]]:
+    from majordomus.lite import names
+
+    place = inner.place
+    found: set[str] = set()
+    for root in (place.config_root, place.worktree):
+        try:
+            entries = os.listdir(os.path.join(root, ".ai", "profiles"))
+        except OSError:
+            continue
+        found.update(e[:-3] for e in entries if e.endswith(".md") and names.is_profile_name(e[:-3]))
+    return [(name, "profile") for name in sorted(found)]
+
+
+_VALUES = {"task": _tasks, "pin": _pins, "remote": _remotes, "profile": _profiles}
+
+
+def _complete(argv: list[str], commands: dict[str, str], lookup: Callable[[str], Any]) -> int:
+    """Print the candidates for the last word of a command line, one per line, in the shell's format."""
+    try:
+        shell, words = argv[0], argv[1:]
+        if words[:1] == ["--"]:
+            words = words[1:]
+        joined = _join_equals(words) if shell == "bash" else words
+        # bash split `--opt=value` at the `=` (COMP_WORDBREAKS): it replaces only what follows it
+        bare = bool(words) and joined[-1] != words[-1] and "=" in joined[-1]
+        found = candidates(joined or [""], commands, lookup)
+    except Exception:  # noqa: BLE001 - a completion never complains
+        return 0
+    if found == [":dirs"]:
+        sys.stdout.write(":dirs\n")
+        return 0
+    from majordomus.output import escape
+
+    lines = []
+    for value, help_text in found:
+        if bare and "=" in value:
+            value = value.split("=", 1)[1]
+        help_text = escape(help_text)[:80]
+        if shell == "zsh":
+            lines.append(value.replace("\\", "\\\\").replace(":", "\\:") + (f":{help_text}" if help_text else ""))
+        elif shell == "fish":
+            lines.append(value + (f"\t{help_text}" if help_text else ""))
+        else:
+            lines.append(value)
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
+    return 0
+
+
+def _join_equals(words: list[str]) -> list[str]:
+    """bash splits `--runtime=codex` into `--runtime`, `=`, `codex` (`=` is in COMP_WORDBREAKS)."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        if words[i] == "=" and out and out[-1].startswith("--"):
+            out[-1] += "=" + (words[i + 1] if i + 1 < len(words) else "")
+            i += 2
+            continue
+        out.append(words[i])
+        i += 1
+    return out
+
+
+def candidates(words: list[str], commands: dict[str, str], lookup: Callable[[str], Any]) -> Any:
+    """[(value, description)] for the last of `words` (the words after `majordomus`), or [":dirs"]."""
+    dirs: list[str] = []
+    *before, current = words
+    i = 0
+    while i < len(before) and before[i].startswith("-"):
+        if before[i] == "-C":
+            if i + 1 < len(before):
+                dirs.append(before[i + 1])
+            i += 2
+        else:
+            if before[i].startswith("-C"):
+                dirs.append(before[i][2:])
+            i += 1
+    if i > len(before):  # the current word is the directory of `-C`
+        return [":dirs"]
+    if i == len(before):
+        if current.startswith("-"):
+            return _matching(GLOBAL.items(), current)
+        return _matching(commands.items(), current)
+    node = command_node(before[i], commands, lookup)
+    return [] if node is None else _in_command(node, before[i + 1:], current, dirs)
+
+
+def _in_command(node: Node, before: list[str], current: str, dirs: list[str]) -> list[tuple[str, str]]:
+    position = 0
+    options_end = False
+    expecting: Optional[tuple[bool, Any, str]] = None
+    for word in before:
+        if expecting is not None:
+            expecting = None
+        elif word == "--" and not options_end:
+            options_end = True
+        elif word.startswith("-") and not options_end and word != "-":
+            option = node.options.get(word.split("=", 1)[0])
+            expecting = option if option and option[0] and "=" not in word else None
+        elif node.child is not None and not node.arguments and position == 0:
+            node = node.child(word)
+            if node is None:
+                return []
+        else:
+            position += 1
+    if expecting is not None:
+        return _values(expecting[1], current, dirs)
+    if current.startswith("-") and not options_end:
+        name, eq, value = current.partition("=")
+        if eq:
+            option = node.options.get(name)
+            return [(f"{name}={v}", d) for v, d in _values(option[1], value, dirs)] if option else []
+        return _matching(((o, h) for o, (_t, _k, h) in node.options.items()), current)
+    if node.child is not None and node.subcommands:
+        return _matching(node.subcommands.items(), current)
+    if position < len(node.arguments):
+        return _values(node.arguments[position], current, dirs)
+    if node.variadic and node.arguments:
+        return _values(node.arguments[-1], current, dirs)
+    return []
+
+
+def _values(kind: Any, prefix: str, dirs: list[str]) -> list[tuple[str, str]]:
+    if kind is None:
+        return []
+    if isinstance(kind, tuple):
+        return _matching(((v, "") for v in kind), prefix)
+    return _matching(state_values(kind, dirs), prefix)
+
+
+def _matching(pairs: Any, prefix: str) -> list[tuple[str, str]]:
+    return [(value, help_text) for value, help_text in pairs if value.startswith(prefix)]

@@ -1,0 +1,27 @@
+"""`majordomus mcp [--repo DIR]` (SPEC §19): serve MCP over stdio; the SDK is the optional extra `mcp`."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import click
+
+from majordomus.cli.common import CONTEXT, run
+
+
+def main(argv: list[str]) -> int:
+    return run(mcp_command, argv, "majordomus mcp")
+
+
+@click.command("mcp", context_settings=CONTEXT)
+@click.option("--repo", metavar="DIR", type=click.Path(file_okay=False),
+              help="The repository to serve (default: the client's first root, else the current directory).")
+def mcp_command(repo: Optional[str]) -> None:
+    """Serve the active task's records to an MCP client over stdio (stdin/stdout carry the protocol)."""
+    if repo is not None:
+        from majordomus.workspace import Workspace
+
+        Workspace.open(repo)  # not a git work tree: exit 12 now, not at the first tool call
+    from majordomus import mcp_server  # exit 12 naming `pip install 'majordomus[mcp]'` without the SDK
+
+    mcp_server.serve(repo)

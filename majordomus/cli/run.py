@@ -1,0 +1,66 @@
+"""`majordomus run [--label L] -- CMD [ARGS…]` and `run --list` (SPEC §17)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import click
+
+from majordomus.cli.common import CONTEXT, json_option, run as run_click, workspace
+from majordomus.errors import MajordomusError, UsageError
+from majordomus.output import escape, print_records
+
+
+def main(argv: list[str]) -> int:
+    return run_click(run_command, argv, "majordomus run")
+
+
+@click.command("run", context_settings=dict(CONTEXT, ignore_unknown_options=True, allow_interspersed_args=False))
+@click.option("--label", metavar="L", help="What the run is evidence of (default: the command's name).")
+@click.option("--list", "listing", is_flag=True, help="List run records, newest first.")
+@click.option("--task", "task_id", metavar="T", help="With --list: only the runs of task T.")
+@json_option
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
+def run_command(label: Optional[str], listing: bool, task_id: Optional[str], as_json: bool,
+                command: tuple[str, ...]) -> int:
+    """Run CMD for the active task, passing its input and output through, and record the result.
+
+    Exits with CMD's exit status (128+N when a signal N ended it)."""
+    from majordomus import runs
+
+    if listing:
+        if command or label is not None:
+            raise UsageError("--list takes no command and no --label", "majordomus run --list [--json] [--task T]")
+        ws = workspace()
+        if task_id is not None:
+            from majordomus import tasks
+
+            tasks.validate_id(task_id)
+        _print(runs.summaries(ws, task_id), as_json)
+        return 0
+    if task_id is not None or as_json:
+        raise UsageError("--task and --json go with --list", "majordomus run [--label L] -- CMD [ARGS...]")
+    ws = workspace()
+    try:
+        outcome, _path = runs.run(ws, list(command), label)
+    except runs.RecordFailed as exc:
+        sys.stderr.write(exc.error.render() + "\n")
+        return exc.status or exc.error.code
+    return outcome.status
+
+
+def _print(found: object, as_json: bool) -> None:
+    if as_json:
+        print_records(found, True)
+        return
+    from majordomus import runs
+
+    out = sys.stdout
+    for d in found:  # type: ignore[attr-defined]
+        if "error" in d:
+            out.write(escape(f"{d['path']}  ({d['error']})") + "\n")
+            continue
+        head = (d.get("head") or "0000000")[:7]
+        out.write(escape(f"{d.get('timestamp')}  {d.get('task')}  {d.get('label')}  {runs.verdict(d)}  "
+                         f"{d.get('branch') or '(detached)'}@{head}  {d['path']}") + "\n")

@@ -1,0 +1,92 @@
+"""Doctor's checks of the trust boundaries (SPEC §2a): what an attacker or an accident can leave where
+majordomus reads — the active index, the committed profiles, who owns the state, orphaned tasks."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from majordomus import tasks
+from majordomus.doctor.findings import FAIL, OK, WARN, Finding
+from majordomus.errors import MajordomusError
+from majordomus.lite import active, safeio
+from majordomus.lite.limits import PROFILE_MAX_BYTES
+from majordomus.workspace import Workspace
+
+
+def check_index(ws: Workspace) -> list[Finding]:
+    """`active.json` is the one place that says which task is active: corrupt or odd, every write refuses."""
+    path = ws.paths.active_index
+    try:
+        active.read(ws.paths.root)
+    except MajordomusError as exc:
+        return [Finding(FAIL, "active.corrupt", exc.message, ws.display(path), exc.hint)]
+    return []
+
+
+def check_profiles(ws: Workspace) -> list[Finding]:
+    """Committed profiles are injected into agents' context: a link (to /proc/self/environ, to a file of
+    yours) or anything but a plain bounded file is never read, and is reported."""
+    found = []
+    for root in {r for r in (ws.paths.config_root, ws.worktree) if r}:
+        directory = os.path.join(root, ".ai", "profiles")
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(".md"):
+                continue
+            path = os.path.join(directory, name)
+            try:
+                os.close(safeio.open_regular(path, PROFILE_MAX_BYTES))
+            except safeio.UnsafeFile as exc:
+                found.append(Finding(FAIL, "profile.unsafe", f"{ws.display(path)} {exc.what}; session-start never "
+                                     "injects it", ws.display(path), "make it a plain file in the repository "
+                                     "(`git rm` the link and commit the text itself)"))
+            except OSError:
+                continue
+    return found
+
+
+def check_owners(ws: Workspace) -> list[Finding]:
+    """The state and the directories above it: ours, and not writable by others (another local user could
+    replace `.ai/local`)."""
+    found = []
+    uid = os.getuid()
+    for path in (os.path.dirname(ws.paths.local), ws.paths.local, ws.paths.root):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        shown = ws.display(path)
+        if st.st_uid != uid:
+            found.append(Finding(WARN, "state.owner", f"{shown} is owned by uid {st.st_uid}, not by you "
+                                 f"(uid {uid})", shown, "run majordomus as the state's owner, or `chown -R` it"))
+        if stat.S_IMODE(st.st_mode) & 0o022:
+            found.append(Finding(WARN, "state.writable-by-others", f"{shown} is writable by group or others "
+                                 f"(mode {stat.S_IMODE(st.st_mode):04o}): another user could replace what is in it",
+                                 shown, f"chmod go-w {shown}"))
+    return found
+
+
+def check_orphans(ws: Workspace, task_ids: list[str]) -> list[Finding]:
+    """A task active in a worktree that no longer exists can be resumed anywhere without --force."""
+    found = []
+    for task_id in sorted(task_ids):
+        try:
+            task = tasks.load(ws, task_id)
+            held = tasks.where_active(ws, task)
+        except MajordomusError:
+            continue  # reported by check_tasks / check_index
+        if held == "orphaned":
+            found.append(Finding(WARN, "task.orphaned", f"task `{task_id}` is active in {task.worktree}, which no "
+                                 "longer exists", ws.display(ws.paths.task_file(task_id)),
+                                 f"resume it where you work now: `majordomus task resume {task_id}` (no --force "
+                                 "needed), or `majordomus task done " + task_id + "`"))
+    return found
+
+
+def run(ws: Workspace, task_ids: list[str]) -> list[Finding]:
+    found = check_index(ws) + check_profiles(ws) + check_owners(ws) + check_orphans(ws, task_ids)
+    return found or [Finding(OK, "boundaries", "active index, profiles and ownership are sound; no orphaned task")]

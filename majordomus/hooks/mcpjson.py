@@ -1,0 +1,83 @@
+"""`hooks install --runtime claude --mcp` (SPEC §19): the MCP server in the project's `.mcp.json`.
+
+The same discipline as the hook installers in `agents` (whose file helpers and receipts this reuses):
+merged into whatever the file holds, idempotent, and uninstall removes exactly what install added — the
+file's earlier bytes when it was not edited since, else only our entry. An entry named `majordomus` that
+majordomus did not write is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from majordomus.errors import Refused
+from majordomus.hooks import agents
+
+NAME = "majordomus"
+ENTRY = {"command": "majordomus", "args": ["mcp"]}
+RECEIPT = "mcp"
+
+
+def path_of(ws: Any) -> str:
+    return os.path.join(ws.worktree, ".mcp.json")
+
+
+def _servers(doc: dict[str, Any], path: str) -> dict[str, Any]:
+    servers = doc.get("mcpServers")
+    if servers is not None and not isinstance(servers, dict):
+        raise Refused(f"`mcpServers` in {path} must be an object; nothing was written", "fix the file, then try again")
+    return servers or {}
+
+
+def check(ws: Any) -> None:
+    """Refuse now what `install` would refuse (a link, bad JSON), before anything else is installed."""
+    path = path_of(ws)
+    _servers(agents._parse(agents._read(path), path), path)
+
+
+def install(ws: Any) -> agents.Result:
+    path = path_of(ws)
+    before = agents._read(path)
+    doc = agents._parse(before, path)
+    servers = _servers(doc, path)
+    if NAME in servers:
+        return agents.Result(path, [], "already" if servers[NAME] == ENTRY else "kept")
+    doc.setdefault("mcpServers", {})[NAME] = dict(ENTRY)
+    after = agents._dump(doc, agents._style(before))
+    receipt = agents.load_receipt(ws, RECEIPT, path)
+    if receipt is None or receipt.get("after_sha256") != agents._digest(before):
+        receipt = {"version": 1, "path": path, "exact": True,
+                   "before": None if before is None else before.decode("utf-8"), "added": [NAME]}
+    receipt["after_sha256"] = agents._digest(after)
+    agents.save_receipt(ws, RECEIPT, path, receipt)
+    agents.write_file(path, after, agents._mode(path))
+    return agents.Result(path, [f"mcpServers.{NAME}"], "added")
+
+
+def uninstall(ws: Any) -> agents.Result:
+    path = path_of(ws)
+    current = agents._read(path)
+    receipt = agents.load_receipt(ws, RECEIPT, path)
+    if current is None:
+        agents.drop_receipt(ws, RECEIPT, path)
+        return agents.Result(path, [], "absent")
+    doc = agents._parse(current, path)
+    servers = _servers(doc, path)
+    if servers.get(NAME) != ENTRY:
+        agents.drop_receipt(ws, RECEIPT, path)
+        return agents.Result(path, [], "absent")  # not there, or not ours: left as it is
+    if receipt is not None and receipt.get("exact") and receipt.get("after_sha256") == agents._digest(current):
+        previous = receipt.get("before")
+        if previous is None:
+            os.unlink(path)
+        else:
+            agents.write_file(path, previous.encode("utf-8"), agents._mode(path))
+        agents.drop_receipt(ws, RECEIPT, path)
+        return agents.Result(path, [f"mcpServers.{NAME}"], "restored")
+    del servers[NAME]
+    if not servers:
+        del doc["mcpServers"]
+    agents.write_file(path, agents._dump(doc, agents._style(current)), agents._mode(path))
+    agents.drop_receipt(ws, RECEIPT, path)
+    return agents.Result(path, [f"mcpServers.{NAME}"], "removed")

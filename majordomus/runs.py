@@ -1,0 +1,369 @@
+"""Execution records (SPEC §17): `majordomus run -- CMD` runs CMD and keeps evidence of what it did.
+
+"The tests pass" in a note is a claim; a run record is evidence: the identity of the work tree taken
+*before* CMD starts (what was tested), CMD's exit status, the sha256 and size of everything it printed,
+and its last lines — escaped, secrets redacted, never the environment.
+
+How the output is passed through. CMD's stdin is majordomus's own (inherited, untouched: prompts and
+pagers read the terminal as usual). Its stdout and stderr are two pipes that majordomus copies, as it
+reads them, to its own stdout and stderr, hashing the combined stream in the order it arrives. A pty
+would let CMD believe it writes to a terminal, but would change the terminal itself (raw mode, window
+size, job control); pipes leave it alone. So CMD sees pipes: tools that colour only on a terminal print
+plain text unless told otherwise (`pytest --color=yes`); their escape codes reach the terminal as they
+are and are escaped in the record.
+
+Signals. CMD runs in majordomus's process group, so Ctrl-C from the terminal reaches CMD directly;
+majordomus does not forward it again (CMD would see two), it waits for CMD and writes the record.
+SIGTERM and SIGHUP sent to majordomus alone are passed on to CMD. A CMD killed by signal N exits 128+N.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from typing import Any, Iterator, Optional
+
+from majordomus import checkpoint, clock, identity, secrets, tasks
+from majordomus.errors import EnvironmentProblem, MajordomusError, UsageError
+from majordomus.lite import names, safeio
+from majordomus.output import escape
+from majordomus.store import files as store
+from majordomus.store import records
+from majordomus.workspace import Workspace
+
+TAIL_LINES = 20  # SPEC §17: the body holds at most the last 20 lines of output
+LINE_CHARS = 400  # one body line at most; a longer line keeps its start and says it was cut
+PREFIX = "| "  # output lines are quoted: no line of CMD's can read as front matter or an identity field
+NOT_FOUND, NOT_EXECUTABLE = 127, 126  # what a shell exits with
+
+
+class Tail:
+    """The combined output as it streams by: its sha256 and size, and its last lines (bounded)."""
+
+    def __init__(self) -> None:
+        self.digest = hashlib.sha256()
+        self.size = 0
+        self.lines = 0
+        self.last: deque[bytes] = deque(maxlen=TAIL_LINES)
+        self.partial: dict[int, bytes] = {}  # per stream: stdout and stderr lines are not spliced
+
+    def feed(self, stream: int, data: bytes) -> None:
+        self.digest.update(data)
+        self.size += len(data)
+        newlines = data.count(b"\n")
+        if newlines > TAIL_LINES:
+            # Only the last lines of a chunk can be kept: count the others, split only the tail (a command
+            # that prints a million lines costs a count, not a million list items).
+            pos = len(data)
+            for _ in range(TAIL_LINES + 1):
+                pos = data.rfind(b"\n", 0, pos)
+            self.lines += newlines - TAIL_LINES
+            self.partial.pop(stream, None)
+            pieces = data[pos + 1:].split(b"\n")
+        else:
+            pieces = (self.partial.pop(stream, b"") + data).split(b"\n")
+        for line in pieces[:-1]:
+            self._line(line)
+        if pieces[-1]:
+            self.partial[stream] = pieces[-1][: LINE_CHARS * 4]  # bounded: a line without end stays small
+
+    def _line(self, line: bytes) -> None:
+        self.lines += 1
+        self.last.append(line[: LINE_CHARS * 4])
+
+    def close(self) -> None:
+        for stream in sorted(self.partial):
+            self._line(self.partial.pop(stream))
+
+    def body(self) -> str:
+        return "\n".join(PREFIX + body_line(line) for line in self.last)
+
+
+def body_line(raw: bytes) -> str:
+    """One output line as the record keeps it: what a terminal would show of it (after the last carriage
+    return), a secret-looking line replaced whole, control characters escaped, cut at LINE_CHARS."""
+    text = raw.decode("utf-8", errors="replace").rstrip("\r")
+    text = text.rsplit("\r", 1)[-1]
+    if secrets.looks_secret(text):
+        return "[redacted]"
+    text = escape(text, body=True)
+    return text if len(text) <= LINE_CHARS else text[:LINE_CHARS] + "…"
+
+
+class Outcome:
+    __slots__ = ("status", "signal", "duration_ms", "tail")
+
+    def __init__(self, status: int, signum: Optional[int], duration_ms: int, tail: Tail) -> None:
+        self.status = status  # what majordomus exits with: CMD's status, 128+N for signal N
+        self.signal = signum
+        self.duration_ms = duration_ms
+        self.tail = tail
+
+
+def _write_all(fd: int, data: bytes) -> bool:
+    """Pass output on; False once the reader went away (the output is still captured)."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BrokenPipeError:
+            return False
+        except InterruptedError:
+            continue
+    return True
+
+
+def execute(argv: list[str]) -> Outcome:
+    """Run CMD with stdin inherited and stdout/stderr teed through majordomus; the terminal untouched."""
+    import selectors
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    child: Optional[subprocess.Popen[bytes]] = None
+    interrupted: list[int] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if child is not None and signum not in (signal.SIGINT, signal.SIGQUIT):
+            child.send_signal(signum)
+        interrupted.append(signum)
+
+    # Python handlers, not SIG_IGN: a handled signal goes back to its default in CMD when it execs.
+    handled = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, on_signal) for s in handled}
+    started = time.monotonic()
+    try:
+        try:
+            child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except FileNotFoundError as exc:
+            raise CannotRun(argv[0], exc.strerror or "not found", NOT_FOUND) from exc
+        except PermissionError as exc:
+            raise CannotRun(argv[0], exc.strerror or "permission denied", NOT_EXECUTABLE) from exc
+        except OSError as exc:
+            raise CannotRun(argv[0], exc.strerror or str(exc), NOT_EXECUTABLE) from exc
+        tail = Tail()
+        sel = selectors.DefaultSelector()
+        targets = {child.stdout.fileno(): 1, child.stderr.fileno(): 2}  # type: ignore[union-attr]
+        alive = {1: True, 2: True}
+        for fd in targets:
+            sel.register(fd, selectors.EVENT_READ)
+        while targets:
+            for key, _ in sel.select():
+                fd = int(key.fd)
+                try:
+                    data = os.read(fd, 65536)
+                except InterruptedError:
+                    continue
+                if not data:
+                    sel.unregister(fd)
+                    del targets[fd]
+                    continue
+                tail.feed(targets[fd], data)
+                if alive[targets[fd]]:
+                    alive[targets[fd]] = _write_all(targets[fd], data)
+        sel.close()
+        while True:
+            try:
+                code = child.wait()
+                break
+            except InterruptedError:
+                continue
+        tail.close()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if child is not None:
+            for pipe in (child.stdout, child.stderr):
+                if pipe is not None:
+                    pipe.close()
+    duration = int((time.monotonic() - started) * 1000)
+    if code < 0:
+        return Outcome(128 - code, -code, duration, tail)
+    return Outcome(code, None, duration, tail)
+
+
+class CannotRun(EnvironmentProblem):
+    def __init__(self, command: str, why: str, code: int) -> None:
+        super().__init__(f"cannot run `{escape(command)}`: {why}; nothing was recorded",
+                         "check the command's name and PATH (run it without `majordomus run` to see)", code)
+
+
+def default_label(argv: list[str]) -> str:
+    return names.branch_slug(os.path.basename(argv[0]) or "run")[:64].lstrip(".-_") or "run"
+
+
+def check_label(label: str) -> str:
+    if not names.is_profile_name(label):
+        raise UsageError(f"`{escape(label)}` is not a valid label",
+                         "use 1–64 characters of A-Z, a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit")
+    return label
+
+
+def _argv_text(arg: str) -> str:
+    return "[redacted]" if secrets.looks_secret(arg) else escape(arg)
+
+
+def run(ws: Workspace, argv: list[str], label: Optional[str]) -> tuple[Outcome, Optional[str]]:
+    """Run CMD for the active task and record it; (what happened, the record's path)."""
+    if not argv:
+        raise UsageError("no command to run", "majordomus run [--label L] -- CMD [ARGS...]")
+    label = check_label(label) if label is not None else default_label(argv)
+    task = tasks.active(ws)  # exit 11 before anything runs
+    import shutil
+
+    if shutil.which(argv[0]) is None:  # as a shell would say, before anything is written
+        found = os.path.exists(argv[0]) if os.sep in argv[0] else False
+        raise CannotRun(argv[0], "not executable" if found else "command not found",
+                        NOT_EXECUTABLE if found else NOT_FOUND)
+    ws.ensure_state("tasks", "runs", "cache")
+    at = clock.now_iso()
+    fields = identity.fields(ws, "run", task, at)  # before CMD starts: what was tested
+    outcome = execute(argv)
+    fields += [("argv", [_argv_text(a) for a in argv]), ("label", label), ("exit_status", outcome.status)]
+    if outcome.signal is not None:
+        fields.append(("signal", outcome.signal))
+    fields += [("started_at", at), ("duration_ms", outcome.duration_ms),
+               ("output_sha256", outcome.tail.digest.hexdigest()), ("output_bytes", outcome.tail.size),
+               ("output_lines", outcome.tail.lines)]
+    try:
+        path = _store(ws, task.id, dict(fields), fields, outcome.tail.body())
+    except MajordomusError as exc:
+        raise RecordFailed(outcome.status, exc) from exc
+    return outcome, path
+
+
+class RecordFailed(Exception):
+    """CMD ran, its record could not be written: the caller exits with CMD's status if it failed, else
+    with the error's code, so a script never reads a missing record as a pass."""
+
+    def __init__(self, status: int, error: MajordomusError) -> None:
+        super().__init__(error.message)
+        self.status = status
+        error.message = f"the command ran (exit status {status}) but its run record was not written: {error.message}"
+        self.error = error
+
+
+def _store(ws: Workspace, task_id: str, meta: dict[str, Any], fields: list[tuple[str, Any]], body: str) -> str:
+    """Link the record in, point the task at it as the latest of its label, log `task.run`."""
+    with store.locked(ws.paths.lock):
+        path, created, digest = checkpoint.store_record(ws, ws.paths.runs, fields, body)
+        if not created:
+            return path
+        rel = ws.paths.relative(path)
+        at = clock.now_iso()
+        if tasks.exists(ws, task_id):  # the record is for the task CMD started under, even if it changed
+            task = tasks.load(ws, task_id)
+            task.runs = _latest_pointers(ws, task.runs, rel, meta["label"])
+            task.updated_at = at
+            tasks.save(ws, task)
+        ws.event("task.run", task_id, at, path=rel, sha256=digest, exit_status=meta["exit_status"],
+                 head=meta["head"], label=meta["label"])
+    return path
+
+
+def _latest_pointers(ws: Workspace, pointers: list[str], rel: str, label: str) -> list[str]:
+    kept = [p for p in pointers if (read_meta(ws, p) or {}).get("label") != label]
+    return (kept + [rel])[-tasks.MAX_RUN_POINTERS:]
+
+
+def read_meta(ws: Workspace, rel: str) -> Optional[dict[str, Any]]:
+    """The front matter of a stored run record, or None when it is gone or unreadable."""
+    try:
+        meta, _body = records.split(safeio.read(ws.paths.absolute(rel), records.MAX_RECORD_BYTES))
+    except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
+        return None
+    return meta if meta.get("kind") == "run" else None
+
+
+SUMMARY_KEYS = ("timestamp", "task", "label", "exit_status", "signal", "argv", "branch", "head", "worktree",
+                "worktree_state", "duration_ms", "output_sha256", "output_bytes")
+
+
+def summaries(ws: Workspace, task: Optional[str] = None) -> Iterator[dict[str, Any]]:
+    """Every run record, newest first (of `task` when given), one read each."""
+    for path in checkpoint.list_paths(ws.paths.runs):
+        shown = ws.display(path)
+        try:
+            data = safeio.read(path, records.MAX_RECORD_BYTES)
+            meta, body = records.split(data)
+        except FileNotFoundError:
+            continue
+        except (ValueError, UnicodeDecodeError):
+            if task is None:
+                yield {"path": shown, "name": os.path.basename(path), "error": "no readable front matter "
+                       "(run `majordomus doctor`)"}
+            continue
+        if task is not None and meta.get("task") != task:
+            continue
+        out: dict[str, Any] = {"path": shown, "name": os.path.basename(path)}
+        out.update({key: meta.get(key) for key in SUMMARY_KEYS})
+        out["lines"] = len(body.split("\n")) if body else 0
+        out["sha256"] = records.sha256(data)
+        yield out
+
+
+def verdict(meta: dict[str, Any]) -> str:
+    """`passed`, `failed (exit 3)` or `was interrupted (signal 2)`."""
+    status = meta.get("exit_status")
+    if status == 0:
+        return "passed"
+    if isinstance(meta.get("signal"), int):
+        return f"was interrupted (signal {meta['signal']})"
+    return f"failed (exit {status})"
+
+
+def latest(ws: Workspace, task: tasks.Task) -> list[dict[str, Any]]:
+    """The latest run of each label of `task`, oldest first: the task record points at them (no scan)."""
+    found = []
+    for rel in task.runs:
+        meta = read_meta(ws, rel)
+        if meta is not None and meta.get("task") == task.id:
+            found.append(dict(meta, path=rel))
+    found.sort(key=lambda m: str(m.get("timestamp")))
+    return found
+
+
+def brief_lines(ws: Workspace, task: tasks.Task) -> list[str]:
+    """For `brief`: the latest run of each label with its verdict, and whether head or the work tree moved
+    since it ran (`- `tests` passed at 3f2a9c1; 1 commit since`)."""
+    found = latest(ws, task)
+    if not found:
+        return []
+    from majordomus.git import status as git
+
+    here = git.status(ws.place)
+    since: dict[Optional[str], str] = {}
+    lines = []
+    for meta in found:
+        head = meta.get("head") if isinstance(meta.get("head"), str) else None
+        if head not in since:
+            since[head] = _head_moved(ws, head, here.head)
+        moved = since[head]
+        if not moved.endswith("not in this repository") and sorted(here.changed) != sorted(meta.get("changed_files") or []):
+            moved += ("; " if moved else "") + "the work tree changed since"
+        label = escape(str(meta.get("label")))
+        lines.append(f"- `{label}` {verdict(meta)} at {(head or '0000000')[:7]}"
+                     f" ({escape(str(meta.get('timestamp')))}); {moved or 'nothing moved since'}")
+    return lines
+
+
+def _head_moved(ws: Workspace, then: Optional[str], now: Optional[str]) -> str:
+    from majordomus.git import status as git
+
+    if then == now:
+        return ""
+    if now is None:
+        return "no commit here now"
+    if then is not None and not git.is_commit(ws.place, then):
+        return "its head is not in this repository"
+    _shown, total = git.commits_since(ws.place, then, now, 0)
+    text = f"{total} commit{'s' if total != 1 else ''} since"
+    if then is not None:
+        apart = git.divergence(ws.place, then, now)
+        if apart and apart[1]:
+            text += f" (and HEAD no longer contains it: {apart[1]} commit{'s' if apart[1] != 1 else ''} apart)"
+    return text

@@ -1,0 +1,215 @@
+"""`majordomus completion bash|zsh|fish` (issue 13): the scripts, loaded in the real shells, complete commands,
+subcommands, options, their values, task ids, pin ids and remotes; what they offer matches each `--help`."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import BIN, git, invoke_main, snapshot
+from majordomus.main import COMMANDS
+
+BASH = shutil.which("bash")
+ZSH = shutil.which("zsh")
+FISH = shutil.which("fish")
+RUNTIMES = ["claude", "codex", "git"]  # SPEC §12: hooks install|uninstall --runtime claude|codex|git
+KINDS = ["decision", "constraint", "open-item", "next-action"]  # SPEC §8
+
+
+def shell_env() -> dict[str, str]:
+    return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+
+
+def bash_complete(cwd: Path, *words: str) -> list[str]:
+    """COMPREPLY after the bash script's function runs on `majordomus WORDS…` (the last is being typed)."""
+    script = ('eval "$(majordomus completion bash)"\n'
+              'COMP_WORDS=(majordomus "$@"); COMP_CWORD=$#\n'
+              '_majordomus\nprintf "%s\\n" "${COMPREPLY[@]}"\n')
+    done = subprocess.run([BASH, "-c", script, "bash", *words], cwd=cwd, env=shell_env(), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return [line for line in done.stdout.splitlines() if line]
+
+
+@pytest.fixture
+def tasks(cli: Any, repo: Path) -> Path:
+    for task in ("fix-login", "fix-logout"):
+        assert cli("task", "start", task).exit_code == 0
+    return repo
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_prints_a_script(cli: Any, shell: str) -> None:
+    result = cli("completion", shell)
+    assert result.exit_code == 0 and "majordomus completion --complete " + shell in result.stdout
+
+
+@pytest.mark.parametrize("args", [(), ("tcsh",), ("bash", "zsh")])
+def test_an_unknown_shell_is_a_usage_error(cli: Any, repo: Path, args: tuple[str, ...]) -> None:
+    before = snapshot(repo)
+    result = cli("completion", *args)
+    assert result.exit_code == 2 and "completion needs one shell: bash, zsh or fish" in result.stderr
+    assert result.stdout == "" and snapshot(repo) == before
+
+
+@pytest.mark.skipif(BASH is None, reason="bash is not installed")
+def test_bash_completes_commands_subcommands_and_options(repo: Path) -> None:
+    assert bash_complete(repo, "") == list(COMMANDS)
+    assert bash_complete(repo, "ch") == ["checkpoint", "check"]
+    assert bash_complete(repo, "task", "") == ["start", "show", "list", "resume", "release", "done"]
+    assert bash_complete(repo, "checkpoint", "--") == ["--help", "--show", "--list", "--json"]
+    assert bash_complete(repo, "hooks", "install", "--runtime", "") == RUNTIMES
+    assert bash_complete(repo, "context", "pin", "") == KINDS
+    assert bash_complete(repo, "completion", "") == ["bash", "zsh", "fish"]
+    # bash splits `--runtime=co` at the `=` and replaces only what follows it
+    assert bash_complete(repo, "hooks", "uninstall", "--runtime", "=", "c") == ["claude", "codex"]
+    assert bash_complete(repo, "hooks", "uninstall", "--runtime", "=") == RUNTIMES
+
+
+@pytest.mark.skipif(BASH is None, reason="bash is not installed")
+def test_bash_completes_task_ids_pin_ids_and_remotes(cli: Any, tasks: Path, remote: Path) -> None:
+    assert bash_complete(tasks, "task", "resume", "") == ["fix-login", "fix-logout"]
+    assert bash_complete(tasks, "task", "resume", "fix-logi") == ["fix-login"]
+    assert bash_complete(tasks, "ledger", "--task", "") == ["fix-login", "fix-logout"]
+    assert bash_complete(tasks, "task", "start", "new", "--from", "fix-logo") == ["fix-logout"]
+    pin = cli("context", "pin", "decision", "--", "Normalise at the edge.")
+    assert pin.exit_code == 0
+    assert bash_complete(tasks, "context", "unpin", "") == [pin.stdout.strip()]
+    git(tasks, "remote", "add", "backup", str(remote))
+    assert bash_complete(tasks, "sync", "push", "") == ["backup", "origin"]
+
+
+@pytest.mark.skipif(BASH is None, reason="bash is not installed")
+def test_bash_follows_dash_c_and_completes_its_directory(tasks: Path, tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    assert bash_complete(tmp_path, "-C", "repo", "task", "show", "") == ["fix-login", "fix-logout"]
+    assert bash_complete(tmp_path, "-C", "else") == ["elsewhere"]
+    assert bash_complete(tmp_path, "task", "show", "") == []  # not a repository here: nothing, and no noise
+
+
+def test_completion_never_writes(repo: Path) -> None:
+    before = snapshot(repo)
+    for words in (["task", "resume", ""], ["context", "unpin", ""], ["sync", "push", ""], ["ledger", "--task", ""]):
+        result = invoke_main(["-C", str(repo), "completion", "--complete", "bash", "--", *words])
+        assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+    assert snapshot(repo) == before and not (repo / ".ai").exists()
+
+
+def test_stored_text_is_escaped_in_descriptions(cli: Any, repo: Path) -> None:
+    assert cli("task", "start", "t1", "--title", "red \x1b[31m title").exit_code == 0
+    for shell in ("zsh", "fish"):
+        out = cli("completion", "--complete", shell, "--", "task", "show", "").stdout
+        assert "\x1b" not in out and "\\x1b[31m" in out
+
+
+@pytest.mark.skipif(ZSH is None, reason="zsh is not installed (apt-get install zsh)")
+def test_zsh_script_parses_and_describes_candidates(tasks: Path) -> None:
+    script = subprocess.run([str(BIN / "majordomus"), "completion", "zsh"], capture_output=True, text=True).stdout
+    assert subprocess.run([ZSH, "-n"], input=script, capture_output=True, text=True).returncode == 0
+    # compinit's functions replaced by ones that print what they are given
+    probe = ('compdef() { print -r -- "compdef $*" }\n'
+             '_describe() { print -rl -- "${(@P)4}" }\n_path_files() { print -r -- "dirs $*" }\n'
+             'eval "$(majordomus completion zsh)"\n'
+             'words=(majordomus task resume ""); CURRENT=4; _majordomus\n'
+             'words=(majordomus hooks install --runtime=c); CURRENT=4; _majordomus\n'
+             'words=(majordomus -C ""); CURRENT=3; _majordomus\n')
+    done = subprocess.run([ZSH, "-f", "-c", probe], cwd=tasks, env=shell_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["compdef _majordomus majordomus", "fix-login:paused: fix-login",
+                                        "fix-logout:active: fix-logout", "--runtime=claude", "--runtime=codex",
+                                        "dirs -/"]
+
+
+@pytest.mark.skipif(FISH is None, reason="fish is not installed (apt-get install fish)")
+def test_fish_script_parses_and_completes(tasks: Path) -> None:
+    script = subprocess.run([str(BIN / "majordomus"), "completion", "fish"], capture_output=True, text=True).stdout
+    assert subprocess.run([FISH, "--no-execute"], input=script, capture_output=True, text=True).returncode == 0
+    (tasks / "subdir").mkdir()
+    probe = ('majordomus completion fish | source\n'
+             'complete -C "majordomus task resume "\ncomplete -C "majordomus hooks install --runtime="\n'
+             'complete -C "majordomus -C sub"\n')
+    done = subprocess.run([FISH, "--no-config", "-c", probe], cwd=tasks, env=shell_env(), capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["fix-login\tpaused: fix-login", "fix-logout\tactive: fix-logout",
+                                        "--runtime=claude", "--runtime=codex", "--runtime=git", "subdir/\tDirectory"]
+
+
+# --- what completion offers is what `--help` says ---------------------------------------------------------
+
+OPTION_LINE = re.compile(r"^\s{2}(-[-\w]+(?:, -[-\w]+)*)")
+USAGE_OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
+
+
+def help_of(*words: str) -> str:
+    result = invoke_main([*words, "--help"])
+    assert result.exit_code == 0, (words, result)
+    return result.stdout
+
+
+def usage_lines(text: str) -> list[str]:
+    """`majordomus …` of the usage line and of the lines that continue it."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lower().startswith("usage:"))
+    block = [lines[start].split(None, 1)[1]]
+    for line in lines[start + 1:]:
+        if not line.startswith(" ") or not line.strip():
+            break
+        block.append(line.strip())
+    return block
+
+
+def help_options(text: str) -> set[str]:
+    """Options an `options:` section lists; for a help with none, those its usage lines name, and -h/--help."""
+    lines = text.splitlines()
+    heading = next((i for i, line in enumerate(lines) if line.lower() == "options:"), None)
+    if heading is None:
+        return {o for line in usage_lines(text) for o in USAGE_OPTION.findall(line.split(None, 2)[-1])} | {"-h", "--help"}
+    found: set[str] = set()
+    for line in lines[heading + 1:]:
+        if not line.startswith(" "):
+            break
+        match = OPTION_LINE.match(line)
+        if match:
+            found.update(match.group(1).split(", "))
+    return found
+
+
+def help_subcommands(name: str, text: str) -> list[str]:
+    if "Commands:" in text:
+        block = text.split("Commands:", 1)[1]
+        return sorted(line.split()[0] for line in block.splitlines() if line.startswith("  ") and line.strip())
+    found = [u.split()[2] for u in usage_lines(text) if len(u.split()) > 2 and u.split()[1] == name]
+    return sorted(w for w in found if not w.startswith(("-", "[")) and "|" not in w)
+
+
+def offered(*words: str) -> list[str]:
+    result = invoke_main(["completion", "--complete", "bash", "--", *words])
+    assert result.exit_code == 0 and result.stderr == ""
+    return result.stdout.splitlines()
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_completion_matches_every_help(name: str, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(repo)
+    text = help_of(name)
+    subs = help_subcommands(name, text)
+    assert sorted(offered(name, "")) == subs or not subs
+    paths = [[name, sub] for sub in subs] if subs else [[name]]
+    # a command with subcommands takes only -h/--help itself (its usage lines name its subcommands' options)
+    assert set(offered(name, "-")) == ({"-h", "--help"} if subs else help_options(text))
+    for path in paths:
+        if path != [name]:
+            assert set(offered(*path, "-")) == help_options(help_of(*path)), path
+
+
+def test_the_top_level_offers_every_command_and_global_option(repo: Path) -> None:
+    assert offered("") == list(COMMANDS)
+    assert offered("-") == ["-C", "--version", "--help"]
+    assert all(name in help_of() for name in COMMANDS)

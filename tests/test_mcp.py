@@ -1,0 +1,192 @@
+"""`majordomus mcp` (SPEC §19), driven by the SDK's own stdio client against the installed console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import MAJORDOMUS, run, snapshot, state_dir
+
+from majordomus.hooks import mcpjson
+
+# The optional extra `mcp`: `make test` installs it (`.[test,mcp]`), so these tests run, never skip.
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+TOOLS = {"checkpoint", "handoff", "brief", "task_status", "pin", "unpin", "run_record_list"}
+
+
+def is_error(result: Any) -> bool:
+    # The 2.x SDK spells it `is_error`; 1.x `isError` (the wire format keeps `isError`).
+    return bool(getattr(result, "is_error", getattr(result, "isError", False)))
+
+
+def text(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+def session(args: list[str], cwd: Path, body: Any, roots: list[str] | None = None) -> Any:
+    """Run `majordomus ARGS` as an MCP server and `body(session)` against it; what `body` returns."""
+    params = StdioServerParameters(command=str(MAJORDOMUS), args=args, cwd=str(cwd), env=dict(os.environ))
+
+    async def main() -> Any:
+        kwargs: dict[str, Any] = {}
+        if roots is not None:
+            import mcp.types as types
+
+            async def list_roots(_context: Any) -> Any:
+                return types.ListRootsResult(roots=[types.Root(uri=f"file://{r}") for r in roots])
+
+            kwargs["list_roots_callback"] = list_roots
+        with open(os.devnull, "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write, **kwargs) as s:
+                    await s.initialize()
+                    return await body(s)
+
+    return anyio.run(main)
+
+
+def checkpoints(repo: Path) -> list[Path]:
+    d = state_dir(repo) / "checkpoints"
+    return sorted(d.iterdir()) if d.exists() else []
+
+
+def ledger(repo: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (state_dir(repo) / "ledger.jsonl").read_text().splitlines()]
+
+
+def test_tools_checkpoint_refusal_and_brief_through_the_sdk_client(cli, repo, tmp_path):
+    assert cli("task", "start", "t1").exit_code == 0
+    note = "tests green on main\nnext: write the docs"
+    sixty = "\n".join(f"line {i}" for i in range(60))
+    seen: dict[str, Any] = {}
+
+    async def body(s: Any) -> None:
+        seen["tools"] = {t.name for t in (await s.list_tools()).tools}
+        seen["written"] = await s.call_tool("checkpoint", {"body": note})
+        seen["state_after_write"] = snapshot(repo)
+        seen["refused"] = await s.call_tool("checkpoint", {"body": sixty})
+        seen["state_after_refusal"] = snapshot(repo)
+        seen["brief"] = await s.call_tool("brief", {})
+        seen["status"] = await s.call_tool("task_status", {})
+        resources = await s.list_resources()
+        seen["resources"] = [str(r.uri) for r in resources.resources]
+        seen["resource"] = await s.read_resource("majordomus://brief")
+
+    session(["mcp", "--repo", str(repo)], tmp_path, body)  # the server starts outside the repository
+    assert seen["tools"] == TOOLS
+    assert not is_error(seen["written"])
+    written = json.loads(text(seen["written"]))
+    [record] = checkpoints(repo)
+    assert written["path"] == f"checkpoints/{record.name}" and written["created"] is True
+    assert record.read_text().endswith(note + "\n")
+    [event] = [e for e in ledger(repo) if e["event"] == "task.checkpoint"]
+    assert event["path"] == written["path"] and event["sha256"] == written["sha256"]
+    assert is_error(seen["refused"])
+    message = text(seen["refused"])
+    assert "the checkpoint body has 60 lines; the limit is 40; nothing was written" in message
+    assert "majordomus handoff" in message and "exits 10" in message
+    assert seen["state_after_refusal"] == seen["state_after_write"]
+    assert not is_error(seen["brief"]) and note in text(seen["brief"])
+    assert json.loads(text(seen["status"]))["id"] == "t1"
+    assert seen["resources"] == ["majordomus://brief"]
+    assert note in seen["resource"].contents[0].text
+
+
+def test_pin_unpin_handoff_and_run_record_list(cli, repo, tmp_path):
+    assert cli("task", "start", "t1").exit_code == 0
+    assert run("run", "--label", "tests", "--", sys.executable, "-c", "pass", cwd=repo).returncode == 0
+    handoff = "## State\nDone.\n\n## Decisions\nNone.\n\n## Open items\nNone.\n\n## Next actions\nShip."
+    seen: dict[str, Any] = {}
+
+    async def body(s: Any) -> None:
+        seen["pin"] = await s.call_tool("pin", {"kind": "decision", "text": "Keep the cache"})
+        seen["bad_kind"] = await s.call_tool("pin", {"kind": "wish", "text": "x"})
+        seen["unpin"] = await s.call_tool("unpin", {"pin_id": json.loads(text(seen["pin"]))["id"]})
+        seen["runs"] = await s.call_tool("run_record_list", {"task": "t1"})
+        seen["missing_section"] = await s.call_tool("handoff", {"body": "## State\nonly this"})
+        seen["handoff"] = await s.call_tool("handoff", {"body": handoff})
+        seen["no_task"] = await s.call_tool("checkpoint", {"body": "after the handoff"})
+
+    session(["mcp"], repo, body)  # no --repo, no roots: the working directory
+    assert not is_error(seen["pin"]) and json.loads(text(seen["pin"]))["kind"] == "decision"
+    assert is_error(seen["bad_kind"]) and "`wish` is not a pin kind" in text(seen["bad_kind"])
+    assert not is_error(seen["unpin"])
+    [listed] = json.loads(text(seen["runs"]))["runs"]
+    assert listed["label"] == "tests" and listed["exit_status"] == 0
+    assert is_error(seen["missing_section"]) and "exits 10" in text(seen["missing_section"])
+    assert not is_error(seen["handoff"]) and json.loads(text(seen["handoff"]))["task"] == "t1"
+    assert is_error(seen["no_task"]) and "no active task" in text(seen["no_task"]) and "exits 11" in text(seen["no_task"])
+
+
+def test_the_repository_comes_from_the_clients_first_root(cli, repo, tmp_path):
+    assert cli("task", "start", "t1").exit_code == 0
+
+    async def body(s: Any) -> Any:
+        return await s.call_tool("task_status", {})
+
+    result = session(["mcp"], tmp_path, body, roots=[str(repo), str(tmp_path)])
+    assert not is_error(result), text(result)
+    assert json.loads(text(result))["worktree"] == str(repo)
+
+
+def test_without_the_sdk_mcp_exits_12_naming_the_extra(repo, tmp_path):
+    # A venv with majordomus's own dependencies but not the SDK: this environment's site-packages, with mcp
+    # hidden by a module that fails to import, as a missing package does.
+    shadow = tmp_path / "shadow"
+    (shadow / "mcp").mkdir(parents=True)
+    (shadow / "mcp" / "__init__.py").write_text("raise ImportError('No module named mcp', name='mcp')\n")
+    env = dict(os.environ, PYTHONPATH=str(shadow))
+    before = snapshot(repo)
+    result = run("mcp", cwd=repo, env=env)
+    assert result.returncode == 12
+    assert b"pip install 'majordomus[mcp]'" in result.stderr
+    assert snapshot(repo) == before
+
+
+def test_hooks_install_mcp_merges_mcp_json_idempotently_and_uninstall_is_exact(cli, repo):
+    existing = '{\n  "mcpServers": {\n    "other": {\n      "command": "other-server"\n    }\n  }\n}\n'
+    path = repo / ".mcp.json"
+    path.write_text(existing)
+    assert cli("hooks", "install", "--runtime", "claude", "--mcp").exit_code == 0
+    doc = json.loads(path.read_text())
+    assert doc["mcpServers"] == {"other": {"command": "other-server"}, "majordomus": mcpjson.ENTRY}
+    once = path.read_bytes()
+    again = cli("hooks", "install", "--runtime", "claude", "--mcp")
+    assert again.exit_code == 0 and "already installed: .mcp.json" in again.stdout and path.read_bytes() == once
+    assert cli("hooks", "uninstall", "--runtime", "claude").exit_code == 0
+    assert path.read_text() == existing
+    # Edited since: only our entry goes, the edit stays.
+    cli("hooks", "install", "--runtime", "claude", "--mcp")
+    doc = json.loads(path.read_text())
+    doc["mcpServers"]["third"] = {"command": "x"}
+    path.write_text(json.dumps(doc))
+    cli("hooks", "uninstall", "--runtime", "claude")
+    assert json.loads(path.read_text())["mcpServers"] == {"other": {"command": "other-server"}, "third": {"command": "x"}}
+
+
+def test_hooks_install_mcp_creates_and_removes_the_file_and_refuses_other_runtimes(cli, repo):
+    assert cli("hooks", "install", "--runtime", "claude", "--mcp").exit_code == 0
+    assert json.loads((repo / ".mcp.json").read_text()) == {"mcpServers": {"majordomus": mcpjson.ENTRY}}
+    cli("hooks", "uninstall", "--runtime", "claude")
+    assert not (repo / ".mcp.json").exists()
+    before = snapshot(repo)
+    refused = cli("hooks", "install", "--runtime", "codex", "--mcp")
+    assert refused.exit_code == 2 and "--mcp applies to claude" in refused.stderr
+    assert snapshot(repo) == before
+
+
+def test_hooks_install_mcp_refuses_a_symlinked_mcp_json(cli, repo, tmp_path):
+    target = tmp_path / "elsewhere.json"
+    target.write_text("{}")
+    (repo / ".mcp.json").symlink_to(target)
+    before = snapshot(repo)
+    result = cli("hooks", "install", "--runtime", "claude", "--mcp")
+    assert result.exit_code == 12 and ".mcp.json is a symbolic link" in result.stderr
+    assert target.read_text() == "{}" and snapshot(repo) == before  # the hooks were not installed either

@@ -1,0 +1,205 @@
+"""`majordomus run` (SPEC §17): CMD's status and output pass through; one record, one event, evidence only."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import MAJORDOMUS, commit_file, git, run, snapshot, state_dir
+
+from majordomus.store import records
+
+PY = sys.executable
+
+
+def runs_of(repo: Path) -> list[Path]:
+    directory = state_dir(repo) / "runs"
+    return sorted(directory.iterdir()) if directory.exists() else []
+
+
+def events(repo: Path, name: str) -> list[dict[str, Any]]:
+    lines = (state_dir(repo) / "ledger.jsonl").read_text().splitlines()
+    return [e for e in map(json.loads, lines) if e["event"] == name]
+
+
+def one_record(repo: Path) -> tuple[dict[str, Any], str, bytes]:
+    [path] = runs_of(repo)
+    data = path.read_bytes()
+    meta, body = records.split(data)
+    return meta, body, data
+
+
+@pytest.fixture
+def task(cli: Any, repo: Path) -> str:
+    assert cli("task", "start", "t1").exit_code == 0
+    return "t1"
+
+
+def test_status_and_output_pass_through_one_0600_record_one_event_with_the_head(repo, task):
+    head = git(repo, "rev-parse", "HEAD")
+    # CMD changes the work tree and commits: the record's identity is what was there before CMD started.
+    script = ("import subprocess, sys; open('new.txt', 'w').write('x'); "
+              "subprocess.run(['git', 'add', 'new.txt']); subprocess.run(['git', 'commit', '-qm', 'during']); "
+              "sys.stdout.write('out line\\n'); sys.exit(3)")
+    result = run("run", "--label", "tests", "--", PY, "-c", script, cwd=repo)
+    assert result.returncode == 3
+    assert result.stdout == b"out line\n"
+    meta, body, data = one_record(repo)
+    [path] = runs_of(repo)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert meta["kind"] == "run" and meta["task"] == "t1" and meta["label"] == "tests"
+    assert meta["head"] == head and meta["worktree_state"] == "clean" and meta["changed_files"] == []
+    assert meta["exit_status"] == 3 and "signal" not in meta
+    assert meta["argv"] == [PY, "-c", script]
+    assert meta["output_bytes"] == len(b"out line\n")
+    assert meta["output_sha256"] == hashlib.sha256(b"out line\n").hexdigest()
+    assert meta["started_at"] == meta["timestamp"] and isinstance(meta["duration_ms"], int)
+    assert body == "| out line"
+    [event] = events(repo, "task.run")
+    assert event["path"] == f"runs/{path.name}" and event["sha256"] == hashlib.sha256(data).hexdigest()
+    assert event["exit_status"] == 3 and event["head"] == head and event["task"] == "t1"
+    assert path.name.startswith(meta["timestamp"].replace("-", "").replace(":", "") + "--main--" + head[:7])
+
+
+def test_stderr_passes_through_to_stderr(repo, task):
+    result = run("run", "--", PY, "-c", "import sys; sys.stderr.write('on stderr\\n')", cwd=repo)
+    assert result.returncode == 0 and result.stderr == b"on stderr\n" and result.stdout == b""
+    meta, body, _ = one_record(repo)
+    assert body == "| on stderr" and meta["label"] == Path(PY).name  # default label: the command's name
+
+
+def test_no_active_task_exit_11_and_the_command_did_not_run(repo, cli):
+    before = snapshot(repo)
+    marker = repo.parent / "marker"
+    result = run("run", "--", PY, "-c", f"open({str(marker)!r}, 'w')", cwd=repo)
+    assert result.returncode == 11
+    assert b"no active task" in result.stderr and b"majordomus task start" in result.stderr
+    assert not marker.exists()
+    assert snapshot(repo) == before
+
+
+def test_a_token_in_the_output_and_a_variable_in_the_environment_appear_nowhere_in_the_state(repo, task):
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    variable = "hunter2-env-value-7f3a9c"
+    script = f"print('deploy ok'); print('using token {token}'); print('done')"
+    result = run("run", "--", PY, "-c", script, cwd=repo, env={"MY_SECRET_VAR": variable})
+    assert result.returncode == 0 and token.encode() in result.stdout  # the terminal sees what CMD printed
+    _meta, body, _ = one_record(repo)
+    assert body == "| deploy ok\n| [redacted]\n| done"
+    for path in state_dir(repo).rglob("*"):
+        if path.is_file():
+            content = path.read_bytes()
+            assert token.encode() not in content, path
+            assert variable.encode() not in content and b"MY_SECRET_VAR" not in content, path
+
+
+def test_a_secret_in_argv_is_redacted(repo, task):
+    result = run("run", "--", PY, "-c", "pass", "password=correct-horse-battery", cwd=repo)
+    assert result.returncode == 0
+    meta, _, data = one_record(repo)
+    assert meta["argv"] == [PY, "-c", "pass", "[redacted]"] and b"correct-horse" not in data
+
+
+def test_a_signal_exits_128_plus_n_and_is_recorded(repo, task):
+    result = run("run", "--", PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)", cwd=repo)
+    assert result.returncode == 128 + signal.SIGTERM
+    meta, _, _ = one_record(repo)
+    assert meta["exit_status"] == 128 + signal.SIGTERM and meta["signal"] == signal.SIGTERM
+
+
+def test_ctrl_c_reaches_the_command_and_the_record_is_still_written(repo, task):
+    # A terminal's Ctrl-C is SIGINT to the foreground process group: majordomus and CMD alike.
+    script = ("import signal, sys, time; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+              "sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(60)")
+    proc = subprocess.Popen([MAJORDOMUS, "run", "--label", "slow", "--", PY, "-c", script], cwd=repo,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=30) == 128 + signal.SIGINT
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    meta, body, _ = one_record(repo)
+    assert meta["exit_status"] == 130 and meta["signal"] == 2 and body == "| ready"
+
+
+def test_the_body_keeps_the_last_20_lines_escaped_and_quoted(repo, task):
+    lines = [f"line {i}" for i in range(1, 31)] + ["kind: checkpoint", "---", "bell \x07 and esc \x1b[31m"]
+    script = f"import sys; sys.stdout.write({chr(10).join(lines)!r} + chr(10))"
+    result = run("run", "--", PY, "-c", script, cwd=repo)
+    assert result.returncode == 0
+    meta, body, _ = one_record(repo)
+    kept = body.split("\n")
+    assert len(kept) == 20 and kept[0] == "| line 14" and kept[-3:] == [
+        "| kind: checkpoint", "| ---", "| bell \\x07 and esc \\x1b[31m"]
+    assert meta["output_lines"] == 33
+    # The body passes the record body rules a sync import applies: no control characters, no identity field.
+    records.normalise(body.encode(), what="run", max_lines=40, max_bytes=16384)
+
+
+def test_brief_names_the_label_and_one_commit_since(repo, task, cli):
+    assert run("run", "--label", "tests", "--", PY, "-c", "pass", cwd=repo).returncode == 0
+    head = git(repo, "rev-parse", "--short=7", "HEAD")
+    assert f"- `tests` passed at {head}" in cli("brief").stdout and "nothing moved since" in cli("brief").stdout
+    commit_file(repo, "more.txt", "more\n")
+    text = cli("brief").stdout
+    assert f"- `tests` passed at {head}" in text and "; 1 commit since" in text
+    (repo / "dirty.txt").write_text("x")
+    assert "1 commit since; the work tree changed since" in cli("brief").stdout
+    assert run("run", "--label", "tests", "--", PY, "-c", "raise SystemExit(2)", cwd=repo).returncode == 2
+    text = cli("brief").stdout
+    assert "- `tests` failed (exit 2) at" in text and "passed" not in text.split("# Latest runs")[1]
+
+
+def test_run_list_newest_first_by_task_and_as_json(repo, task, cli):
+    assert run("run", "--label", "a", "--", PY, "-c", "pass", cwd=repo).returncode == 0
+    assert cli("task", "start", "t2").exit_code == 0
+    assert run("run", "--label", "b", "--", PY, "-c", "raise SystemExit(1)", cwd=repo).returncode == 1
+    listed = json.loads(cli("run", "--list", "--json").stdout)
+    assert [(d["task"], d["label"], d["exit_status"]) for d in listed] == [("t2", "b", 1), ("t1", "a", 0)]
+    only = json.loads(cli("run", "--list", "--json", "--task", "t1").stdout)
+    assert [d["label"] for d in only] == ["a"] and only[0]["path"].endswith(".md")
+    human = cli("run", "--list").stdout.splitlines()
+    assert "t2  b  failed (exit 1)" in human[0] and "t1  a  passed" in human[1]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "--label", "bad label", "--", "true"], "is not a valid label"),
+    (["run"], "no command to run"),
+    (["run", "--list", "--", "true"], "--list takes no command"),
+    (["run", "--json", "--", "true"], "--task and --json go with --list"),
+])
+def test_usage_errors_exit_2_run_nothing_and_write_nothing(repo, task, args, message):
+    before = snapshot(repo)
+    marker = repo.parent / "marker"
+    result = run(*args, cwd=repo) if args[-1] != "true" else run(*args[:-1], "touch", str(marker), cwd=repo)
+    assert result.returncode == 2 and message.encode() in result.stderr
+    assert not marker.exists() and snapshot(repo) == before
+
+
+def test_a_command_that_cannot_run_exits_127_and_records_nothing(repo, task):
+    before = snapshot(repo)
+    result = run("run", "--", "no-such-command-xyz", cwd=repo)
+    assert result.returncode == 127 and b"cannot run `no-such-command-xyz`" in result.stderr
+    assert snapshot(repo) == before
+
+
+def test_doctor_checks_run_records_like_checkpoints(repo, task, cli):
+    assert run("run", "--", PY, "-c", "print('x')", cwd=repo).returncode == 0
+    assert cli("doctor").exit_code == 0
+    [path] = runs_of(repo)
+    path.write_bytes(path.read_bytes().replace(b"| x", b"| y"))
+    result = cli("doctor", "--json")
+    assert result.exit_code == 1
+    codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
+    assert {"record.digest", "record.changed"} <= codes

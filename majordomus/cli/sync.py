@@ -125,7 +125,7 @@ def pull_cmd(remote: Optional[str], as_json: bool) -> None:
 @click.option("--no-fetch", is_flag=True, help="Compare with the refs fetched last, without asking the remote.")
 @json_option
 def status_cmd(remote: Optional[str], no_fetch: bool, as_json: bool) -> None:
-    """Machines on the remote, what is not delivered, what a pull imports."""
+    """Machines seen, what a push sends, what a pull imports."""
     from majordomus.sync import status as syncstatus
 
     found = syncstatus.status(workspace(), remote, fetch=not no_fetch)

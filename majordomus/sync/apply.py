@@ -127,9 +127,9 @@ def settle(ws: Workspace, remote: str, plan: Plan, refs: list[RemoteRef]) -> Opt
         writer.put(layout.record_path(directory, name), git.Entry(oid, git.BLOB))
     for item in plan.records:
         writer.put(layout.record_path(item.directory, item.name), git.Entry(item.oid, git.BLOB))
-    for item in plan.tasks:  # a version with merged claims exists only here so far
-        if item.task in plan.settled:
-            git.write_blob(repo, item.data)
+    for task in plan.tasks:  # a version with merged claims exists only here so far
+        if task.task in plan.settled:
+            git.write_blob(repo, task.data)
     for task_id, oid in plan.settled.items():
         writer.put(("tasks", f"{task_id}.yaml"), git.Entry(oid, git.BLOB))
     tree = writer.write() if writer.changed else (base.oid if base is not None else None)

@@ -457,3 +457,16 @@ def test_run_records_travel_with_the_checkpoints(cli, repo, remote, b):
     assert "imported from origin: 1 task, 0 handoffs, 0 checkpoints, 1 run" in cli("sync", "pull", cwd=b).stdout
     assert (state_dir(b) / "runs" / run).read_bytes() == (state_dir(repo) / "runs" / run).read_bytes()
     assert [e["kind"] for e in events(b, "sync.import") if e["path"].startswith("runs/")] == ["run"]
+
+
+@pytest.mark.parametrize("content", [b"Not An Id\n", b"../../x\n", b"a\nb\n", b""])
+def test_a_machine_id_file_that_is_not_one_is_exit_12(cli, repo, remote, content):
+    cli("task", "start", "t1")
+    (state_dir(repo) / "machine-id").write_bytes(content)
+    before = snapshot(repo), git(repo, "for-each-ref")
+    for command in ("push", "status"):
+        result = cli("sync", command)
+        assert result.exit_code == 12 and "machine-id does not hold a machine id" in result.stderr
+        assert "move it away" in result.stderr
+    assert (snapshot(repo), git(repo, "for-each-ref")) == before
+    assert remote_refs(remote) == ["refs/heads/main"]

@@ -53,8 +53,8 @@ def fill(repo: Path, records: int) -> None:
     for i in range(records // 10):
         task = tasks.load(ws, "bench")
         at = clock.iso(clock.now())
-        fields = identity.fields(ws, "handoff", task, at)
-        path, _created, digest = checkpoint.store_record(ws, ws.paths.handoffs, fields, HANDOFF.format(i=i))
+        fields = identity.fields(ws, "handoff", task, at) + [("previous_handoff", None), ("checkpoints", [])]
+        path, _created, digest = checkpoint.store_record(ws, ws.paths.handoffs, fields, HANDOFF.format(i=i).strip())
         with store.locked(ws.paths.lock):
             tasks.save(ws, task)
         ws.event("task.handoff", "bench", at, path=ws.paths.relative(path), sha256=digest)

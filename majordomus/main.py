@@ -29,7 +29,7 @@ COMMANDS = {
     "watch": "Report new events, retention and staleness as they happen",
     "hook": "What agent runtimes run: session-start, stop, compact (always exit 0)",
     "hooks": "Install or uninstall the hooks of Claude Code, Codex or git",
-    "sync": "Share tasks and records through a git remote: push, pull, status",
+    "sync": "Share tasks and records through a git remote: push, pull, status, compact",
     "run": "Run a command and record its result as evidence: exit status, output digest, last lines",
     "mcp": "Serve the task's records to MCP clients over stdio (needs majordomus[mcp])",
     "completion": "Print the completion script of bash, zsh or fish",

@@ -1,13 +1,20 @@
-"""Helpers for the sync tests: bare remotes, clones, and what git says about them."""
+"""Helpers for the sync tests: bare remotes, clones, what git says about them, and trees built by hand with
+git plumbing (hash-object, update-index on a temporary index, write-tree, commit-tree, update-ref)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 from conftest import git, snapshot, state_dir
+
+FORMAT_1 = b"majordomus-state 1\n"
+FORMAT_2 = b"majordomus-state 2\n"
+HANDOFF = "## State\nLogin works.\n\n## Decisions\nKeep the cache.\n\n## Open items\nNone.\n\n## Next actions\nShip."
 
 
 def clone(tmp_path: Path, remote: Path, name: str) -> Path:
@@ -16,13 +23,32 @@ def clone(tmp_path: Path, remote: Path, name: str) -> Path:
     return path
 
 
+def machine_id(repo: Path) -> str:
+    return (state_dir(repo) / "machine-id").read_text().strip()
+
+
+def machine_ref(repo: Path) -> str:
+    return f"refs/majordomus/machines/{machine_id(repo)}"
+
+
 def remote_refs(remote: Path) -> list[str]:
     out = git(remote, "for-each-ref", "--format=%(refname)")
     return sorted(out.splitlines())
 
 
-def remote_files(remote: Path, ref: str = "refs/majordomus/state") -> list[str]:
+def remote_files(remote: Path, ref: str) -> list[str]:
     return sorted(git(remote, "ls-tree", "-r", "--name-only", ref).splitlines())
+
+
+def layout_path(directory: str, name: str) -> str:
+    """Where SPEC §13 (format 2) puts a record: DIR/YYYY-MM/XX/NAME, XX the first two hex of its digest."""
+    stamp, digest = name[:8], name.rsplit("--", 1)[1][:16]
+    return f"{directory}/{stamp[:4]}-{stamp[4:6]}/{digest[:2]}/{name}"
+
+
+def record_files(remote: Path, ref: str, directory: str) -> list[str]:
+    """Names of the records of `directory` on a ref (any depth)."""
+    return sorted(p.rsplit("/", 1)[1] for p in remote_files(remote, ref) if p.startswith(directory + "/"))
 
 
 def events(repo: Path, name: str | None = None) -> list[dict[str, Any]]:
@@ -36,7 +62,6 @@ def events(repo: Path, name: str | None = None) -> list[dict[str, Any]]:
 def git_view(repo: Path) -> dict[str, Any]:
     """Everything of a clone that sync must never touch: HEAD, index, branches, tags, the work tree."""
     index = repo / ".git" / "index"
-    # .ai/local is the state directory sync writes to (ignored by git); everything else is the work tree.
     work = {k: v for k, v in snapshot(repo).items() if not (k.startswith(".ai/local") or k == ".ai/")}
     return {
         "head": git(repo, "rev-parse", "HEAD"),
@@ -49,61 +74,72 @@ def git_view(repo: Path) -> dict[str, Any]:
     }
 
 
-def write_handoff(repo: Path, body: str) -> Path:
-    """A handoff record stored the way `majordomus handoff` stores one (identity helper, exclusive link)."""
-    from majordomus import identity, lifecycle
-    from majordomus import checkpoint, clock, tasks
-    from majordomus.store import files as store
+def write_handoff(repo: Path, body: str = HANDOFF) -> Path:
+    """A handoff written as `majordomus handoff` writes one, in this process (so freezegun applies)."""
+    import io
+
+    from majordomus import handoff
     from majordomus.workspace import Workspace
 
-    ws = Workspace.open(str(repo))
-    task = tasks.active(ws)
-    at = clock.iso(clock.now())
-    ws.ensure_state("handoffs", "cache")
-    fields = identity.fields(ws, "handoff", task, at)
-    path, _created, digest = checkpoint.store_record(ws, ws.paths.handoffs, fields, body)
-    rel = ws.paths.relative(path)
-    with store.locked(ws.paths.lock):
-        lifecycle.set_handed_off(ws, tasks.load(ws, task.id), rel, at)
-    ws.event("task.handoff", task.id, at, path=rel, sha256=digest)
-    return Path(path)
+    written = handoff.write(Workspace.open(str(repo)), io.BytesIO(body.encode()))
+    return Path(written.path)
 
 
-def rewrite_remote(remote: Path, change: dict[str, bytes | None], message: str = "tampered") -> str:
-    """Commit a changed tree on the remote's state ref, as someone with write access to it could."""
-    import pygit2
+def _git_in(cwd: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, check=True,
+                          env=dict(os.environ, **(env or {})))
+    return done.stdout.decode().strip()
 
-    repo = pygit2.Repository(str(remote))
-    parent = repo.references["refs/majordomus/state"].target
-    files: dict[str, tuple[Any, int]] = {}
-    for top in repo[parent].tree:
-        if top.type_str == "tree":
-            for sub in repo[top.id]:
-                files[f"{top.name}/{sub.name}"] = (sub.id, sub.filemode)
-        else:
-            files[top.name] = (top.id, top.filemode)
+
+def hash_blob(repo: Path, data: bytes) -> str:
+    return _git_in(repo, "hash-object", "-w", "--stdin", input=data)
+
+
+def build_tree(repo: Path, files: dict[str, bytes | tuple[str, str]], tmp: Path) -> str:
+    """A tree of `files` (path -> content, or path -> (mode, object id)) written with update-index on a
+    temporary index and write-tree: the plumbing anyone who can push could use."""
+    index = tmp / f"index-{os.getpid()}-{len(files)}-{hashlib.sha1(repr(sorted(files)).encode()).hexdigest()[:8]}"
+    env = {"GIT_INDEX_FILE": str(index)}
+    for path, content in files.items():
+        mode, oid = content if isinstance(content, tuple) else ("100644", hash_blob(repo, content))
+        _git_in(repo, "update-index", "--add", "--cacheinfo", f"{mode},{oid},{path}", env=env)
+    tree = _git_in(repo, "write-tree", env=env)
+    index.unlink()
+    return tree
+
+
+def commit_tree(repo: Path, tree: str, parents: list[str] | None = None, message: str = "by hand") -> str:
+    args = ["commit-tree", tree, "-m", message]
+    for parent in parents or []:
+        args += ["-p", parent]
+    return _git_in(repo, *args)
+
+
+def tree_files(repo: Path, ref: str) -> dict[str, tuple[str, str]]:
+    """Every blob of a ref's tree: path -> (mode, object id)."""
+    out: dict[str, tuple[str, str]] = {}
+    for line in git(repo, "ls-tree", "-r", "-z", ref).split("\0"):
+        if line:
+            meta, path = line.split("\t", 1)
+            mode, _kind, oid = meta.split()
+            out[path] = (mode, oid)
+    return out
+
+
+def rewrite_ref(remote: Path, ref: str, change: dict[str, bytes | None], tmp: Path, message: str = "tampered") -> str:
+    """Commit a changed tree on a ref of the remote, as someone with write access to it could."""
+    parent = git(remote, "rev-parse", ref)
+    files: dict[str, bytes | tuple[str, str]] = dict(tree_files(remote, ref))
     for path, data in change.items():
         if data is None:
             files.pop(path, None)
         else:
-            files[path] = (repo.create_blob(data), pygit2.enums.FileMode.BLOB)
-    groups: dict[str, Any] = {}
-    root = repo.TreeBuilder()
-    for path, (oid, mode) in files.items():
-        directory, _, name = path.rpartition("/")
-        if directory:
-            groups.setdefault(directory, repo.TreeBuilder()).insert(name, oid, mode)
-        else:
-            root.insert(name, oid, mode)
-    for directory, builder in groups.items():
-        root.insert(directory, builder.write(), pygit2.enums.FileMode.TREE)
-    sig = pygit2.Signature("Mallory", "mallory@example.com")
-    commit = repo.create_commit("refs/majordomus/state", sig, sig, message, root.write(), [parent])
-    return str(commit)
+            files[path] = data
+    commit = commit_tree(remote, build_tree(remote, files, tmp), [parent], message)
+    git(remote, "update-ref", ref, commit)
+    return commit
 
 
-def read_remote(remote: Path, path: str) -> bytes:
-    import subprocess
-
-    return subprocess.run(["git", "cat-file", "blob", f"refs/majordomus/state:{path}"], cwd=remote,
-                          check=True, capture_output=True).stdout
+def read_remote(remote: Path, ref: str, path: str) -> bytes:
+    return subprocess.run(["git", "cat-file", "blob", f"{ref}:{path}"], cwd=remote, check=True,
+                          capture_output=True).stdout

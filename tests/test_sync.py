@@ -10,10 +10,8 @@ import pytest
 from freezegun import freeze_time
 
 from conftest import commit_file, git, snapshot, state_dir
-from sync_helpers import (clone, events, git_view, read_remote, remote_files, remote_refs, rewrite_remote,
-                          write_handoff)
-
-HANDOFF = "## State\nLogin works.\n\n## Decisions\nKeep the cache.\n\n## Open items\nNone.\n\n## Next actions\nShip."
+from sync_helpers import (HANDOFF, clone, events, git_view, layout_path, machine_id, machine_ref, read_remote,
+                          record_files, remote_files, remote_refs, rewrite_ref, write_handoff)
 
 
 @pytest.fixture
@@ -32,8 +30,8 @@ def test_records_travel_from_a_to_b_and_b_resumes(cli, repo, remote, b):
     a_checkpoints = sorted(p.name for p in (state_dir(repo) / "checkpoints").iterdir())
     pushed = cli("sync", "push", "--checkpoints")
     assert pushed.exit_code == 0, pushed.output
-    assert "pushed refs/majordomus/state on origin" in pushed.stdout
-    assert "1 task, 1 handoff, 2 checkpoints" in pushed.stdout
+    assert f"pushed {machine_ref(repo)} to origin" in pushed.stdout
+    assert "sent 1 task, 1 handoff, 2 checkpoints" in pushed.stdout
 
     pulled = cli("sync", "pull", cwd=b)
     assert pulled.exit_code == 0, pulled.output
@@ -48,6 +46,7 @@ def test_records_travel_from_a_to_b_and_b_resumes(cli, repo, remote, b):
     assert sorted(e["path"] for e in imports) == sorted(
         [f"checkpoints/{n}" for n in a_checkpoints] + [f"handoffs/{handoff.name}", "tasks/t1.yaml"])
     assert all(e["remote"] == "origin" and e["task"] == "t1" and len(e["sha256"]) == 64 for e in imports)
+    assert {e["machine"] for e in imports} == {machine_ref(repo)}
     assert cli("ledger", "--verify", cwd=b).exit_code == 0  # the batched events keep the hash chain
 
     listed = json.loads(cli("checkpoint", "--list", "--json", cwd=b).stdout)
@@ -58,10 +57,39 @@ def test_records_travel_from_a_to_b_and_b_resumes(cli, repo, remote, b):
     # An imported task is never active on arrival; `task resume` takes it here.
     assert cli("checkpoint", input="not yet", cwd=b).exit_code == 11
     assert cli("task", "resume", "t1", cwd=b).exit_code == 0
-    shown = cli("checkpoint", "--show", cwd=b)
-    assert shown.stdout.endswith("second note\n")  # A's latest checkpoint is B's starting point
+    assert cli("checkpoint", "--show", cwd=b).stdout.endswith("second note\n")
     assert cli("checkpoint", input="B carries on", cwd=b).exit_code == 0
     assert cli("checkpoint", "--show", cwd=b).stdout.endswith("B carries on\n")
+
+
+def test_one_ref_per_machine_in_the_split_layout(cli, repo, remote, b):
+    with freeze_time("2026-03-01T10:00:00Z"):
+        cli("task", "start", "t1")
+        cli("checkpoint", input="march")
+    with freeze_time("2026-04-02T10:00:00Z"):
+        cli("checkpoint", input="april")
+        handoff = write_handoff(repo)
+    assert cli("sync", "push", "--checkpoints").exit_code == 0
+    mid = machine_id(repo)
+    assert (state_dir(repo) / "machine-id").read_text() == mid + "\n"
+    assert stat.S_IMODE((state_dir(repo) / "machine-id").stat().st_mode) == 0o600
+    assert remote_refs(remote) == ["refs/heads/main", f"refs/majordomus/machines/{mid}"]
+    names = sorted(p.name for p in (state_dir(repo) / "checkpoints").iterdir())
+    assert [n[:6] for n in names] == ["202603", "202604"]
+    expected = sorted(["format", "tasks/t1.yaml", layout_path("handoffs", handoff.name)]
+                      + [layout_path("checkpoints", n) for n in names])
+    assert remote_files(remote, machine_ref(repo)) == expected
+    assert read_remote(remote, machine_ref(repo), "format") == b"majordomus-state 2\n"
+    # B pushes its own ref; A's is untouched, and the machine id stays what it was.
+    cli("sync", "pull", cwd=b)
+    cli("task", "start", "t2", cwd=b)
+    a_ref = git(remote, "rev-parse", machine_ref(repo))
+    assert cli("sync", "push", cwd=b).exit_code == 0
+    assert machine_id(b) != mid
+    assert remote_refs(remote) == sorted(["refs/heads/main", machine_ref(repo), machine_ref(b)])
+    assert git(remote, "rev-parse", machine_ref(repo)) == a_ref
+    assert cli("sync", "push", "--checkpoints").stdout.startswith("already up to date:")
+    assert machine_id(repo) == mid
 
 
 def test_head_index_work_tree_and_branches_untouched(cli, repo, remote, b):
@@ -82,39 +110,31 @@ def test_head_index_work_tree_and_branches_untouched(cli, repo, remote, b):
     assert cli("sync", "pull").exit_code == 0
     assert git_view(repo) == before_a and git_view(b) == before_b
     assert git(remote, "for-each-ref", "refs/heads") == remote_before
-    assert remote_refs(remote) == ["refs/heads/main", "refs/majordomus/state"]
-    assert git(repo, "rev-parse", "refs/majordomus/state") == git(remote, "rev-parse", "refs/majordomus/state")
+    assert remote_refs(remote) == sorted(["refs/heads/main", machine_ref(repo), machine_ref(b)])
 
 
 def test_push_sends_checkpoints_only_when_asked(cli, repo, remote):
     cli("task", "start", "t1")
     cli("checkpoint", input="note")
     assert cli("sync", "push").exit_code == 0
-    assert remote_files(remote) == ["format", "tasks/t1.yaml"]
-    assert read_remote(remote, "tasks/t1.yaml") == (state_dir(repo) / "tasks" / "t1.yaml").read_bytes()
+    assert remote_files(remote, machine_ref(repo)) == ["format", "tasks/t1.yaml"]
+    assert read_remote(remote, machine_ref(repo), "tasks/t1.yaml") == (state_dir(repo) / "tasks" / "t1.yaml").read_bytes()
     assert cli("sync", "push", "--checkpoints").exit_code == 0
-    assert [f for f in remote_files(remote) if f.startswith("checkpoints/")] == [
-        "checkpoints/" + p.name for p in (state_dir(repo) / "checkpoints").iterdir()]
+    assert record_files(remote, machine_ref(repo), "checkpoints") == [
+        p.name for p in (state_dir(repo) / "checkpoints").iterdir()]
 
 
-def test_two_clones_pushing_without_pulling_both_land(cli, repo, remote, b):
+def test_two_clones_pushing_without_pulling_both_land_at_once(cli, repo, remote, b):
     with freeze_time("2026-03-01T10:00:00Z"):
         cli("task", "start", "from-a")
         cli("checkpoint", input="a's note")
         cli("task", "start", "from-b", cwd=b)
         cli("checkpoint", input="b's note", cwd=b)
-    assert cli("sync", "push", "--checkpoints").exit_code == 0
-    second = cli("sync", "push", "--checkpoints", "--json", cwd=b)
-    assert second.exit_code == 0, second.output
-    report = json.loads(second.stdout)
-    assert report["pushed"] and report["attempts"] == 2
-    assert [i["path"] for i in report["imported"] if i["kind"] == "task"] == ["tasks/from-a.yaml"]
-    files = remote_files(remote)
-    assert {"tasks/from-a.yaml", "tasks/from-b.yaml"} <= set(files)
-    assert len([f for f in files if f.startswith("checkpoints/")]) == 2
-    parents = git(remote, "log", "-1", "--format=%P", "refs/majordomus/state").split()
-    assert len(parents) == 2  # a merge of both machines' states
-    assert [e["attempts"] for e in events(b, "sync.push")] == [2]
+    first = json.loads(cli("sync", "push", "--checkpoints", "--json").stdout)
+    second = json.loads(cli("sync", "push", "--checkpoints", "--json", cwd=b).stdout)
+    assert first["pushed"] and second["pushed"]
+    assert first["attempts"] == second["attempts"] == 1  # distinct refs: nothing to race for
+    assert second["sent"] == {"tasks": 1, "handoffs": 0, "checkpoints": 1, "runs": 0}
     assert "imported from origin: 1 task, 0 handoffs, 1 checkpoint" in cli("sync", "pull").stdout
     assert {t["id"] for t in json.loads(cli("task", "list", "--json").stdout)} == {"from-a", "from-b"}
 
@@ -132,39 +152,39 @@ def test_repeated_pull_imports_nothing_and_writes_nothing(cli, repo, remote, b):
     assert snapshot(b) == before and git(b, "for-each-ref") == refs
 
 
-def test_tampered_record_is_refused_and_the_rest_imported(cli, repo, remote, b):
+def test_tampered_record_is_refused_and_the_rest_imported(cli, repo, remote, b, tmp_path):
     cli("task", "start", "t1")
     cli("checkpoint", input="honest note")
     handoff = write_handoff(repo, HANDOFF)
     cli("sync", "push", "--checkpoints")
-    name = f"handoffs/{handoff.name}"
-    forged = read_remote(remote, name).replace(b"Keep the cache.", b"Drop the cache.")
-    rewrite_remote(remote, {name: forged})
+    ref, path = machine_ref(repo), layout_path("handoffs", handoff.name)
+    forged = read_remote(remote, ref, path).replace(b"Keep the cache.", b"Drop the cache.")
+    rewrite_ref(remote, ref, {path: forged}, tmp_path)
     result = cli("sync", "pull", cwd=b)
     assert result.exit_code == 10
-    assert f"{name} (origin): its content does not match its name" in result.stderr
+    assert f"{path} ({ref}): its content does not match its name" in result.stderr
     assert not (state_dir(b) / "handoffs" / handoff.name).exists()
     assert len(list((state_dir(b) / "checkpoints").iterdir())) == 1  # what verifies is imported
-    assert name not in [e["path"] for e in events(b, "sync.import")]
-    # Every pull that sees it refuses it again. B's push carries B's state, without the forgery; A's push
-    # then brings back the honest record (a union), and B's next pull imports it.
-    assert cli("sync", "pull", cwd=b).exit_code == 10
-    assert cli("sync", "push", cwd=b).exit_code == 0
-    assert name not in remote_files(remote)
-    assert cli("sync", "push").exit_code == 0
-    assert read_remote(remote, name) == handoff.read_bytes()
+    assert f"handoffs/{handoff.name}" not in [e["path"] for e in events(b, "sync.import")]
+    assert cli("sync", "pull", cwd=b).exit_code == 10  # every pull that sees it refuses it again
+    # A's next push folds the remote's copy of its own ref: the forgery is refused there too, and A's ref
+    # carries its honest record again; B's next pull imports it.
+    pushed = cli("sync", "push", "--checkpoints")
+    assert pushed.exit_code == 10 and "does not match its name" in pushed.stderr
+    assert read_remote(remote, ref, path) == handoff.read_bytes()
     assert cli("sync", "pull", cwd=b).exit_code == 0
     assert (state_dir(b) / "handoffs" / handoff.name).read_bytes() == handoff.read_bytes()
 
 
-def test_tampered_new_record_alone_writes_nothing(cli, repo, remote, b):
+def test_tampered_new_record_alone_writes_nothing(cli, repo, remote, b, tmp_path):
     cli("task", "start", "t1")
     cli("checkpoint", input="note")
     cli("sync", "push", "--checkpoints")
     cli("sync", "pull", cwd=b)
     existing = next((state_dir(repo) / "checkpoints").iterdir())
+    forged_name = existing.name.replace(existing.name[:8], "20990101")
     forged = existing.read_bytes().replace(b"note", b"forged")
-    rewrite_remote(remote, {"checkpoints/" + existing.name.replace(existing.name[:8], "20990101"): forged})
+    rewrite_ref(remote, machine_ref(repo), {layout_path("checkpoints", forged_name): forged}, tmp_path)
     before, ledger = snapshot(b), (state_dir(b) / "ledger.jsonl").read_bytes()
     result = cli("sync", "pull", cwd=b)
     assert result.exit_code == 10 and "does not match its name" in result.stderr
@@ -177,38 +197,43 @@ def test_tampered_new_record_alone_writes_nothing(cli, repo, remote, b):
     (b'status: "active"', b'status: "owned"', "unreadable (`status` 'owned' is not one of active"),
     (b'id: "t1"', b"id: [t1", "unreadable"),
 ])
-def test_invalid_task_record_on_the_remote_is_refused(cli, repo, remote, b, old, new, reason):
+def test_invalid_task_record_on_the_remote_is_refused(cli, repo, remote, b, tmp_path, old, new, reason):
     cli("task", "start", "t1")
     cli("sync", "push")
     task = (state_dir(repo) / "tasks" / "t1.yaml").read_bytes()
     assert old in task
-    rewrite_remote(remote, {"tasks/t1.yaml": task.replace(old, new)})
+    rewrite_ref(remote, machine_ref(repo), {"tasks/t1.yaml": task.replace(old, new)}, tmp_path)
+    before = snapshot(b)
     result = cli("sync", "pull", cwd=b)
-    assert result.exit_code == 10 and f"tasks/t1.yaml (origin): {reason}" in result.stderr
-    assert list((state_dir(b) / "tasks").iterdir()) == []
+    assert result.exit_code == 10 and f"tasks/t1.yaml ({machine_ref(repo)}): {reason}" in result.stderr
+    assert not (state_dir(b) / "tasks").exists() or list((state_dir(b) / "tasks").iterdir()) == []
     assert events(b, "sync.import") == []
+    assert {k for k in snapshot(b)} - set(before) <= {".ai/", ".ai/local/", ".ai/local/.gitignore",
+                                                      ".ai/local/state/", ".ai/local/state/.sync-lock",
+                                                      ".ai/local/state/cache/"}
 
 
-def test_remote_without_the_ref_is_a_clear_error(cli, repo, remote, b):
+def test_remote_without_majordomus_refs_is_a_clear_error(cli, repo, remote, b):
     before = snapshot(b)
     result = cli("sync", "pull", cwd=b)
     assert result.exit_code == 2
-    assert "origin has no majordomus state to pull (refs/majordomus/state is not there)" in result.stderr
+    assert "origin has no majordomus state to pull" in result.stderr
     assert "majordomus sync push origin" in result.stderr
     assert snapshot(b) == before and not git(b, "for-each-ref", "refs/majordomus")
     status = json.loads(cli("sync", "status", "--json", cwd=b).stdout)
-    assert status["remote_commit"] is None and status["behind"]["tasks"] == []
+    assert status["machines"] == [] and status["behind"]["tasks"] == []
 
 
-@pytest.mark.parametrize("command", ["push", "pull", "status"])
+@pytest.mark.parametrize("command", ["push", "pull", "status", "compact"])
 def test_no_remote_at_all_is_a_clear_error(cli, repo, command):
     cli("task", "start", "t1")
+    extra = ["--idle-days", "1"] if command == "compact" else []
     before, refs = snapshot(repo), git(repo, "for-each-ref")
-    result = cli("sync", command)
+    result = cli("sync", command, *extra)
     assert result.exit_code == 2
     assert "this repository has no remote to sync with" in result.stderr
     assert "git remote add origin URL" in result.stderr
-    named = cli("sync", command, "elsewhere")
+    named = cli("sync", command, "elsewhere", *extra)
     assert named.exit_code == 2 and "no remote named `elsewhere`" in named.stderr
     assert snapshot(repo) == before and git(repo, "for-each-ref") == refs
 
@@ -219,8 +244,8 @@ def test_default_remote_is_the_upstream_remote(cli, repo, remote, tmp_path):
     git(repo, "remote", "add", "upstream", str(other))
     git(repo, "push", "-q", "-u", "upstream", "main")
     cli("task", "start", "t1")
-    assert "on upstream" in cli("sync", "push").stdout
-    assert "refs/majordomus/state" in remote_refs(other) and "refs/majordomus/state" not in remote_refs(remote)
+    assert "to upstream" in cli("sync", "push").stdout
+    assert machine_ref(repo) in remote_refs(other) and machine_ref(repo) not in remote_refs(remote)
 
 
 def test_a_remote_whose_hook_rejects_the_push(cli, repo, remote):
@@ -230,89 +255,11 @@ def test_a_remote_whose_hook_rejects_the_push(cli, repo, remote):
     cli("task", "start", "t1")
     result = cli("sync", "push")
     assert result.exit_code == 12
-    assert "origin rejected refs/majordomus/state" in result.stderr
+    assert f"origin rejected {machine_ref(repo)}" in result.stderr
     assert "refs/majordomus are not welcome here" in result.stderr
     assert "ask its owner" in result.stderr
     assert remote_refs(remote) == ["refs/heads/main"]
     assert events(repo, "sync.push") == []
-
-
-def _racing_hook(repo: Path, racer: Path, remote: Path, races: int) -> None:
-    """A pre-push hook that lets another machine push a new state first, `races` times."""
-    counter = repo.parent / "races"
-    hook = repo / ".git" / "hooks" / "pre-push"
-    hook.write_text(f"""#!/bin/sh
-cat >/dev/null
-unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_PREFIX
-n=$(cat {counter} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {counter}
-[ "$n" -le {races} ] || exit 0
-cd {racer} || exit 1
-git fetch -q {remote} +refs/majordomus/state:refs/racer || exit 1
-c=$(git commit-tree "refs/racer^{{tree}}" -p refs/racer -m "race $n") || exit 1
-git push -q {remote} "$c:refs/majordomus/state"
-""")
-    hook.chmod(0o755)
-
-
-@pytest.mark.parametrize("races, code", [(2, 0), (99, 12)])
-def test_a_rejected_push_merges_and_retries_a_bounded_number_of_times(cli, repo, remote, b, tmp_path, races, code):
-    cli("task", "start", "t1", cwd=b)
-    cli("sync", "push", cwd=b)
-    racer = clone(tmp_path, remote, "racer")
-    cli("task", "start", "t2")
-    _racing_hook(repo, racer, remote, races)
-    result = cli("sync", "push")
-    assert result.exit_code == code, result.output
-    if code == 0:
-        assert "after 3 attempts" in result.stdout
-        assert {"tasks/t1.yaml", "tasks/t2.yaml"} <= set(remote_files(remote))
-    else:
-        assert "origin kept moving: gave up after 5 attempts" in result.stderr
-        assert "tasks/t2.yaml" not in remote_files(remote)
-        assert (tmp_path / "races").read_text().strip() == "5"
-
-
-def _both_change(cli, repo, b, first, second):
-    """t1 synced to both; A resumes it at `first`, B at `second`, without syncing in between."""
-    with freeze_time("2026-03-01T09:00:00Z"):
-        cli("task", "start", "t1")
-        write_handoff(repo, HANDOFF)
-    cli("sync", "push")
-    cli("sync", "pull", cwd=b)
-    with freeze_time(first):
-        cli("task", "resume", "t1")
-    with freeze_time(second):
-        cli("task", "resume", "t1", cwd=b)
-
-
-def test_task_changed_on_both_sides_keeps_the_newest(cli, repo, remote, b):
-    _both_change(cli, repo, b, "2026-03-01T10:00:00Z", "2026-03-01T11:00:00Z")
-    cli("sync", "push")
-    result = cli("sync", "push", cwd=b)
-    assert result.exit_code == 0 and "conflict: task t1 changed on both sides; kept the local record" in result.stdout
-    [conflict] = events(b, "sync.conflict")
-    assert conflict["task"] == "t1" and conflict["kept"] == "local"
-    assert conflict["local_updated_at"] == "2026-03-01T11:00:00Z"
-    assert conflict["remote_updated_at"] == "2026-03-01T10:00:00Z"
-    assert b"2026-03-01T11:00:00Z" in read_remote(remote, "tasks/t1.yaml")
-    # A held it too: its pull brings B's newer record and A stops holding the task.
-    pulled = cli("sync", "pull")
-    assert "task t1 is no longer active here" in pulled.stdout
-    assert json.loads(cli("task", "show", "t1", "--json").stdout)["worktree"] == str(b)
-    assert cli("checkpoint", input="still mine?").exit_code == 11
-    assert [e["by"] for e in events(repo, "task.pause")] == ["sync"]
-    assert events(repo, "sync.conflict") == []  # A did not change it since it last synced: no conflict there
-
-
-def test_task_changed_on_both_sides_remote_newer_wins(cli, repo, remote, b):
-    _both_change(cli, repo, b, "2026-03-01T11:00:00Z", "2026-03-01T10:00:00Z")
-    cli("sync", "push")
-    result = cli("sync", "pull", cwd=b)
-    assert "kept the remote record" in result.stdout and "no longer active here" in result.stdout
-    [conflict] = events(b, "sync.conflict")
-    assert conflict["kept"] == "remote" and conflict["remote_updated_at"] == "2026-03-01T11:00:00Z"
-    assert json.loads(cli("task", "show", "t1", "--json", cwd=b).stdout)["worktree"] == str(repo)
-    assert cli("checkpoint", input="x", cwd=b).exit_code == 11
 
 
 def test_task_active_on_another_machine_is_not_active_here(cli, repo, remote, b):
@@ -345,33 +292,6 @@ def test_pointer_to_an_unshared_checkpoint(cli, repo, remote, b):
     assert json.loads(cli("checkpoint", "--list", "--json", cwd=b).stdout) == []
 
 
-def test_status_reports_ahead_and_behind(cli, repo, remote, b):
-    cli("task", "start", "t1")
-    cli("checkpoint", input="note")
-    status = json.loads(cli("sync", "status", "--json").stdout)
-    assert status["remote_commit"] is None
-    assert status["ahead"]["tasks"] == ["tasks/t1.yaml"] and len(status["ahead"]["checkpoints"]) == 1
-    assert status["behind"] == {"tasks": [], "handoffs": [], "checkpoints": []}
-    cli("sync", "push", "--checkpoints")
-    after = json.loads(cli("sync", "status", "--json").stdout)
-    assert after["ahead"] == {"tasks": [], "handoffs": [], "checkpoints": []}
-    behind = json.loads(cli("sync", "status", "--json", cwd=b).stdout)
-    assert behind["behind"]["tasks"] == ["tasks/t1.yaml"] and len(behind["behind"]["checkpoints"]) == 1
-    human = cli("sync", "status", cwd=b).stdout
-    assert "behind (sync pull imports): 1 task, 0 handoffs, 1 checkpoint" in human
-    assert "ahead (sync push sends): nothing" in human
-
-
-def test_status_writes_nothing(cli, repo, remote):
-    cli("task", "start", "t1")
-    cli("sync", "push")
-    cli("checkpoint", input="new")
-    objects = sorted(str(p) for p in (repo / ".git" / "objects").rglob("*"))
-    before = snapshot(repo)
-    assert cli("sync", "status", "--no-fetch").exit_code == 0
-    assert snapshot(repo) == before and sorted(str(p) for p in (repo / ".git" / "objects").rglob("*")) == objects
-
-
 def test_nothing_to_push_writes_nothing(cli, repo, remote):
     before = snapshot(repo)
     result = cli("sync", "push")
@@ -389,12 +309,12 @@ def test_a_corrupted_local_record_is_not_shared(cli, repo, remote):
     result = cli("sync", "push", "--checkpoints")
     assert result.exit_code == 10 and f"checkpoints/{victim.name} (here)" in result.stderr
     assert "pushed" in result.stdout
-    assert f"checkpoints/{victim.name}" not in remote_files(remote)
-    assert len([f for f in remote_files(remote) if f.startswith("checkpoints/")]) == 1
+    assert victim.name not in record_files(remote, machine_ref(repo), "checkpoints")
+    assert len(record_files(remote, machine_ref(repo), "checkpoints")) == 1
 
 
 def test_sync_subcommands_have_help(cli):
-    for sub in ("push", "pull", "status"):
+    for sub in ("push", "pull", "status", "compact"):
         result = cli("sync", sub, "--help")
         assert result.exit_code == 0 and "Usage:" in result.stdout
 
@@ -423,12 +343,13 @@ def test_console_script_exit_codes_and_json(repo, remote, b):
     pushed = run("sync", "push", "--json", cwd=repo)
     assert pushed.returncode == 0, pushed.stderr
     report = json.loads(pushed.stdout)
-    assert report["pushed"] and report["held"] == {"tasks": 1, "handoffs": 0, "checkpoints": 0}
+    assert report["pushed"] and report["sent"] == {"tasks": 1, "handoffs": 0, "checkpoints": 0, "runs": 0}
+    assert report["ref"] == machine_ref(repo) and report["attempts"] == 1
     pulled = run("sync", "pull", "--json", cwd=b)
     assert pulled.returncode == 0
     assert [i["path"] for i in json.loads(pulled.stdout)["imported"]] == ["tasks/t1.yaml"]
-    via_module = run("sync", "status", "--json", cwd=b)
-    assert via_module.returncode == 0 and json.loads(via_module.stdout)["behind"]["tasks"] == []
+    status = run("sync", "status", "--json", cwd=b)
+    assert status.returncode == 0 and json.loads(status.stdout)["behind"]["tasks"] == []
 
 
 def test_sync_from_a_linked_worktree_shares_one_state(cli, repo, remote, b, tmp_path):
@@ -436,32 +357,31 @@ def test_sync_from_a_linked_worktree_shares_one_state(cli, repo, remote, b, tmp_
     git(repo, "worktree", "add", "-q", str(wt), "-b", "side")
     cli("task", "start", "t1", cwd=wt)
     assert cli("sync", "push", cwd=wt).exit_code == 0  # branch `side` has no upstream: origin
-    assert git(repo, "rev-parse", "refs/majordomus/state") == git(remote, "rev-parse", "refs/majordomus/state")
-    assert cli("sync", "push").stdout.startswith("already up to date:")
+    assert cli("sync", "push").stdout.startswith("already up to date:")  # one machine, one ref
+    assert remote_refs(remote) == ["refs/heads/main", machine_ref(repo)]
     assert "imported from origin: 1 task" in cli("sync", "pull", cwd=b).stdout
 
 
-def test_entries_of_a_newer_version_are_carried_not_imported(cli, repo, remote, b):
+def test_entries_this_version_does_not_know_are_left_alone(cli, repo, remote, b, tmp_path):
     cli("task", "start", "t1")
     cli("sync", "push")
-    rewrite_remote(remote, {"notes/n1.txt": b"from a newer majordomus\n", "extra": b"x\n"}, "newer")
+    rewrite_ref(remote, machine_ref(repo), {"notes/n1.txt": b"from a newer majordomus\n", "extra": b"x\n"}, tmp_path)
     assert cli("sync", "pull", cwd=b).exit_code == 0
     assert not (state_dir(b) / "notes").exists() and not (state_dir(b) / "extra").exists()
-    cli("task", "start", "t2", cwd=b)
-    assert cli("sync", "push", cwd=b).exit_code == 0
-    assert {"notes/n1.txt", "extra", "tasks/t1.yaml", "tasks/t2.yaml"} <= set(remote_files(remote))
-    status = json.loads(cli("sync", "status", "--json", cwd=b).stdout)
-    assert status["ahead"] == status["behind"] == {"tasks": [], "handoffs": [], "checkpoints": []}
+    assert (state_dir(b) / "tasks" / "t1.yaml").exists()
 
 
-def test_a_newer_format_is_refused_before_anything_is_written(cli, repo, remote, b):
+def test_a_newer_format_is_refused_and_the_other_machines_imported(cli, repo, remote, b, tmp_path):
     cli("task", "start", "t1")
     cli("sync", "push")
-    rewrite_remote(remote, {"format": b"majordomus-state 2\n"}, "format 2")
-    before = snapshot(b)
+    c = clone(tmp_path, remote, "c")
+    cli("task", "start", "t2", cwd=c)
+    cli("sync", "push", cwd=c)
+    rewrite_ref(remote, machine_ref(c), {"format": b"majordomus-state 3\n"}, tmp_path, "format 3")
     result = cli("sync", "pull", cwd=b)
-    assert result.exit_code == 12 and "upgrade majordomus" in result.stderr
-    assert snapshot(b) == before
+    assert result.exit_code == 12
+    assert f"{machine_ref(c)}: written by a newer majordomus" in result.stderr and "upgrade majordomus" in result.stderr
+    assert (state_dir(b) / "tasks" / "t1.yaml").exists() and not (state_dir(b) / "tasks" / "t2.yaml").exists()
 
 
 def test_a_symlinked_store_directory_is_refused(cli, repo, remote, tmp_path):
@@ -475,9 +395,9 @@ def test_a_symlinked_store_directory_is_refused(cli, repo, remote, tmp_path):
     assert remote_refs(remote) == ["refs/heads/main"]
 
 
-@pytest.mark.parametrize("command, message", [("push", "cannot push refs/majordomus/state to broken"),
-                                              ("pull", "cannot fetch refs/majordomus/state from broken"),
-                                              ("status", "cannot fetch refs/majordomus/state from broken")])
+@pytest.mark.parametrize("command, message", [("push", "cannot reach broken"),
+                                              ("pull", "cannot fetch refs/majordomus/* from broken"),
+                                              ("status", "cannot fetch refs/majordomus/* from broken")])
 def test_an_unreachable_remote_is_a_clear_error(cli, repo, tmp_path, command, message):
     git(repo, "remote", "add", "broken", str(tmp_path / "no-such-repository"))
     cli("task", "start", "t1")
@@ -485,11 +405,11 @@ def test_an_unreachable_remote_is_a_clear_error(cli, repo, tmp_path, command, me
     result = cli("sync", command, "broken")
     assert result.exit_code == 12 and message in result.stderr
     assert "no-such-repository" in result.stderr  # what git said
-    if command != "push":  # a push has committed the snapshot on the local ref and made .sync-lock
+    if command != "push":  # a push has committed its snapshot on its local ref and made its machine id
         assert snapshot(repo) == before
 
 
-def test_only_the_state_ref_leaves_whatever_the_push_configuration(cli, repo, remote):
+def test_only_majordomus_refs_leave_whatever_the_push_configuration(cli, repo, remote):
     git(repo, "config", "push.followTags", "true")
     git(repo, "config", "push.default", "matching")
     git(repo, "config", "remote.origin.push", "refs/heads/*:refs/heads/*")
@@ -499,5 +419,54 @@ def test_only_the_state_ref_leaves_whatever_the_push_configuration(cli, repo, re
     git(repo, "branch", "side")
     cli("task", "start", "t1")
     assert cli("sync", "push").exit_code == 0
-    assert remote_refs(remote) == ["refs/heads/main", "refs/majordomus/state"]
+    assert remote_refs(remote) == ["refs/heads/main", machine_ref(repo)]
     assert git(remote, "rev-parse", "refs/heads/main") == remote_main
+
+
+def _run_record(repo: Path, body: str, kind: str = "run") -> str:
+    """An execution record (SPEC §17) as `majordomus run` stores one: the §4 identity, its own fields."""
+    import hashlib
+
+    from majordomus import clock, identity, tasks
+    from majordomus.lite import names
+    from majordomus.store import records
+    from majordomus.workspace import Workspace
+
+    ws = Workspace.open(str(repo))
+    at = clock.now_iso()
+    fields = [(k, kind if k == "kind" else v) for k, v in identity.fields(ws, "checkpoint", tasks.active(ws), at)]
+    fields += [("argv", ["pytest", "-q"]), ("label", "pytest"), ("exit_status", 0), ("started_at", at),
+               ("duration_ms", 1234), ("output_sha256", "0" * 64), ("output_bytes", 42)]
+    data = records.render(fields, body)
+    meta = dict(fields)
+    name = names.record_name(clock.compact_of(at), meta["branch"], meta["head"], hashlib.sha256(data).hexdigest())
+    (state_dir(repo) / "runs").mkdir(mode=0o700, exist_ok=True)
+    (state_dir(repo) / "runs" / name).write_bytes(data)
+    return name
+
+
+def test_run_records_travel_with_the_checkpoints(cli, repo, remote, b):
+    cli("task", "start", "t1")
+    run = _run_record(repo, "3 passed in 0.12s")
+    odd = _run_record(repo, "not a run", kind="checkpoint")
+    assert cli("sync", "push").exit_code == 0
+    assert record_files(remote, machine_ref(repo), "runs") == []
+    pushed = cli("sync", "push", "--checkpoints")
+    assert pushed.exit_code == 10 and f"runs/{odd} (here): a record of kind `checkpoint` does not belong" in pushed.stderr
+    assert remote_files(remote, machine_ref(repo)).count(layout_path("runs", run)) == 1
+    assert "imported from origin: 1 task, 0 handoffs, 0 checkpoints, 1 run" in cli("sync", "pull", cwd=b).stdout
+    assert (state_dir(b) / "runs" / run).read_bytes() == (state_dir(repo) / "runs" / run).read_bytes()
+    assert [e["kind"] for e in events(b, "sync.import") if e["path"].startswith("runs/")] == ["run"]
+
+
+@pytest.mark.parametrize("content", [b"Not An Id\n", b"../../x\n", b"a\nb\n", b""])
+def test_a_machine_id_file_that_is_not_one_is_exit_12(cli, repo, remote, content):
+    cli("task", "start", "t1")
+    (state_dir(repo) / "machine-id").write_bytes(content)
+    before = snapshot(repo), git(repo, "for-each-ref")
+    for command in ("push", "status"):
+        result = cli("sync", command)
+        assert result.exit_code == 12 and "machine-id does not hold a machine id" in result.stderr
+        assert "move it away" in result.stderr
+    assert (snapshot(repo), git(repo, "for-each-ref")) == before
+    assert remote_refs(remote) == ["refs/heads/main"]

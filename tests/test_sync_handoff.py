@@ -7,7 +7,7 @@ import json
 from freezegun import freeze_time
 
 from conftest import state_dir
-from sync_helpers import clone, events, git_view, remote_refs
+from sync_helpers import clone, events, git_view, machine_ref, remote_refs
 
 HANDOFF = """## State
 The callback is normalised before the comparison; tests pass locally.
@@ -69,7 +69,9 @@ def test_handoff_pushed_from_a_is_resumed_and_briefed_on_b(cli, repo, remote, tm
     assert task["status"] == "active" and task["worktree"] == str(b)
     assert cli("checkpoint", input="A: not mine any more").exit_code == 11
     assert git_view(repo) == before_a and git_view(b) == before_b
-    assert remote_refs(remote) == ["refs/heads/main", "refs/majordomus/state"]
+    assert remote_refs(remote) == sorted(["refs/heads/main", machine_ref(repo), machine_ref(b)])
+    # The handoff was written on A and resumed on B: no conflict, whoever changed the task last.
+    assert events(repo, "sync.conflict") == [] and events(b, "sync.conflict") == []
 
 
 def test_handoff_without_shared_checkpoints_still_briefs(cli, repo, remote, tmp_path):

@@ -1,4 +1,4 @@
-"""`majordomus sync push|pull|status`: the click layer over majordomus.sync (SPEC §13)."""
+"""`majordomus sync push|pull|status|compact`: the click layer over majordomus.sync (SPEC §13)."""
 
 from __future__ import annotations
 
@@ -7,130 +7,147 @@ from typing import Any, Optional
 import click
 
 from majordomus.cli.common import Group, json_option, run, workspace
-from majordomus.output import emit, emit_json, note
+from majordomus.output import emit, emit_json, escape, note
 
-NOUNS = {"tasks": ("task", "tasks"), "handoffs": ("handoff", "handoffs"), "checkpoints": ("checkpoint", "checkpoints")}
-KINDS = {"task": "tasks", "handoff": "handoffs", "checkpoint": "checkpoints"}
-
-
-def _count(n: int, directory: str) -> str:
-    singular, plural = NOUNS[directory]
-    return f"{n} {singular if n == 1 else plural}"
+NOUNS = {"tasks": ("task", "tasks"), "handoffs": ("handoff", "handoffs"),
+         "checkpoints": ("checkpoint", "checkpoints"), "runs": ("run", "runs")}
+KINDS = {"task": "tasks", "handoff": "handoffs", "checkpoint": "checkpoints", "run": "runs"}
+timeout_option = click.option("--timeout", type=click.FloatRange(0, 3600), default=20.0, show_default=True,
+                              metavar="SECONDS", help="How long to keep retrying a lost race before exit 75 (busy).")
 
 
 def _counts(by_dir: dict[str, int]) -> str:
-    return ", ".join(_count(by_dir.get(d, 0), d) for d in NOUNS)
+    shown = [d for d in NOUNS if d != "runs" or by_dir.get(d)]
+    return ", ".join(f"{by_dir.get(d, 0)} {NOUNS[d][0] if by_dir.get(d, 0) == 1 else NOUNS[d][1]}" for d in shown)
 
 
-def _result_dict(result: Any) -> dict[str, Any]:
-    return {
-        "remote": result.remote,
-        "ref": "refs/majordomus/state",
-        "commit": result.commit,
-        "pushed": result.pushed,
-        "attempts": result.attempts,
-        "held": result.held,
-        "imported": [vars(i) for i in result.imported],
-        "conflicts": [vars(c) for c in result.conflicts],
-        "refused": [vars(r) for r in result.refused],
-        "released": result.released,
-    }
+def _where(item: Any, remote: str) -> str:
+    if item.side == "local":
+        return "here"
+    return escape(item.ref) if item.ref else remote
 
 
-def _report_merge(result: Any) -> None:
+def _refuse(refused: list[Any], remote: str) -> None:
+    """Refused entries were neither imported nor shared; say which and exit 10 (after the rest was done)."""
+    if not refused:
+        return
+    from majordomus.errors import Refused
+
+    lines = [f"  {escape(r.path)} ({_where(r, remote)}): {escape(r.reason)}" for r in refused]
+    raise Refused(
+        f"{len(refused)} entr{'y' if len(refused) == 1 else 'ies'} refused, not imported and not shared:\n"
+        + "\n".join(lines),
+        "an entry that breaks the rules of a local write never enters the store; ask whoever pushed it, and run "
+        "`majordomus doctor` on the machine that holds it",
+    )
+
+
+def _report_pull(result: Any) -> None:
     if result.imported:
         by_dir: dict[str, int] = {}
         for item in result.imported:
             by_dir[KINDS[item.kind]] = by_dir.get(KINDS[item.kind], 0) + 1
         emit(f"imported from {result.remote}: {_counts(by_dir)}")
     for c in result.conflicts:
-        emit(f"conflict: task {c.task} changed on both sides; kept the {c.kept} record "
-             f"(updated_at local {c.local_updated_at}, remote {c.remote_updated_at}); see `majordomus ledger`")
+        emit(f"conflict: task {c.task} changed on two machines; kept the {c.kept} record "
+             f"(updated_at local {c.local_updated_at}, remote {escape(str(c.remote_updated_at))}, "
+             f"from {escape(str(c.machine))}); see `majordomus ledger`")
     for task_id in result.released:
         emit(f"task {task_id} is no longer active here: a newer record came from {result.remote} "
              f"(take it back with `majordomus task resume {task_id} --force`)")
 
 
-def _refuse(result: Any) -> None:
-    """Refused entries were neither imported nor shared; say which and exit 10 (after the rest was done)."""
-    if not result.refused:
-        return
-    from majordomus.errors import Refused
-
-    lines = [f"  {r.path} ({'here' if r.side == 'local' else result.remote}): {r.reason}" for r in result.refused]
-    raise Refused(
-        f"{len(result.refused)} record(s) refused, not imported and not shared:\n" + "\n".join(lines),
-        "a record whose content does not match its name was changed after it was written; "
-        "ask whoever pushed it, and run `majordomus doctor` on the machine that holds it",
-    )
-
-
 @click.group("sync", cls=Group)
 def sync() -> None:
-    """Share task records and handoffs (and checkpoints) through a git remote."""
+    """Share task records and records through a git remote: one ref per machine."""
 
 
 @sync.command("push")
 @click.argument("remote", metavar="[REMOTE]", required=False)
-@click.option("--checkpoints", is_flag=True, help="Share the checkpoint records too.")
+@click.option("--checkpoints", is_flag=True, help="Share the checkpoint and run records too.")
+@timeout_option
 @json_option
-def push_cmd(remote: Optional[str], checkpoints: bool, as_json: bool) -> None:
-    """Push this machine's records to a git remote.
+def push_cmd(remote: Optional[str], checkpoints: bool, timeout: float, as_json: bool) -> None:
+    """Push this machine's records to a git remote, on a ref of its own.
 
-    They are committed on refs/majordomus/state, and only that ref is pushed.
+    They are committed on refs/majordomus/machines/ID, and only that ref is pushed.
     """
-    from majordomus.sync import push_pull as core
+    from majordomus.sync import push as core
 
-    result = core.push(workspace(), remote, checkpoints=checkpoints)
+    result = core.push(workspace(), remote, checkpoints=checkpoints, timeout=timeout)
     if as_json:
-        emit_json(_result_dict(result))
+        emit_json({"remote": result.remote, "machine": result.machine, "ref": result.ref, "commit": result.commit,
+                   "pushed": result.pushed, "attempts": result.attempts, "migrated": result.migrated,
+                   "sent": result.sent, "refused": [vars(r) for r in result.refused]})
     elif result.commit is None:
         note("majordomus: nothing to push: no task records here yet (start one with `majordomus task start ID`)")
     else:
-        _report_merge(result)
         what = "pushed" if result.pushed else "already up to date:"
-        emit(f"{what} refs/majordomus/state on {result.remote} ({result.commit[:7]}): {_counts(result.held)}"
+        sent = f": sent {_counts(result.sent)}" if result.pushed else ""
+        emit(f"{what} {result.ref} to {result.remote} ({result.commit[:7]}){sent}"
              + (f" after {result.attempts} attempts" if result.attempts > 1 else ""))
-    _refuse(result)
+        if result.migrated:
+            emit(f"migrated refs/majordomus/state on {result.remote} to format 2 (one ref per machine); "
+                 "majordomus before this version will ask to be upgraded")
+    _refuse(result.refused, result.remote)
 
 
 @sync.command("pull")
 @click.argument("remote", metavar="[REMOTE]", required=False)
 @json_option
 def pull_cmd(remote: Optional[str], as_json: bool) -> None:
-    """Fetch refs/majordomus/state and import what this machine lacks."""
-    from majordomus.sync import push_pull as core
+    """Import what this machine lacks, from every machine at once.
+
+    One fetch of refs/majordomus/*; every entry checked as a local write is.
+    """
+    from majordomus.sync import pull as core
 
     result = core.pull(workspace(), remote)
     if as_json:
-        emit_json(_result_dict(result))
+        emit_json({"remote": result.remote, "refs": result.machines, "settled": result.settled,
+                   "imported": [vars(i) for i in result.imported], "conflicts": [vars(c) for c in result.conflicts],
+                   "refused": [vars(r) for r in result.refused], "released": result.released,
+                   "broken": result.problem.message if result.problem else None})
     else:
-        _report_merge(result)
+        _report_pull(result)
         if not result.imported:
             emit(f"nothing new from {result.remote}")
-    _refuse(result)
+    if result.problem is not None:
+        if result.refused and not as_json:
+            note("\n".join(f"refused: {escape(r.path)} ({_where(r, result.remote)}): {escape(r.reason)}"
+                           for r in result.refused))
+        raise result.problem
+    _refuse(result.refused, result.remote)
 
 
 @sync.command("status")
 @click.argument("remote", metavar="[REMOTE]", required=False)
-@click.option("--no-fetch", is_flag=True, help="Compare with the remote state fetched last, without asking the remote.")
+@click.option("--no-fetch", is_flag=True, help="Compare with the refs fetched last, without asking the remote.")
 @json_option
 def status_cmd(remote: Optional[str], no_fetch: bool, as_json: bool) -> None:
-    """What a push would send and a pull would import."""
+    """Machines seen, what a push sends, what a pull imports."""
     from majordomus.sync import status as syncstatus
 
     found = syncstatus.status(workspace(), remote, fetch=not no_fetch)
     if as_json:
         emit_json(found.to_dict())
         return
-    where = found.remote_commit[:7] if found.remote_commit else "none yet"
-    emit(f"remote: {found.remote} (refs/majordomus/state: {where}{'' if found.fetched else ', as fetched last'})")
-    _status_lines("ahead (sync push sends)", found.ahead)
+    emit(f"remote: {found.remote}{'' if found.fetched else ' (as fetched last)'}")
+    emit(f"this machine: {found.machine or '(no id yet: made at its first push)'}")
+    if not found.machines:
+        emit("machines seen: none yet")
+    for m in found.machines:
+        who = "folded state" if m.id is None else escape(m.id)
+        emit(f"  {who}: last pushed {m.pushed_at} ({m.commit[:7]})" + ("  <- this machine" if m.this else "")
+             + (" (format 1: migrated at the next push)" if m.format == 1 else ""))
+    _status_lines("not delivered (sync push sends)", found.ahead)
     _status_lines("behind (sync pull imports)", found.behind)
     for c in found.conflicts:
-        emit(f"diverged: task {c.task} changed on both sides; the {c.kept} record is newer and will be kept")
+        emit(f"diverged: task {c.task} changed on two machines; the {c.kept} record is newer and will be kept")
     for r in found.refused:
-        emit(f"refused: {r.path} ({'here' if r.side == 'local' else found.remote}): {r.reason}")
+        emit(f"refused: {escape(r.path)} ({_where(r, found.remote)}): {escape(r.reason)}")
+    for r in found.broken:
+        emit(f"unreadable: {escape(r.path)}: {escape(r.reason)}")
 
 
 def _status_lines(label: str, by_dir: dict[str, list[str]]) -> None:
@@ -138,12 +155,38 @@ def _status_lines(label: str, by_dir: dict[str, list[str]]) -> None:
     if not total:
         emit(f"{label}: nothing")
         return
-    counts = _counts({d: len(v) for d, v in by_dir.items()})
-    emit(f"{label}: {counts}")
+    emit(f"{label}: {_counts({d: len(v) for d, v in by_dir.items()})}")
     for path in by_dir.get("tasks", []):
-        emit(f"  {path}")
-    if label.startswith("ahead") and by_dir.get("checkpoints"):
-        emit("  (checkpoints go only with `sync push --checkpoints`)")
+        emit(f"  {escape(path)}")
+    if label.startswith("not delivered") and (by_dir.get("checkpoints") or by_dir.get("runs")):
+        emit("  (checkpoints and runs go only with `sync push --checkpoints`)")
+
+
+@sync.command("compact")
+@click.argument("remote", metavar="[REMOTE]", required=False)
+@click.option("--machine", "machines", multiple=True, metavar="ID", help="A retired machine to fold (repeatable).")
+@click.option("--idle-days", type=click.FloatRange(0, None), default=None, metavar="N",
+              help="Fold every other machine that has not pushed for N days.")
+@timeout_option
+@json_option
+def compact_cmd(remote: Optional[str], machines: tuple[str, ...], idle_days: Optional[float], timeout: float,
+                as_json: bool) -> None:
+    """Fold retired machines' refs into refs/majordomus/state.
+
+    One commit, the union; their refs are deleted on the remote in the same atomic push.
+    """
+    from majordomus.sync import compact as core
+
+    result = core.compact(workspace(), remote, list(machines), idle_days, timeout)
+    if as_json:
+        emit_json({"remote": result.remote, "folded": result.folded, "commit": result.commit,
+                   "attempts": result.attempts, "refused": [vars(r) for r in result.refused]})
+    elif not result.folded:
+        emit(f"nothing to fold on {result.remote}")
+    else:
+        emit(f"folded {len(result.folded)} machine{'s' if len(result.folded) != 1 else ''} into refs/majordomus/state "
+             f"on {result.remote} ({result.commit[:7] if result.commit else ''}): {', '.join(result.folded)}")
+    _refuse(result.refused, result.remote)
 
 
 def main(argv: list[str]) -> int:

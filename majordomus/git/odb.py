@@ -1,22 +1,32 @@
-"""Sync's objects (SPEC §13) through pygit2: blobs, two-level trees, commits, and one ref of majordomus's
-own moved by compare-and-swap. Never HEAD, the index, the work tree or any branch."""
+"""Sync's objects (SPEC §13) through pygit2: blobs, trees read and edited a subtree at a time, commits, and
+majordomus's own refs moved by compare-and-swap. Never HEAD, the index, the work tree or any branch.
+
+Trees are handed out as `TreeView`s: a walk that stops at the first subtree whose id it has already seen
+is what keeps a sync proportional to what changed, not to what is stored."""
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
+from typing import Iterator, Optional
 
 import pygit2
 
 from majordomus.errors import MajordomusError
 from majordomus.git.query import Repo, config_value
 
-BLOB_MODES = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
+BLOB_MODES = (int(pygit2.enums.FileMode.BLOB), int(pygit2.enums.FileMode.BLOB_EXECUTABLE))
+BLOB = int(pygit2.enums.FileMode.BLOB)
+TREE = int(pygit2.enums.FileMode.TREE)
 ZERO_OID = "0" * 40
+
+# libgit2 re-parses a tree over 4 KiB at every lookup; sync walks the same trees many times.
+pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, 1 << 20)
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One file of a two-level tree: `dir/name` (or a top-level `name`), its blob id and file mode."""
+    """A tree entry: its object id and file mode."""
 
     oid: str
     mode: int
@@ -25,22 +35,116 @@ class Entry:
     def is_blob(self) -> bool:
         return self.mode in BLOB_MODES
 
+    @property
+    def is_tree(self) -> bool:
+        return self.mode == TREE
 
-def ref_target(repo: Repo, name: str) -> str | None:
+
+class TreeView:
+    """A tree object, read lazily. Entry names that are not UTF-8 come back as None (never a path)."""
+
+    __slots__ = ("repo", "_tree")
+
+    def __init__(self, repo: Repo, tree: pygit2.Tree) -> None:
+        self.repo = repo
+        self._tree = tree
+
+    @property
+    def oid(self) -> str:
+        return str(self._tree.id)
+
+    def __len__(self) -> int:
+        return len(self._tree)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tree
+
+    def entries(self) -> Iterator[tuple[Optional[str], Entry, bytes]]:
+        """(name or None, entry, raw name) for every entry, in git's order."""
+        for item in self._tree:
+            raw = item.raw_name or b""
+            try:
+                name: Optional[str] = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                name = None
+            yield name, Entry(str(item.id), int(item.filemode)), raw
+
+    def get(self, name: str) -> Optional[Entry]:
+        try:
+            item = self._tree[name]
+        except (KeyError, ValueError, TypeError):
+            return None
+        return Entry(str(item.id), int(item.filemode))
+
+    def sub(self, name: str) -> Optional["TreeView"]:
+        """The subtree `name`, or None when absent or not a tree."""
+        try:
+            item = self._tree[name]
+        except (KeyError, ValueError, TypeError):
+            return None
+        return TreeView(self.repo, item) if isinstance(item, pygit2.Tree) else None
+
+
+def tree(repo: Repo, oid: str) -> Optional[TreeView]:
+    obj = repo.handle.get(oid)
+    return TreeView(repo, obj) if isinstance(obj, pygit2.Tree) else None
+
+
+def kind(repo: Repo, oid: str) -> Optional[str]:
+    """`commit`, `tree`, `blob`, `tag`, or None when the object is not here."""
+    try:
+        obj = repo.handle.get(oid)
+    except (ValueError, pygit2.GitError):
+        return None
+    return obj.type_str if obj is not None else None
+
+
+@dataclass(frozen=True)
+class Commit:
+    oid: str
+    tree: str
+    parents: tuple[str, ...]
+    time: int  # committer time, seconds since the epoch
+    message: str
+
+
+def commit(repo: Repo, oid: str) -> Optional[Commit]:
+    """The commit `oid`, or None when it is missing or another kind of object."""
+    obj = repo.handle.get(oid)
+    if not isinstance(obj, pygit2.Commit):
+        return None
+    return Commit(str(obj.id), str(obj.tree_id), tuple(str(p) for p in obj.parent_ids), int(obj.commit_time),
+                  obj.message)
+
+
+def ref_target(repo: Repo, name: str) -> Optional[str]:
     try:
         ref = repo.handle.references[name]
-    except (KeyError, pygit2.InvalidSpecError):
+    except (KeyError, pygit2.InvalidSpecError, ValueError):
         return None
     target = ref.resolve().target
-    return str(target) if target is not None else None
+    return str(target) if isinstance(target, pygit2.Oid) else None
 
 
-def update_ref(repo: Repo, name: str, new: str, old: str | None, message: str) -> None:
+def refs_under(repo: Repo, prefix: str) -> dict[str, str]:
+    """Every direct ref whose name starts with `prefix`, with the object it points at."""
+    found: dict[str, str] = {}
+    for name in repo.handle.references:
+        if name.startswith(prefix):
+            target = ref_target(repo, name)
+            if target is not None:
+                found[name] = target
+    return found
+
+
+def _git_ref(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=repo.worktree, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+
+
+def update_ref(repo: Repo, name: str, new: str, old: Optional[str], message: str) -> None:
     """Move `name` to `new` only if it still points at `old` (None: must not exist), atomically (git's CAS)."""
-    import subprocess
-
-    args = ["git", "update-ref", "-m", message, name, new, old or ZERO_OID]
-    done = subprocess.run(args, cwd=repo.worktree, capture_output=True, text=True)
+    done = _git_ref(repo, "update-ref", "-m", message, name, new, old or ZERO_OID)
     if done.returncode != 0:
         raise MajordomusError(
             f"{name} moved while majordomus was updating it: {done.stderr.strip()}",
@@ -48,25 +152,22 @@ def update_ref(repo: Repo, name: str, new: str, old: str | None, message: str) -
         )
 
 
-def read_tree(repo: Repo, commit: str) -> dict[str, Entry]:
-    """Files of a commit's tree down to one directory level, keyed `dir/name`; deeper levels are ignored."""
-    handle = repo.handle
-    out: dict[str, Entry] = {}
-    for top in handle[commit].peel(pygit2.Tree):
-        if top.type_str == "tree":
-            for sub in handle[top.id]:
-                out[f"{top.name}/{sub.name}"] = Entry(str(sub.id), int(sub.filemode))
-        else:
-            out[top.name] = Entry(str(top.id), int(top.filemode))
-    return out
+def delete_ref(repo: Repo, name: str, old: str) -> None:
+    """Delete `name` if it still points at `old`; a ref already gone is fine."""
+    _git_ref(repo, "update-ref", "-d", name, old)
 
 
-def tree_id(repo: Repo, commit: str) -> str:
-    return str(repo.handle[commit].peel(pygit2.Tree).id)
+def blob_size(repo: Repo, oid: str) -> Optional[int]:
+    """A blob's size from its header, without inflating it; None when it is not a blob here."""
+    try:
+        kind_, size = repo.handle.odb.read_header(pygit2.Oid(hex=oid))
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    return int(size) if int(kind_) == int(pygit2.enums.ObjectType.BLOB) else None
 
 
 def read_blob(repo: Repo, oid: str) -> bytes:
-    obj = repo.handle[oid]
+    obj = repo.handle.get(oid)
     if not isinstance(obj, pygit2.Blob):
         raise ValueError(f"{oid} is not a blob")
     return bytes(obj.data)
@@ -81,47 +182,65 @@ def write_blob(repo: Repo, data: bytes) -> str:
     return str(repo.handle.create_blob(data))
 
 
-def write_tree(repo: Repo, entries: dict[str, Entry]) -> str:
-    """Build the two-level tree `read_tree` reads, from blobs already in the object database."""
-    handle = repo.handle
-    groups: dict[str, dict[str, Entry]] = {}
-    top = handle.TreeBuilder()
-    for path, entry in entries.items():
-        directory, _, name = path.rpartition("/")
-        if directory:
-            groups.setdefault(directory, {})[name] = entry
-        else:
-            top.insert(name, pygit2.Oid(hex=entry.oid), entry.mode)
-    for directory, files in groups.items():
-        builder = handle.TreeBuilder()
-        for name, entry in files.items():
-            builder.insert(name, pygit2.Oid(hex=entry.oid), entry.mode)
-        top.insert(directory, builder.write(), pygit2.enums.FileMode.TREE)
-    return str(top.write())
+class TreeWriter:
+    """Edits of a tree (`put` a blob or subtree at a path); `write` rebuilds only the trees on edited paths
+    and reuses every other subtree as it is."""
+
+    def __init__(self, repo: Repo, base: Optional[str]) -> None:
+        self.repo = repo
+        self.base = base
+        self._edits: dict[str, object] = {}  # name -> Entry, or a nested dict of edits
+
+    def put(self, path: tuple[str, ...], entry: Entry) -> None:
+        node = self._edits
+        for part in path[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node[path[-1]] = entry
+
+    @property
+    def changed(self) -> bool:
+        return bool(self._edits)
+
+    def write(self) -> str:
+        return self._write(self.base, self._edits)
+
+    def _write(self, base: Optional[str], edits: dict[str, object]) -> str:
+        handle = self.repo.handle
+        base_tree = handle.get(base) if base else None
+        builder = handle.TreeBuilder(base_tree) if isinstance(base_tree, pygit2.Tree) else handle.TreeBuilder()
+        for name, edit in edits.items():
+            if isinstance(edit, Entry):
+                builder.insert(name, pygit2.Oid(hex=edit.oid), edit.mode)
+                continue
+            existing = builder.get(name)
+            sub = str(existing.id) if existing is not None and existing.filemode == TREE else None
+            builder.insert(name, pygit2.Oid(hex=self._write(sub, edit)), TREE)  # type: ignore[arg-type]
+        return str(builder.write())
 
 
-def write_commit(repo: Repo, tree: str, parents: list[str], message: str) -> str:
+def write_commit(repo: Repo, tree_oid: str, parents: list[str], message: str) -> str:
     """A commit object that no ref points at yet (the caller moves its ref with `update_ref`)."""
     handle = repo.handle
     try:
         signature = handle.default_signature
     except (KeyError, pygit2.GitError):
         signature = pygit2.Signature("majordomus", "majordomus@localhost")
-    oid = handle.create_commit(None, signature, signature, message, pygit2.Oid(hex=tree),
+    oid = handle.create_commit(None, signature, signature, message, pygit2.Oid(hex=tree_oid),
                                [pygit2.Oid(hex=p) for p in parents])
     return str(oid)
-
-
-def merge_base(repo: Repo, a: str, b: str) -> str | None:
-    found = repo.handle.merge_base(pygit2.Oid(hex=a), pygit2.Oid(hex=b))
-    return str(found) if found is not None else None
 
 
 def contains(repo: Repo, descendant: str, ancestor: str) -> bool:
     """True when `ancestor` is `descendant` or one of its ancestors."""
     if descendant == ancestor:
         return True
-    return bool(repo.handle.descendant_of(pygit2.Oid(hex=descendant), pygit2.Oid(hex=ancestor)))
+    try:
+        return bool(repo.handle.descendant_of(pygit2.Oid(hex=descendant), pygit2.Oid(hex=ancestor)))
+    except (KeyError, ValueError, pygit2.GitError):
+        return False
 
 
 def remote_names(repo: Repo) -> list[str]:
@@ -131,7 +250,7 @@ def remote_names(repo: Repo) -> list[str]:
         return []
 
 
-def upstream_remote(repo: Repo) -> str | None:
+def upstream_remote(repo: Repo) -> Optional[str]:
     """The remote of this branch's upstream (`branch.NAME.remote`), unless it is `.` (a local upstream)."""
     branch = repo.branch
     if branch is None:

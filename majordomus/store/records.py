@@ -190,16 +190,28 @@ def parse_yaml(text: str) -> dict[str, Any]:
         return _parse_flat(text)
     except ValueError:
         pass
+    data = load_yaml(text)
+    if not isinstance(data, dict):
+        raise ValueError("front matter is not a mapping")
+    return {str(k): (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in data.items()}
+
+
+def load_yaml(text: str | bytes) -> Any:
+    """YAML loaded safely, refusing aliases, anchors and merge keys before anything is expanded (SPEC §2a):
+    a few hundred bytes of nested aliases must not become gigabytes. ValueError says what and where."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(text, Loader=loader)
+        for event in yaml.parse(text, Loader=loader):
+            line = event.start_mark.line + 1 if event.start_mark is not None else 0
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                raise ValueError(f"uses a YAML alias or anchor (line {line}); majordomus never expands them")
+            if isinstance(event, yaml.ScalarEvent) and event.value == "<<" and not event.style:  # plain: None or ""
+                raise ValueError(f"uses a YAML merge key `<<` (line {line})")
+        return yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         raise ValueError(f"not valid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ValueError("front matter is not a mapping")
-    return {str(k): (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in data.items()}
 
 
 def _parse_flat(text: str) -> dict[str, Any]:

@@ -1,78 +1,92 @@
-"""`majordomus sync status`: what a push would send and a pull would import, computed without writing."""
+"""`majordomus sync status`: the machines the remote has and when each last pushed, what this machine has
+not delivered, and what a pull would import — computed without writing anything but the fetched refs."""
 
 from __future__ import annotations
 
-import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from majordomus import clock
 from majordomus.git import odb as git
 from majordomus.store import paths
-from majordomus.sync import tree as statetree
-from majordomus.sync.transport import STATE_REF, tracking_ref
-from majordomus.sync.tree import FORMAT_PATH, Conflict, Refusal, Side
-from majordomus.sync.push_pull import check_format, fetch_state, resolve_remote
+from majordomus.sync import layout, machine, remote as remotes, union
+from majordomus.sync.layout import DIRS, Refusal
+from majordomus.sync.snapshot import snapshot
+from majordomus.sync.union import Conflict
 from majordomus.workspace import Workspace
+
+
+@dataclass
+class MachineSeen:
+    id: Optional[str]  # None: the folded state (refs/majordomus/state)
+    ref: str
+    commit: str
+    pushed_at: str  # when its commit was made (UTC), as its writer's clock said
+    format: int
+    this: bool = False
 
 
 @dataclass
 class Status:
     remote: str
-    remote_commit: Optional[str]
     fetched: bool
-    ahead: dict[str, list[str]] = field(default_factory=dict)  # what `sync push` sends, by directory
-    behind: dict[str, list[str]] = field(default_factory=dict)  # what `sync pull` imports, by directory
+    machine: Optional[str]  # this machine's id (None until its first push)
+    machines: list[MachineSeen] = field(default_factory=list)
+    ahead: dict[str, list[str]] = field(default_factory=dict)  # not delivered: what `sync push` would send
+    behind: dict[str, list[str]] = field(default_factory=dict)  # what `sync pull` would import
     conflicts: list[Conflict] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
+    broken: list[Refusal] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "remote": self.remote,
-            "ref": STATE_REF,
-            "remote_commit": self.remote_commit,
             "fetched": self.fetched,
+            "machine": self.machine,
+            "ref": machine.ref(self.machine) if self.machine else None,
+            "machines": [vars(m) for m in self.machines],
             "ahead": self.ahead,
             "behind": self.behind,
             "conflicts": [vars(c) for c in self.conflicts],
             "refused": [vars(r) for r in self.refused],
+            "broken": [vars(r) for r in self.broken],
         }
 
 
-def _present(ws: Workspace, directory: str) -> set[str]:
-    try:
-        return set(os.listdir(os.path.join(ws.paths.root, directory)))
-    except FileNotFoundError:
-        return set()
+def _iso(seconds: int) -> str:
+    return time.strftime(clock.ISO, time.gmtime(seconds))
 
 
 def status(ws: Workspace, name: Optional[str], *, fetch: bool = True) -> Status:
     """Compare this machine's state with the remote's (fetched first unless `fetch` is False)."""
-    remote = resolve_remote(ws, name)
+    remote = remotes.resolve_remote(ws, name)
     paths.check_readable(ws.paths)  # refuses a state directory reached through a symlink
-    repo = ws.repo
-    theirs = fetch_state(ws, remote) if fetch else git.ref_target(repo, tracking_ref(remote))
-    current = git.ref_target(repo, STATE_REF)
-    base = git.read_tree(repo, current) if current else {}
-    ours, skipped = statetree.snapshot(ws, base, checkpoints=True, write=False)
-    other = Side(git.read_tree(repo, theirs) if theirs else {})
-    check_format(repo, other.entries, remote)
-    common = git.merge_base(repo, current, theirs) if current and theirs else None
-    plan = statetree.merge(repo, git.read_tree(repo, common) if common else {}, ours, other)
-    result = Status(remote=remote, remote_commit=theirs, fetched=fetch, conflicts=plan.conflicts,
-                    refused=skipped + plan.refused)
-    result.ahead = {d: [] for d in statetree.DIRS}
-    result.behind = {d: [] for d in statetree.DIRS}
-    present = {d: _present(ws, d) for d in statetree.RECORD_DIRS}
-    for path, entry in sorted(plan.entries.items()):
-        directory, _, name_ = path.partition("/")
-        if path == FORMAT_PATH or directory not in statetree.DIRS or not name_:
-            continue
-        mine = ours.entries.get(path)
-        if mine == entry and other.entries.get(path) != entry:
-            result.ahead[directory].append(path)
-        if directory == "tasks":
-            if ours.disk.get(path) != entry.oid:
-                result.behind[directory].append(path)
-        elif name_ not in present[directory]:
-            result.behind[directory].append(path)
+    if fetch:
+        remotes.fetch(ws, remote)
+    found = remotes.seen(ws, remote)
+    own = machine.read(ws)
+    result = Status(remote=remote, fetched=fetch, machine=own, refused=list(found.refused), broken=found.broken)
+    for ref in found.refs:
+        result.machines.append(MachineSeen(ref.machine, ref.name, ref.commit.oid, _iso(ref.commit.time), ref.fmt,
+                                           this=ref.machine is not None and ref.machine == own))
+    mine = found.mine(own)
+    result.ahead = {d: [] for d in DIRS}
+    edits = snapshot(ws, mine.commit if mine is not None else None, True, dry=True)
+    result.refused += edits.refused
+    _tip, synced, fmt = union.base_view(ws)
+    for path, oid in edits.added:
+        directory, _, entry_name = path.partition("/")
+        held = layout.lookup(synced, ("tasks", entry_name)) if directory == "tasks" else (
+            layout.holds(synced, directory, entry_name, fmt))
+        if held is not None and (directory != "tasks" or held.oid == oid):
+            continue  # taken from the remote: delivered by whoever wrote it
+        result.ahead[directory].append(path)
+    plan = union.plan(ws, found.refs, mine)
+    result.behind = {d: [] for d in DIRS}
+    for item in plan.records:
+        result.behind[item.directory].append(f"{item.directory}/{item.name}")
+    result.behind["tasks"] = sorted(f"tasks/{t.task}.yaml" for t in plan.tasks)
+    result.conflicts = plan.conflicts
+    result.refused += plan.refused
     return result

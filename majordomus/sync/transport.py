@@ -1,30 +1,55 @@
 """Talking to a remote through the `git` command, so the user's remotes, credentials and transports apply.
 
-Only the one ref of majordomus ever travels: every call names it explicitly, never tags, never branches.
+Only refs under `refs/majordomus/` ever travel: every call names them explicitly, never tags, never branches.
+A remote's refs are fetched to `refs/majordomus/remotes/REMOTE/…` (`machines/ID`, `state`), as git keeps
+`refs/remotes/REMOTE/…` for branches.
 """
 
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from majordomus.errors import EnvironmentProblem
 
-STATE_REF = "refs/majordomus/state"
+NAMESPACE = "refs/majordomus/"
+# What git says when a ref moved under a push (a race to retry), as opposed to a hook or a rule refusing it.
+_RACE = ("non-fast-forward", "fetch first", "stale info", "atomic push failed", "cannot lock ref",
+         "failed to update ref", "incorrect old value", "failed to lock", "already exists")
 
 
-def tracking_ref(remote: str) -> str:
-    """Where a remote's state is fetched to, like `refs/remotes/REMOTE/…` for branches."""
-    return f"refs/majordomus/remotes/{remote}/state"
+def tracking_prefix(remote: str) -> str:
+    return f"{NAMESPACE}remotes/{remote}/"
+
+
+def tracking(remote: str, name: str) -> str:
+    """Where the remote's ref `name` (`refs/majordomus/…`) is fetched to."""
+    return tracking_prefix(remote) + name[len(NAMESPACE):]
 
 
 @dataclass
 class Outcome:
     ok: bool
-    rejected: bool  # git refused to move the remote ref (a race, or a hook / server policy)
     detail: str  # what git said, for the user
-    up_to_date: bool = False
+
+
+@dataclass
+class Update:
+    """One ref of a push: `src` (an object id; "" deletes `dst`), and the value `dst` must still have on
+    the remote (`expect`; "" must not exist) when the update may replace what is there."""
+
+    src: str
+    dst: str
+    expect: Optional[str] = None
+
+
+@dataclass
+class Pushed:
+    ok: bool
+    race: bool = False  # rejected because the remote ref moved: fetch, merge and try again
+    detail: str = ""
+    up_to_date: set[str] = field(default_factory=set)
 
 
 def _git(cwd: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -40,34 +65,71 @@ def _said(done: subprocess.CompletedProcess[str]) -> str:
     return "\n".join(kept[-12:])
 
 
-def push(cwd: str, remote: str) -> Outcome:
-    """Push the local state ref to the remote's state ref, fast-forward only."""
-    done = _git(cwd, "push", "--porcelain", "--no-follow-tags", "--recurse-submodules=no", remote,
-                f"{STATE_REF}:{STATE_REF}")
+def indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines()) or "  (git said nothing)"
+
+
+def list_refs(cwd: str, remote: str) -> dict[str, str]:
+    """The remote's refs under refs/majordomus/ and the ids they point at (one round trip, no objects)."""
+    done = _git(cwd, "ls-remote", remote, f"{NAMESPACE}*")
+    if done.returncode != 0:
+        raise EnvironmentProblem(f"cannot reach {remote}:\n{indent(_said(done))}",
+                                 f"check the remote and your access to it (`git ls-remote {remote}`), then try again")
+    found: dict[str, str] = {}
+    for line in done.stdout.splitlines():
+        oid, _, name = line.partition("\t")
+        if name.startswith(NAMESPACE):
+            found[name] = oid
+    return found
+
+
+def fetch_all(cwd: str, remote: str) -> Outcome:
+    """Fetch every ref under refs/majordomus/ in one fetch; refs gone from the remote go here too."""
+    done = _git(cwd, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--prune",
+                remote, f"+{NAMESPACE}*:{tracking_prefix(remote)}*")
+    return Outcome(ok=done.returncode == 0, detail=_said(done))
+
+
+def fetch_refs(cwd: str, remote: str, names: list[str]) -> Outcome:
+    """Fetch the named refs (that exist on the remote) into their tracking refs."""
+    done = _git(cwd, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
+                remote, *(f"+{name}:{tracking(remote, name)}" for name in names))
+    return Outcome(ok=done.returncode == 0, detail=_said(done))
+
+
+def push(cwd: str, remote: str, updates: list[Update]) -> Pushed:
+    """Push `updates` (atomically when there are several): fast-forward only, unless an update names what
+    the remote ref must still be (`expect`), which git then checks as a lease."""
+    args = ["push", "--porcelain", "--no-follow-tags", "--recurse-submodules=no"]
+    if len(updates) > 1:
+        args.append("--atomic")
+    args += [f"--force-with-lease={u.dst}:{u.expect}" for u in updates if u.expect is not None]
+    done = _git(cwd, *args, remote, *(f"{u.src}:{u.dst}" for u in updates))
     # --porcelain prints one `<flag>\t<from>:<to>\t<summary>` line per ref; `!` is a rejection.
+    result = Pushed(ok=done.returncode == 0, detail=_said(done))
+    seen, races, refusals = False, 0, 0
     for line in done.stdout.splitlines():
         parts = line.split("\t")
-        if len(parts) >= 3 and parts[1].endswith(f":{STATE_REF}"):
-            flag = parts[0]
-            if flag == "!":
-                return Outcome(ok=False, rejected=True, detail=_said(done))
-            if done.returncode == 0:
-                return Outcome(ok=True, rejected=False, detail=parts[2], up_to_date=flag == "=")
-    return Outcome(ok=done.returncode == 0, rejected=False, detail=_said(done))
-
-
-def fetch(cwd: str, remote: str) -> Outcome:
-    """Fetch the remote's state ref into its tracking ref (forced, like git's default refspecs)."""
-    done = _git(cwd, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
-                remote, f"+{STATE_REF}:{tracking_ref(remote)}")
-    return Outcome(ok=done.returncode == 0, rejected=False, detail=_said(done))
-
-
-def has_state(cwd: str, remote: str) -> Optional[bool]:
-    """Whether the remote has the state ref; None when the remote cannot be asked."""
-    done = _git(cwd, "ls-remote", "--exit-code", remote, STATE_REF)
-    if done.returncode == 0:
-        return True
-    if done.returncode == 2:  # --exit-code: the remote answered, and has no such ref
-        return False
-    return None
+        if len(parts) < 3 or ":" not in parts[1]:
+            continue
+        seen = True
+        dst = parts[1].rsplit(":", 1)[1]
+        if parts[0] == "=":
+            result.up_to_date.add(dst)
+        if parts[0] == "!":
+            result.ok = False
+            if any(word in parts[2] for word in _RACE):
+                races += 1
+            elif "atomic transaction failed" in parts[2]:
+                # The remote says why in its own words: a ref that moved under the transaction is a race.
+                races += any(word in done.stderr for word in _RACE)
+                refusals += not any(word in done.stderr for word in _RACE)
+            else:
+                refusals += 1  # a hook or a rule: retrying will not help
+    if not seen and done.returncode != 0:
+        if any(word in done.stderr for word in _RACE):
+            return Pushed(ok=False, race=True, detail=result.detail)
+        raise EnvironmentProblem(f"cannot push to {remote}:\n{indent(_said(done))}",
+                                 f"check the remote and your access to it (`git push {remote}`), then try again")
+    result.race = races > 0 and refusals == 0
+    return result

@@ -1,0 +1,146 @@
+"""Bringing the store up to a plan (SPEC §13): records linked in exclusively, task records replaced under the
+lock, one ledger event each, and then what this machine settled on moves (`refs/majordomus/synced`).
+
+The settled ref moves last, so an interrupted pull repeats cleanly: whatever was linked in is found present.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from majordomus import lifecycle
+from majordomus.git import odb as git
+from majordomus.lite import safeio
+from majordomus.store import files as store
+from majordomus.store import ledger, records
+from majordomus.sync import layout, rules
+from majordomus.sync.remote import RemoteRef
+from majordomus.sync.union import LEGACY_REF, SYNCED_REF, Plan, base_view
+from majordomus.tasks import MAX_BYTES as TASK_MAX_BYTES
+from majordomus.workspace import Workspace
+
+BATCH = 256  # records linked in per directory fsync and ledger write
+# Each record is fsynced before it is linked in; fsyncs issued together share the file system's journal
+# commits, so a first pull of thousands of records waits on the disk a few times, not thousands of times.
+WORKERS = 16
+
+
+@dataclass
+class Imported:
+    kind: str  # task, handoff, checkpoint or run
+    path: str  # relative to the state directory
+    task: Optional[str]
+    ref: str  # the remote ref it came from
+    replaced: bool = False
+
+
+def import_records(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Imported]) -> None:
+    """Link the planned records in (each fsynced), fsync each directory once per batch, then log the batch."""
+    if not plan.records:
+        return
+    ws.ensure_state(*rules.RECORD_KINDS)
+    with ThreadPoolExecutor(WORKERS) as pool:
+        for start in range(0, len(plan.records), BATCH):
+            batch = plan.records[start:start + BATCH]
+            done = list(pool.map(lambda r: store.link_in(os.path.join(ws.paths.root, r.directory), r.name, r.data,
+                                                         sync_dir=False)[1], batch))
+            logged: list[tuple[str, dict[str, Any]]] = []
+            for item, created in zip(batch, done):
+                if not created:
+                    continue
+                kind = rules.RECORD_KINDS[item.directory]
+                path = f"{item.directory}/{item.name}"
+                task = item.task
+                logged.append(("sync.import", {"task": task, "worktree": ws.worktree, "branch": ws.branch,
+                                               "remote": remote, "machine": item.ref, "kind": kind, "path": path,
+                                               "sha256": records.sha256(item.data)}))
+                out.append(Imported(kind, path, task, item.ref))
+            for directory in sorted({r.directory for r in batch}):
+                store.fsync_dir(os.path.join(ws.paths.root, directory))
+            if logged:
+                ledger.append_many(ws.paths.ledger, logged, at)
+
+
+def import_tasks(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Imported], released: list[str]) -> None:
+    """Replace task records under the lock, unless one changed here since it was planned."""
+    if not plan.tasks:
+        return
+    ws.ensure_state("tasks")
+    with store.locked(ws.paths.lock):
+        for item in plan.tasks:
+            file = ws.paths.task_file(item.task)
+            try:
+                now: Optional[str] = git.blob_id(safeio.read(file, TASK_MAX_BYTES))
+            except FileNotFoundError:
+                now = None
+            if now != item.disk:
+                plan.settled.pop(item.task, None)  # changed here while we synced: the next sync merges it
+                continue
+            store.replace(file, item.data)
+            updated = records.parse_yaml(item.data.decode("utf-8")).get("updated_at")
+            ws.event("sync.import", item.task, at, remote=remote, machine=item.ref, kind="task",
+                     path=f"tasks/{item.task}.yaml", sha256=records.sha256(item.data), updated_at=updated,
+                     replaced=now is not None, **({"claims_only": True} if item.ours else {}))
+            out.append(Imported("task", f"tasks/{item.task}.yaml", item.task, item.ref, replaced=now is not None))
+            if item.ours:
+                continue
+            # Whoever changed the task on another machine holds it now: two workers never hold one unnoticed.
+            if lifecycle.release(ws, item.task):
+                ws.event("task.pause", item.task, at, by="sync",
+                         reason=f"a newer record of the task came from {remote}: it is held elsewhere now")
+                released.append(item.task)
+
+
+def record_conflicts(ws: Workspace, remote: str, plan: Plan, at: str) -> None:
+    for c in plan.conflicts:
+        ws.event("sync.conflict", c.task, at, remote=remote, machine=c.machine, kept=c.kept,
+                 local_updated_at=c.local_updated_at, remote_updated_at=c.remote_updated_at,
+                 local_sha256=c.local_sha256, remote_sha256=c.remote_sha256)
+
+
+def _convert_legacy(ws: Workspace, writer: git.TreeWriter, view: git.TreeView) -> None:
+    """A format-1 settled tree (this machine's own, from before issue 16) into format 2."""
+    for directory in rules.RECORD_KINDS:
+        for found in layout.new_records(view, 1, None, directory, []):
+            writer.put(layout.record_path(directory, found.name), found.entry)
+    for task_id, entry, _where in layout.task_entries(view, None, []):
+        writer.put(("tasks", f"{task_id}.yaml"), entry)
+
+
+def settle(ws: Workspace, remote: str, plan: Plan, refs: list[RemoteRef]) -> Optional[str]:
+    """Move `refs/majordomus/synced` to what this machine holds of the remote now; its parents are the remote
+    commits it took in, so that this machine's next push says what it had seen."""
+    repo = ws.repo
+    tip, base, fmt = base_view(ws)
+    own = tip if tip is not None and tip == git.ref_target(repo, SYNCED_REF) else None
+    if not refs:
+        return own
+    writer = git.TreeWriter(repo, base.oid if base is not None and fmt == 2 else None)
+    if base is None or fmt != 2:
+        writer.put((layout.FORMAT_PATH,), git.Entry(git.write_blob(repo, layout.FORMAT), git.BLOB))
+        if base is not None:
+            _convert_legacy(ws, writer, base)
+    for directory, name, oid in plan.known:
+        writer.put(layout.record_path(directory, name), git.Entry(oid, git.BLOB))
+    for item in plan.records:
+        writer.put(layout.record_path(item.directory, item.name), git.Entry(item.oid, git.BLOB))
+    for task in plan.tasks:  # a version with merged claims exists only here so far
+        if task.task in plan.settled:
+            git.write_blob(repo, task.data)
+    for task_id, oid in plan.settled.items():
+        writer.put(("tasks", f"{task_id}.yaml"), git.Entry(oid, git.BLOB))
+    tree = writer.write() if writer.changed else (base.oid if base is not None else None)
+    previous = git.commit(repo, own) if own else None
+    taken = set(previous.parents) if previous is not None else set()
+    new_parents = list(dict.fromkeys(r.commit.oid for r in refs if r.commit.oid not in taken and r.commit.oid != own))
+    if tree is None or (previous is not None and previous.tree == tree and not new_parents):
+        return own
+    commit = git.write_commit(repo, tree, ([own] if own else []) + new_parents, f"majordomus: settled from {remote}")
+    git.update_ref(repo, SYNCED_REF, commit, own, f"majordomus sync: settled from {remote}")
+    legacy = git.ref_target(repo, LEGACY_REF)
+    if legacy is not None:
+        git.delete_ref(repo, LEGACY_REF, legacy)  # folded into the settled state: the old layout is gone here
+    return commit

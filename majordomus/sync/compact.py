@@ -1,0 +1,104 @@
+"""`majordomus sync compact` (SPEC §13): fold retired machines' refs into refs/majordomus/state.
+
+One commit: the union of the folded refs and the state (records by name, each task's newest version), its
+parents the state and every folded machine's commit. The state moves and the folded refs are deleted in one
+atomic push, each checked against what was read, so a machine that pushed meanwhile loses nothing: the
+push fails, and compact reads again (or, out of time, says busy).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+from majordomus import clock
+from majordomus.errors import EnvironmentProblem, Refused, UsageError
+from majordomus.git import odb as git
+from majordomus.store import files as store
+from majordomus.sync import machine, remote as remotes, transport
+from majordomus.sync.fold import Folder
+from majordomus.sync.layout import Refusal
+from majordomus.sync.push import FIRST_DELAY, MAX_DELAY, TIMEOUT, busy, lock_path
+from majordomus.sync.remote import RemoteRef, Seen
+from majordomus.workspace import Workspace
+
+
+@dataclass
+class CompactResult:
+    remote: str
+    folded: list[str] = field(default_factory=list)  # machine ids
+    commit: Optional[str] = None
+    attempts: int = 0
+    refused: list[Refusal] = field(default_factory=list)
+
+
+def choose(found: Seen, own: Optional[str], ids: list[str], idle_days: Optional[float], now: float) -> list[RemoteRef]:
+    """The machine refs to fold: those named, and those that have not pushed for `idle_days`."""
+    machines = {r.machine: r for r in found.refs if r.machine is not None}
+    for mid in ids:
+        if mid == own:
+            raise Refused(f"`{mid}` is this machine; its ref is the one it pushes", "name another machine's id")
+        if mid not in machines:
+            raise UsageError(f"no machine `{mid}` on {found.remote}",
+                             f"`majordomus sync status {found.remote}` lists the machines it has")
+    chosen = {mid: machines[mid] for mid in ids}
+    if idle_days is not None:
+        for mid, ref in machines.items():
+            if mid != own and now - ref.commit.time > idle_days * 86400:
+                chosen.setdefault(mid, ref)
+    return [chosen[mid] for mid in sorted(chosen)]
+
+
+def _fold(ws: Workspace, state: Optional[RemoteRef], folded: list[RemoteRef], result: CompactResult) -> str:
+    base = state.view if state is not None and state.fmt == 2 else None
+    folder = Folder(ws, base)
+    if state is not None and state.fmt != 2:
+        folder.fold(state)
+    for ref in folded:
+        folder.fold(ref)
+    result.refused = folder.refused
+    parents = ([state.commit.oid] if state is not None else []) + [r.commit.oid for r in folded]
+    names = ", ".join(r.machine or "" for r in folded)
+    return git.write_commit(ws.repo, folder.write(), parents, f"majordomus state: folded {names}")
+
+
+def compact(ws: Workspace, name: Optional[str], ids: list[str], idle_days: Optional[float],
+            timeout: float = TIMEOUT) -> CompactResult:
+    if not ids and idle_days is None:
+        raise UsageError("name the machines to fold: --machine ID (repeatable) or --idle-days N",
+                         "`majordomus sync status` lists the machines and when each last pushed")
+    remote = remotes.resolve_remote(ws, name)
+    result = CompactResult(remote=remote)
+    own = machine.read(ws)
+    ws.ensure_state()
+    started, delay = time.monotonic(), FIRST_DELAY
+    with store.locked(lock_path(ws)):
+        while True:
+            result.attempts += 1
+            remotes.fetch(ws, remote)
+            found = remotes.seen(ws, remote)
+            folded = choose(found, own, ids, idle_days, time.time())
+            if not folded:
+                return result
+            state = found.state
+            commit = _fold(ws, state, folded, result)
+            updates = [transport.Update(commit, machine.STATE_REF, state.commit.oid if state is not None else "")]
+            updates += [transport.Update("", r.name, r.commit.oid) for r in folded]
+            out = transport.push(ws.worktree, remote, updates)
+            if out.ok:
+                result.folded, result.commit = [r.machine or "" for r in folded], commit
+                remotes.fetch(ws, remote)  # the tracking refs of the folded machines go too
+                ws.event("sync.compact", None, clock.now_iso(), remote=remote, commit=commit,
+                         folded=result.folded)
+                return result
+            if not out.race:
+                raise EnvironmentProblem(f"{remote} refused the compaction:\n{transport.indent(out.detail)}",
+                                         "a hook or rule on the remote refuses refs/majordomus/*: ask its owner "
+                                         "(nothing was changed there)")
+            spent = time.monotonic() - started
+            if spent >= timeout:
+                raise busy(remote, machine.STATE_REF, spent, result.attempts, "compact")
+            time.sleep(min(timeout - spent, random.uniform(0, delay)))
+            delay = min(delay * 2, MAX_DELAY)

@@ -1,0 +1,55 @@
+"""`majordomus sync pull` (SPEC §13): fetch every majordomus ref of the remote in one fetch and import the
+union of all of them in one pass — each entry held to the rules of a local write, refused one by one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from majordomus import clock
+from majordomus.errors import EnvironmentProblem, NotFound
+from majordomus.store import files as store
+from majordomus.sync import apply, machine, remote as remotes, union
+from majordomus.sync.apply import Imported
+from majordomus.sync.layout import Refusal
+from majordomus.sync.push import lock_path
+from majordomus.sync.union import Conflict
+from majordomus.workspace import Workspace
+
+
+@dataclass
+class PullResult:
+    remote: str
+    machines: list[str] = field(default_factory=list)  # the remote refs read
+    imported: list[Imported] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)  # tasks that stopped being active here
+    settled: Optional[str] = None  # refs/majordomus/synced after the pull
+    problem: Optional[EnvironmentProblem] = None  # refs that could not be read at all (exit 12 after the rest)
+
+
+def pull(ws: Workspace, name: Optional[str]) -> PullResult:
+    """Fetch refs/majordomus/* and import what this machine lacks."""
+    remote = remotes.resolve_remote(ws, name)
+    result = PullResult(remote=remote)
+    remotes.fetch(ws, remote)
+    found = remotes.seen(ws, remote)
+    if not (found.refs or found.broken or found.refused):
+        raise NotFound(f"{remote} has no majordomus state to pull (no refs/majordomus/machines/* and no "
+                       "refs/majordomus/state)",
+                       f"push it first from a machine that has records: `majordomus sync push {remote}`")
+    result.machines = [r.name for r in found.refs]
+    result.problem = remotes.refs_problem(found)
+    mine = found.mine(machine.read(ws))
+    ws.ensure_state()
+    with store.locked(lock_path(ws)):
+        plan = union.plan(ws, found.refs, mine)
+        at = clock.now_iso()
+        apply.import_records(ws, remote, plan, at, result.imported)
+        apply.import_tasks(ws, remote, plan, at, result.imported, result.released)
+        apply.record_conflicts(ws, remote, plan, at)
+        result.settled = apply.settle(ws, remote, plan, found.refs)
+    result.conflicts = plan.conflicts
+    result.refused = found.refused + plan.refused
+    return result

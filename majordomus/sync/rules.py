@@ -1,0 +1,183 @@
+"""What an entry must be to enter the store through sync (SPEC §2a "the remote", §4, §5, §6).
+
+Every task record and record that comes from a remote — or leaves this machine for one — passes exactly the
+rules of a local write: the record-name grammar, the digest in the name, front matter keys and types of §4,
+the body rules of §6 with this machine's caps, task fields by their types. Each function returns why an
+entry is refused (one line, naming the field), or None; none of them raises on hostile input.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from majordomus import clock, secrets, tasks
+from majordomus.config import Config
+from majordomus.errors import MajordomusError
+from majordomus.lite import names
+from majordomus.store import records
+
+RECORD_KINDS = {"handoffs": "handoff", "checkpoints": "checkpoint", "runs": "run"}
+# Far above anything majordomus writes (a 64 KiB handoff and 200 changed paths in its front matter): a bigger
+# entry is refused from its size alone, before it is inflated.
+MAX_RECORD_BYTES = 4 << 20
+MAX_INT = 1 << 31
+_HEX = frozenset("0123456789abcdef")
+_HANDOFF_KEYS = ("previous_handoff", "checkpoints")
+
+
+def _is_oid(value: Any) -> bool:
+    return isinstance(value, str) and len(value) in (40, 64) and set(value) <= _HEX
+
+
+def _is_int(value: Any, low: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value < MAX_INT
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and len(value) <= 4096
+
+
+def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or check(value)
+
+
+# §4: the identity every record carries, key by key (`changed_files_omitted` only when some were left out).
+_IDENTITY: dict[str, Callable[[Any], bool]] = {
+    "schema_version": lambda v: _is_int(v) and v == records.SCHEMA_VERSION,
+    "kind": lambda v: v in RECORD_KINDS.values(),
+    "timestamp": clock.is_iso,
+    "task": names.is_task_id,
+    "profile": names.is_profile_name,
+    "owner": lambda v: _text(v) and bool(v),
+    "repo_id": _optional(_is_oid),
+    "worktree": lambda v: _text(v) and bool(v),
+    "branch": _optional(lambda v: _text(v) and bool(v)),
+    "head": _optional(_is_oid),
+    "worktree_state": lambda v: v in ("clean", "dirty"),
+    "changed_files": lambda v: isinstance(v, list) and all(_text(p) for p in v),
+    "changed_files_omitted": lambda v: _is_int(v, 1),
+}
+_HANDOFF: dict[str, Callable[[Any], bool]] = {
+    "previous_handoff": _optional(lambda v: names.is_record_pointer(v, "handoffs")),
+    "checkpoints": lambda v: isinstance(v, list) and all(names.is_record_pointer(p, "checkpoints") for p in v),
+}
+
+
+def _flat_value(value: Any) -> bool:
+    """What `emit_yaml` writes: a scalar, or a list of scalars (a run's argv)."""
+    scalar = (lambda v: v is None or isinstance(v, bool) or _text(v)
+              or (isinstance(v, int) and -MAX_INT * MAX_INT < v < MAX_INT * MAX_INT))
+    return scalar(value) or (isinstance(value, list) and all(scalar(item) for item in value))
+
+
+def front_matter(directory: str, meta: dict[str, Any], parsed: names.RecordName) -> Optional[str]:
+    """Why this front matter is not what majordomus writes for a record of `directory`, or None."""
+    expected = RECORD_KINDS[directory]
+    if meta.get("kind") != expected:
+        return f"a record of kind `{str(meta.get('kind'))[:40]}` does not belong in {directory}/"
+    for key, check in _IDENTITY.items():
+        if key not in meta:
+            if key == "changed_files_omitted":
+                continue
+            return f"its front matter has no `{key}`"
+        if not check(meta[key]):
+            return f"its front matter `{key}` is not of the type SPEC §4 gives it"
+    extra = {k: v for k, v in meta.items() if k not in _IDENTITY}
+    if directory == "handoffs":
+        for key in _HANDOFF_KEYS:
+            if key not in extra:
+                return f"its front matter has no `{key}`"
+            if not _HANDOFF[key](extra[key]):
+                return f"its front matter `{key}` is not of its type (record paths in {key_dir(key)}/)"
+    allowed = _HANDOFF_KEYS if directory == "handoffs" else ()
+    for key, value in extra.items():
+        if directory == "runs" and key.isascii() and key.isidentifier() and _flat_value(value):
+            continue  # a run's own fields (§17): flat values, as `emit_yaml` writes them
+        if key not in allowed:
+            return f"its front matter has an unknown key `{key[:40]}`"
+    if clock.compact_of(meta["timestamp"]) != parsed.timestamp:
+        return "its name's timestamp is not its front matter's"
+    if parsed.slug != names.branch_slug(meta["branch"]) or parsed.head7 != (meta["head"] or "0" * 7)[:7]:
+        return "its name's branch or head is not its front matter's"
+    return None
+
+
+def key_dir(key: str) -> str:
+    return "handoffs" if key == "previous_handoff" else "checkpoints"
+
+
+def _caps(directory: str, config: Config) -> tuple[Optional[int], int]:
+    """(line cap, byte cap) of a body, as this machine's configuration sets them for a local write."""
+    if directory == "checkpoints":
+        return config.get("checkpoint", "max_body_lines"), config.get("checkpoint", "max_body_bytes")
+    if directory == "handoffs":
+        return None, config.get("handoff", "max_bytes")
+    # A run keeps at most its last 20 lines of output: the checkpoint's line cap, the handoff's byte cap.
+    return config.get("checkpoint", "max_body_lines"), config.get("handoff", "max_bytes")
+
+
+def body(directory: str, text: str, config: Config) -> Optional[str]:
+    """Why a stored body breaks the body rules of §6 (control characters, caps, identity fields), or None."""
+    max_lines, max_bytes = _caps(directory, config)
+    try:
+        normal = records.normalise(text.encode("utf-8"), what=RECORD_KINDS[directory], max_lines=max_lines,
+                                   max_bytes=max_bytes)
+    except MajordomusError as exc:
+        return "its body breaks the body rules: " + exc.message.replace("; nothing was written", "")
+    if normal.text != text:
+        return "its body is not stored as majordomus stores one (blank edges, CR or a byte-order mark)"
+    return None
+
+
+def check_record(directory: str, name: str, data: bytes, config: Config) -> Optional[str]:
+    """Why a record may not enter the store (or leave this machine), or None."""
+    return inspect_record(directory, name, data, config)[0]
+
+
+def inspect_record(directory: str, name: str, data: bytes, config: Config) -> tuple[Optional[str], dict[str, Any]]:
+    """`check_record`'s answer, and the front matter it read (empty when it could not)."""
+    parsed = names.RecordName.parse(name)
+    if parsed is None:
+        return "not a record name", {}
+    if len(data) > MAX_RECORD_BYTES:
+        return f"{len(data)} bytes, over the {MAX_RECORD_BYTES}-byte bound of a record", {}
+    actual = records.sha256(data)
+    if actual[:16] != parsed.digest:
+        return (f"its content does not match its name (the name says {parsed.digest}, "
+                f"the content hashes to {actual[:16]})"), {}
+    try:
+        meta, text = records.split(data)
+    except Exception as exc:  # noqa: BLE001 - whatever a remote sends, unreadable is a refusal, not a crash
+        return f"its front matter is unreadable ({_short(exc)})", {}
+    return front_matter(directory, meta, parsed) or body(directory, text, config), meta
+
+
+def check_task(name: str, data: bytes) -> Optional[str]:
+    """Why a task record may not enter the store (or leave this machine), or None."""
+    task_id = name[: -len(".yaml")] if name.endswith(".yaml") else ""
+    if not names.is_task_id(task_id):
+        return "not a task record name"
+    if len(data) > tasks.MAX_BYTES:
+        return f"{len(data)} bytes, over the {tasks.MAX_BYTES}-byte bound of a task record"
+    try:
+        task = tasks.Task.from_dict(records.parse_yaml(data.decode("utf-8")))
+    except Exception as exc:  # noqa: BLE001 - whatever a remote sends, unreadable is a refusal, not a crash
+        return f"unreadable ({_short(exc)})"
+    if task.id != task_id:
+        return f"it names task `{task.id}`, not `{task_id}`"
+    if not names.is_profile_name(task.profile):
+        return "its `profile` is not a profile name"
+    for key in ("title", "objective"):
+        what = secrets.looks_secret(getattr(task, key))
+        if what is not None:
+            return f"its `{key}` looks like it carries a secret ({what})"
+    for key, directory in (("checkpoint", "checkpoints"), ("handoff", "handoffs")):
+        pointer = getattr(task, key)
+        if pointer is not None and not names.is_record_pointer(pointer, directory):
+            return f"its `{key}` is not a record in {directory}/"
+    return None
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:160] if text.strip() else type(exc).__name__

@@ -1,0 +1,294 @@
+"""The N-way union (SPEC §13): every machine ref and the folded state, against what this machine settled on
+at its last pull (`refs/majordomus/synced`), in one pass, each entry held to the rules of a local write.
+
+Records are immutable and named by their digest: the union is every valid record any ref holds. A task
+record is mutable: the newest version (`updated_at`, then the SHA-256) wins, and never an older one than
+this machine already had. When the task changed here since the last pull and a newer remote version was
+written without this machine's version in view (its commit does not descend from the push that carried
+ours), the task changed on two machines: a `sync.conflict` is recorded.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+from majordomus import claims
+from majordomus.git import odb as git
+from majordomus.lite import safeio
+from majordomus.store import records
+from majordomus.sync import layout, rules
+from majordomus.sync.layout import Found, Refusal
+from majordomus.sync.remote import RemoteRef
+from majordomus.tasks import MAX_BYTES as TASK_MAX_BYTES
+from majordomus.workspace import Workspace
+
+SYNCED_REF = "refs/majordomus/synced"  # what this machine settled on at its last pull (never pushed itself)
+LEGACY_REF = "refs/majordomus/state"  # the same, as majordomus before issue 16 kept it here
+
+
+@dataclass
+class Conflict:
+    task: str
+    kept: str  # "local" or "remote"
+    local_updated_at: Optional[str]
+    remote_updated_at: Optional[str]
+    local_sha256: str
+    remote_sha256: str
+    machine: Optional[str]  # the remote ref whose version competed
+
+
+@dataclass
+class RecordIn:
+    directory: str
+    name: str
+    oid: str
+    data: bytes
+    ref: str
+    task: Optional[str]  # as its front matter says
+
+
+@dataclass
+class TaskIn:
+    task: str
+    oid: str
+    data: bytes
+    ref: str
+    disk: Optional[str]  # blob id of the file here when planned (None: absent); changed since: not replaced
+    ours: bool = False  # this machine's version stays, with claims merged in: nothing is held elsewhere
+
+
+@dataclass
+class Plan:
+    records: list[RecordIn] = field(default_factory=list)  # to import
+    known: list[tuple[str, str, str]] = field(default_factory=list)  # (dir, name, oid) held here already
+    tasks: list[TaskIn] = field(default_factory=list)
+    settled: dict[str, str] = field(default_factory=dict)  # task id -> blob id this machine settles on
+    conflicts: list[Conflict] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+
+
+def base_view(ws: Workspace) -> tuple[Optional[str], Optional[git.TreeView], int]:
+    """(commit, tree, format) of what this machine settled on last; the pre-issue-16 ref when that is all."""
+    for name in (SYNCED_REF, LEGACY_REF):
+        tip = git.ref_target(ws.repo, name)
+        found = git.commit(ws.repo, tip) if tip else None
+        view = git.tree(ws.repo, found.tree) if found is not None else None
+        if view is not None:
+            try:
+                return tip, view, layout.format_of(view)
+            except layout.NewerFormat:
+                continue
+    return None, None, 2
+
+
+def key(data: bytes) -> tuple[str, str]:
+    """What orders two versions of a task: `updated_at`, then the digest (every machine decides alike)."""
+    try:
+        updated = records.parse_yaml(data.decode("utf-8")).get("updated_at")
+    except Exception:  # noqa: BLE001 - only valid versions are compared; this is belt and braces
+        updated = None
+    return (updated if isinstance(updated, str) else ""), records.sha256(data)
+
+
+def _refuse(plan: Plan, ref: RemoteRef, where: str, reason: str) -> None:
+    plan.refused.append(Refusal(where, reason, ref=ref.name))
+
+
+def read_entry(ws: Workspace, entry: git.Entry, limit: int) -> tuple[Optional[bytes], Optional[str]]:
+    """A blob entry's bytes, or why it is refused: not a regular file, or over `limit` (told by the header)."""
+    if not entry.is_blob:
+        return None, "not a regular file"
+    size = git.blob_size(ws.repo, entry.oid)
+    if size is None:
+        return None, "not a regular file"
+    if size > limit:
+        return None, f"{size} bytes, over the {limit}-byte bound"
+    return git.read_blob(ws.repo, entry.oid), None
+
+
+def _local(path: str, limit: int) -> Optional[bytes]:
+    try:
+        return safeio.read_optional(path, limit)
+    except OSError:
+        return None
+    except Exception:  # noqa: BLE001 - an unsafe file here is doctor's to report; sync leaves it alone
+        return None
+
+
+def plan_records(ws: Workspace, refs: list[RemoteRef], base: Optional[git.TreeView], plan: Plan) -> None:
+    for directory in rules.RECORD_KINDS:
+        full = os.path.join(ws.paths.root, directory)
+        try:
+            present = set(os.listdir(full))
+        except FileNotFoundError:
+            present = set()
+        decided: dict[str, str] = {}  # name -> the oid taken (or held here)
+        for ref in refs:
+            walk_refused: list[Refusal] = []
+            for found in layout.new_records(ref.view, ref.fmt, base, directory, walk_refused):
+                _consider(ws, ref, found, present, decided, plan)
+            for r in walk_refused:
+                _refuse(plan, ref, r.path, r.reason)
+
+
+def _consider(ws: Workspace, ref: RemoteRef, found: Found, present: set[str], decided: dict[str, str],
+              plan: Plan) -> None:
+    name, oid = found.name, found.entry.oid
+    if decided.get(name) == oid:
+        return
+    if name in present and name not in decided:
+        local = _local(os.path.join(ws.paths.root, found.directory, name), rules.MAX_RECORD_BYTES)
+        if local is not None and git.blob_id(local) == oid:
+            decided[name] = oid
+            plan.known.append((found.directory, name, oid))
+            return
+    data, reason = read_entry(ws, found.entry, rules.MAX_RECORD_BYTES)
+    meta: dict[str, object] = {}
+    if data is not None:
+        reason, meta = rules.inspect_record(found.directory, name, data, ws.config)
+    if reason is not None:
+        _refuse(plan, ref, found.where, reason)
+        return
+    assert data is not None
+    if name in decided or name in present:
+        return  # the same name holds one content: what is here (or taken already) stays
+    decided[name] = oid
+    task = meta.get("task")
+    plan.records.append(RecordIn(found.directory, name, oid, data, ref.name, task if isinstance(task, str) else None))
+
+
+@dataclass
+class _Version:
+    oid: str
+    data: bytes
+    key: tuple[str, str]
+    ref: RemoteRef
+
+
+def plan_tasks(ws: Workspace, refs: list[RemoteRef], base: Optional[git.TreeView], my_ref: Optional[RemoteRef],
+               plan: Plan) -> None:
+    """Tasks sit at `tasks/ID.yaml` in both formats: `base` may be either."""
+    versions: dict[str, dict[str, _Version]] = {}
+    for ref in refs:
+        walk_refused: list[Refusal] = []
+        for task_id, entry, where in layout.task_entries(ref.view, base, walk_refused):
+            known = versions.setdefault(task_id, {})
+            if entry.oid in known:
+                continue
+            data, reason = read_entry(ws, entry, TASK_MAX_BYTES)
+            if data is not None:
+                reason = rules.check_task(f"{task_id}.yaml", data)
+            if reason is not None:
+                _refuse(plan, ref, where, reason)
+                continue
+            assert data is not None
+            known[entry.oid] = _Version(entry.oid, data, key(data), ref)
+        for r in walk_refused:
+            _refuse(plan, ref, r.path, r.reason)
+    for task_id, found in sorted(versions.items()):
+        if found:
+            _decide(ws, task_id, list(found.values()), base, my_ref, plan)
+
+
+def _blob_key(ws: Workspace, entry: Optional[git.Entry]) -> Optional[tuple[str, str]]:
+    if entry is None or not entry.is_blob:
+        return None
+    data, _reason = read_entry(ws, entry, TASK_MAX_BYTES)
+    return key(data) if data is not None else None
+
+
+def _decide(ws: Workspace, task_id: str, found: list[_Version], base: Optional[git.TreeView],
+            my_ref: Optional[RemoteRef], plan: Plan) -> None:
+    name = f"{task_id}.yaml"
+    tasks_view = base.sub("tasks") if base is not None else None
+    base_entry = tasks_view.get(name) if tasks_view is not None else None
+    floor = _blob_key(ws, base_entry)
+    local = _local(ws.paths.task_file(task_id), TASK_MAX_BYTES)
+    if os.path.lexists(ws.paths.task_file(task_id)) and (local is None or rules.check_task(name, local)):
+        return  # here but unreadable or invalid: never replaced by a sync; doctor reports it
+    local_oid = git.blob_id(local) if local is not None else None
+    fresh = [v for v in found if v.oid != local_oid and (floor is None or v.key > floor)]
+    # Versions as recent as what this machine settled on (the same `updated_at` with other claims, too):
+    # their claims are merged in whichever version is kept (SPEC §18). Older ones are history.
+    current = [v for v in found if v.oid != local_oid and (floor is None or v.key[0] >= floor[0])]
+    if not fresh:
+        kept = claims.merge_task_data(local, [v.data for v in current]) if local is not None and current else local
+        if kept is not None and kept != local:
+            plan.tasks.append(TaskIn(task_id, git.blob_id(kept), kept, current[0].ref.name, local_oid, ours=True))
+            plan.settled[task_id] = git.blob_id(kept)
+        return
+    newest = max(fresh, key=lambda v: v.key)
+    others = [v.data for v in current if v is not newest] + ([local] if local is not None else [])
+    if local is None:
+        _take(plan, task_id, newest.data, others, newest.ref.name, None)
+        return
+    assert local_oid is not None
+    local_key = key(local)
+    if base_entry is None or base_entry.oid != local_oid:  # changed here since the last pull
+        history = _History(ws, my_ref, name, local_oid, min(v.key for v in fresh))
+        competing = [v for v in fresh if v.oid not in history.versions and not history.seen_by(v.ref)]
+        if competing:
+            rival = max(competing, key=lambda v: v.key)
+            plan.conflicts.append(Conflict(
+                task=task_id, kept="remote" if newest.key > local_key else "local",
+                local_updated_at=local_key[0] or None, remote_updated_at=rival.key[0] or None,
+                local_sha256=local_key[1], remote_sha256=rival.key[1], machine=rival.ref.name))
+    if newest.key > local_key:
+        _take(plan, task_id, newest.data, others, newest.ref.name, local_oid)
+        return
+    kept = claims.merge_task_data(local, [v.data for v in current])
+    if kept != local:  # ours stays, with the claims the other versions carry (SPEC §18)
+        plan.tasks.append(TaskIn(task_id, git.blob_id(kept), kept, newest.ref.name, local_oid, ours=True))
+    plan.settled[task_id] = git.blob_id(kept)
+
+
+def _take(plan: Plan, task_id: str, chosen: bytes, others: list[bytes], ref: str, disk: Optional[str]) -> None:
+    """Import the chosen version, with the claims of every other version merged in (SPEC §18): the newest
+    record wins, and nobody's claim is dropped with the record that lost."""
+    data = claims.merge_task_data(chosen, others)
+    plan.tasks.append(TaskIn(task_id, git.blob_id(data), data, ref, disk))
+    plan.settled[task_id] = git.blob_id(data)
+
+
+class _History:
+    """This machine's pushes of one task, newest first (its ref's first parents): which versions it had —
+    an older one of ours held by an idle machine is no conflict — and which push first carried the version
+    it holds now — a version written by a machine that had seen that push was built on ours."""
+
+    def __init__(self, ws: Workspace, my_ref: Optional[RemoteRef], name: str, local_oid: str,
+                 oldest: tuple[str, str]) -> None:
+        self.ws = ws
+        self.versions: set[str] = set()
+        self.carried: Optional[str] = None  # the first push of the unbroken run, up to the last, with ours
+        tip = my_ref.commit.oid if my_ref is not None else None
+        unbroken, last = True, None
+        for _ in range(10_000):
+            found = git.commit(ws.repo, tip) if tip else None
+            view = git.tree(ws.repo, found.tree) if found is not None else None
+            entry = layout.lookup(view, ("tasks", name)) if view is not None else None
+            if found is None or entry is None:
+                break
+            unbroken = unbroken and entry.oid == local_oid
+            if unbroken:
+                self.carried = found.oid
+            if entry.oid != last:
+                last = entry.oid
+                self.versions.add(entry.oid)
+                version = _blob_key(ws, entry)
+                if version is None or version < oldest:
+                    break  # further back, every version is older still than any in question
+            tip = found.parents[0] if found.parents else None
+
+    def seen_by(self, ref: RemoteRef) -> bool:
+        return self.carried is not None and git.contains(self.ws.repo, ref.commit.oid, self.carried)
+
+
+def plan(ws: Workspace, refs: list[RemoteRef], my_ref: Optional[RemoteRef]) -> Plan:
+    """What a pull imports, settles and refuses; reads the store and the refs, writes nothing."""
+    _tip, base, base_fmt = base_view(ws)
+    result = Plan()
+    plan_records(ws, refs, base if base_fmt == 2 else None, result)
+    plan_tasks(ws, refs, base, my_ref, result)
+    return result

@@ -146,25 +146,13 @@ def remember(config: Config, cache_path: str) -> None:
 
 
 def _parse_yaml(raw: bytes, path: str) -> Config:
-    import yaml
+    from majordomus.store.records import load_yaml  # the one safe YAML load: no alias, anchor or merge key
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        # Events first: an alias, an anchor or a merge key is refused before anything is expanded.
-        for event in yaml.parse(raw, Loader=loader):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-                raise ConfigError(f"{path}: uses a YAML alias or anchor (line {event.start_mark.line + 1}); "
-                                  "majordomus never expands them", "write each value out in full")
-            if isinstance(event, yaml.ScalarEvent) and event.value == "<<" and event.style is None:
-                raise ConfigError(f"{path}: uses a YAML merge key `<<` (line {event.start_mark.line + 1})",
-                                  "write each value out in full")
-        data = yaml.load(raw, Loader=loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(
-            f"{path}: not valid YAML{at}", "fix the syntax, or move the file away to use the defaults"
-        ) from exc
+        data = load_yaml(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}", "fix it (write each value out in full), or move the file away to use "
+                          "the defaults") from exc
     return parse(data, path)
 
 

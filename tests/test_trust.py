@@ -353,3 +353,10 @@ def test_nonsense_numbers_are_usage_errors(repo, args):
     result = run(*args, cwd=repo, timeout=HOOK_TIMEOUT)
     assert result.returncode == 2 and b"Invalid value" in result.stderr
     assert snapshot(repo) == before
+
+
+def test_a_plain_merge_key_without_an_alias_is_refused_too(repo):
+    (repo / ".ai").mkdir()
+    (repo / ".ai" / "config.yaml").write_text("checkpoint:\n  <<: {max_body_lines: 5}\n")
+    result = run("task", "start", "t1", cwd=repo)
+    assert result.returncode == 12 and b"merge key" in result.stderr

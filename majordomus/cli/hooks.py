@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import shutil
+
 import click
 
 from majordomus.cli.common import CONTEXT, Group, run
@@ -70,9 +72,13 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
     if runtime == "codex" and result.how != "already":
         click.echo("note: Codex runs project hooks only in a trusted project with trusted hooks: trust the project "
                    "(`codex exec --trust`, or trust it when Codex asks), then trust each hook (its trusted_hash under "
-                   "[hooks.state.\"…\"] in ~/.codex/config.toml, set when you approve it), or run Codex with "
-                   "--dangerously-bypass-hook-trust; until then Codex skips them silently. See docs/agents-and-hooks.md.",
-                   err=True)
+                   "[hooks.state.\"…\"] in $CODEX_HOME/config.toml, default ~/.codex, set when you approve it), or run "
+                   "Codex with --trust --dangerously-bypass-hook-trust; until then Codex skips them silently, and it "
+                   "skips them again after any change to .codex/hooks.json. See docs/agents-and-hooks.md.", err=True)
+    if runtime != "git" and result.how != "already" and shutil.which("majordomus") is None:
+        click.echo("warning: `majordomus` is not on PATH here: the runtime runs `majordomus hook …` by name and will "
+                   "not find it (and says nothing); install it where the agent's PATH reaches (pipx, or a venv's bin "
+                   "on PATH)", err=True)
 
 
 @hooks.command("uninstall", context_settings=CONTEXT)

@@ -243,3 +243,12 @@ def assert_refused(cli: Any, repo: Path, args: tuple[str, ...] | list[str], code
     assert ledger_bytes(repo) == ledger_before
     assert snapshot(repo) == before
     return result
+
+
+if os.environ.get("MAJORDOMUS_MUTATION"):
+    # `make mutation` runs each test once per mutant: the same examples every time, and no deadline
+    # (a trampolined function is slower; a deadline would count as a kill that no rule made).
+    from hypothesis import settings as _settings
+
+    _settings.register_profile("mutation", deadline=None, derandomize=True, database=None)
+    _settings.load_profile("mutation")

@@ -23,7 +23,17 @@ cp -R "$ROOT/majordomus" "$ROOT/tests" "$ROOT/fixtures" "$ROOT/pyproject.toml" "
 find "$WORK" -name __pycache__ -prune -exec rm -rf {} +
 cd "$WORK"
 
-PYTHONPATH="$WORK/mutants"
+# mutmut's first pass ("stats") records which test reaches which function, in its own process only; in a
+# child it would look for mutmut's configuration in the test's scratch repository and fail. The children
+# run the original functions during that pass (they are still run for every mutant afterwards).
+mkdir -p "$WORK/site"
+cat >"$WORK/site/sitecustomize.py" <<'PY'
+import os
+
+if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+    os.environ["MUTANT_UNDER_TEST"] = ""
+PY
+PYTHONPATH="$WORK/site:$WORK/mutants"
 MAJORDOMUS_MUTATION=1  # tests/conftest.py: a derandomised hypothesis profile without deadlines
 PATH="$BIN:$PATH"
 export PYTHONPATH MAJORDOMUS_MUTATION PATH

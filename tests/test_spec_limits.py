@@ -178,19 +178,23 @@ def padded(doc: dict[str, Any], size: int) -> bytes:
     return data + b" " * (size - len(data) - 1) + b"\n"  # whitespace: the canonical hash does not change
 
 
-@pytest.mark.xfail(strict=True, reason="SPEC §2a: a continuity.json over continuity.max_bytes is untrusted even "
-                                       "when its hash matches; not built yet (trust-boundary hardening, issue 12)")
 def test_a_continuity_file_over_its_cap_is_untrusted_even_with_a_matching_hash(cli, repo):
+    """SPEC §2a: over the size its only writer could produce, a file was not written by majordomus: never
+    briefed or injected, `context validate` exits 1, doctor fails, whatever its integrity hash says."""
     start_task(cli, "t1", "--objective", "Obj")
+    assert cli("context", "pin", "decision", "--", "Pinned sentence.").exit_code == 0
     path = continuity_file(repo)
     doc = json.loads(path.read_text())
     assert doc["integrity"]["sha256"] == canonical_sha256(doc)
     path.write_bytes(padded(doc, CONTINUITY_BYTES))
     assert cli("context", "validate").exit_code == 0
+    assert "Pinned sentence." in cli("brief").stdout
     path.write_bytes(padded(doc, CONTINUITY_BYTES + 1))
-    result = cli("context", "validate")
-    assert result.exit_code == 1
-    assert "Obj" not in cli("brief").stdout
+    assert cli("context", "validate").exit_code == 1
+    assert "Pinned sentence." not in cli("brief").stdout
+    start = cli("hook", "session-start", input='{"source":"startup"}')
+    assert start.exit_code == 0 and "Pinned sentence." not in start.stdout
+    assert cli("doctor").exit_code == 1
 
 
 # ---------------------------------------------------------------- the render budget (§8, §9, §12)

@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SOURCES := pyproject.toml $(shell find majordomus -type f -not -name '*.pyc' 2>/dev/null)
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench mutation clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run.py
+
+# Mutation testing (docs/testing.md): not part of `make test`, it takes long. mutmut goes into the test venv
+# only here; it is no dependency of the package.
+mutation: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "mutmut==3.8.1"
+	BIN="$(CURDIR)/$(BIN)" sh scripts/mutation.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -80,10 +80,15 @@ MEASURE = textwrap.dedent("""
     try:
         for _ in range(256):
             proc.stdin.write(chunk)
+    except BrokenPipeError:  # the refusal: it stopped reading after the bound
+        pass
+    try:
         proc.stdin.close()
     except BrokenPipeError:
         pass
-    out, err = proc.communicate()
+    # Not communicate(): it would flush the closed stdin and crash the harness, not the command under test.
+    out, err = proc.stdout.read(), proc.stderr.read()
+    proc.wait()
     peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     print(proc.returncode, peak_kib)
     sys.stderr.write(err.decode())

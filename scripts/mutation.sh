@@ -18,8 +18,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BIN:-$ROOT/.venv/bin}
 WORK=${MUTATION_DIR:-$ROOT/build/mutation}
 CHILDREN=${MUTATION_CHILDREN:-2}
-DEFAULT_MODULES="majordomus.store.records majordomus.store.files majordomus.store.ledger majordomus.lite.names
-majordomus.lite.active majordomus.lite.safeio majordomus.identity majordomus.hooks.compact"
+DEFAULT_MODULES="majordomus.lite.names majordomus.lite.active majordomus.lite.safeio majordomus.store.files"
 MODULES=${MUTATION_MODULES:-$DEFAULT_MODULES}
 
 rm -rf "$WORK"
@@ -38,6 +37,9 @@ import os
 if os.environ.get("MUTANT_UNDER_TEST") == "stats":
     os.environ["MUTANT_UNDER_TEST"] = ""
 PY
+# mutants/ must exist before Python starts: a PYTHONPATH entry that is missing at start-up is cached as
+# "nothing here" for the whole process, and the tests would silently import the installed package instead.
+mkdir -p "$WORK/mutants"
 PYTHONPATH="$WORK/site:$WORK/mutants"
 MAJORDOMUS_MUTATION=1  # tests/conftest.py: a derandomised hypothesis profile without deadlines
 PATH="$BIN:$PATH"

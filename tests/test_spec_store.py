@@ -123,6 +123,8 @@ def test_the_index_is_read_whole_or_refused_naming_why(work):
             active.read(str(work))
         assert why in refused.value.message and refused.value.code == 12
         assert refused.value.path == str(work / "active.json")
+        # what to do next (SPEC §14): look with doctor, move the file away, resume the task
+        assert "majordomus doctor" in refused.value.hint and f"mv {work / 'active.json'}" in refused.value.hint
 
 
 # ---------------------------------------------------------------- safe reads (§2a)
@@ -164,7 +166,9 @@ def test_what_is_not_a_regular_file_is_refused_by_name(work, make, what):
     with pytest.raises(safeio.UnsafeFile) as refused:
         safeio.read(str(path))
     assert what in refused.value.message and refused.value.code == 12
-    assert refused.value.path == str(path)
+    assert refused.value.path == str(path) and refused.value.what.startswith(what)
+    assert refused.value.message == f"{path} {refused.value.what}; majordomus does not read it"
+    assert "move it away" in refused.value.hint
 
 
 def test_a_socket_is_refused(work):
@@ -273,6 +277,27 @@ def test_write_derived_is_best_effort_and_leaves_no_temp(work):
     assert (work / "cache").read_bytes() == b"derived\n" and os.listdir(work) == ["cache"]
     files.write_derived(str(work / "no" / "cache"), b"x")  # cannot be written: no error, nothing left
     assert os.listdir(work) == ["cache"]
+
+
+def test_write_derived_truncates_and_never_follows_a_link_at_its_temp_name(work):
+    path = work / "cache"
+    temp = work / f"cache.{os.getpid()}.tmp"
+    temp.write_bytes(b"a much longer leftover from a crashed writer\n")
+    files.write_derived(str(path), b"short\n")
+    assert path.read_bytes() == b"short\n"
+    target = work / "elsewhere"
+    target.write_bytes(b"not ours\n")
+    temp.symlink_to(target)
+    files.write_derived(str(path), b"again\n")
+    assert target.read_bytes() == b"not ours\n"
+
+
+def test_write_derived_that_cannot_rename_leaves_no_temp(work):
+    occupied = work / "cache"
+    occupied.mkdir()
+    (occupied / "inside").write_text("x")
+    files.write_derived(str(occupied), b"x")
+    assert sorted(os.listdir(work)) == ["cache"]
 
 
 def test_the_lock_is_exclusive_and_never_a_link(work):

@@ -34,7 +34,7 @@ bench: $(VENV)/.installed
 # only here; it is no dependency of the package.
 mutation: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check "mutmut==3.8.1"
-	BIN="$(CURDIR)/$(BIN)" sh scripts/mutation.sh
+	BIN="$(CURDIR)/$(BIN)" MUTATION_MODULES="$(MUTATION_MODULES)" sh scripts/mutation.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info

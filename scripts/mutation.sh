@@ -18,7 +18,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BIN:-$ROOT/.venv/bin}
 WORK=${MUTATION_DIR:-$ROOT/build/mutation}
 CHILDREN=${MUTATION_CHILDREN:-2}
-DEFAULT_MODULES="majordomus.lite.names majordomus.lite.active majordomus.lite.safeio majordomus.store.files"
+DEFAULT_MODULES="majordomus.lite.names majordomus.lite.active majordomus.lite.safeio"
 MODULES=${MUTATION_MODULES:-$DEFAULT_MODULES}
 
 rm -rf "$WORK"

@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SOURCES := pyproject.toml $(shell find majordomus -type f -not -name '*.pyc' 2>/dev/null)
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench mutation clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,12 @@ test: $(VENV)/.installed
 # `make bench BENCH_ARGS='--quick --json out.json'` passes options on (benchmarks/run.py --help).
 bench: $(VENV)/.installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+# Mutation testing (docs/testing.md): not part of `make test`, it takes long. mutmut goes into the test venv
+# only here; it is no dependency of the package.
+mutation: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "mutmut==3.8.1"
+	BIN="$(CURDIR)/$(BIN)" MUTATION_MODULES="$(MUTATION_MODULES)" sh scripts/mutation.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -168,3 +168,90 @@ def snapshot(root: Path) -> dict[str, tuple[int, str]]:
 
 def state_dir(repo: Path) -> Path:
     return repo / ".ai" / "local" / "state"
+
+
+# ---------------------------------------------------------------- shared helpers (issue 15)
+# One of each, instead of a copy per test file: starting a task, the four-section handoff body, reading
+# the ledger. Each is strict, so that a helper can never hide what a test is about.
+
+HANDOFF_BODY = """## State
+The regression test fails; the fix in normalise() is half done.
+
+## Decisions
+Normalise at the edge.
+
+## Open items
+Does the IdP ever send uppercase hosts?
+
+## Next actions
+Finish normalise(), run the suite.
+"""
+
+
+def start_task(cli: Any, task: str = "t1", *options: str, cwd: Path | None = None) -> Result:
+    """`majordomus task start TASK OPTIONS…` in-process through the `cli` fixture; it must succeed."""
+    result = cli("task", "start", task, *options, cwd=cwd)
+    assert result.exit_code == 0, result
+    return result
+
+
+def start_task_process(repo: Path, task: str = "t1", *options: str) -> None:
+    """`majordomus task start` through the real console script; it must succeed."""
+    result = run("task", "start", task, *options, cwd=repo)
+    assert result.returncode == 0, result.stderr
+
+
+def ledger_bytes(repo: Path) -> bytes:
+    """The ledger's exact bytes (b"" when there is none yet): what a refusal must leave untouched."""
+    path = state_dir(repo) / "ledger.jsonl"
+    return path.read_bytes() if path.exists() else b""
+
+
+def ledger_events(repo: Path) -> list[dict[str, Any]]:
+    """Every event of the ledger, in order. Strict: a line that is not one JSON object fails the test."""
+    import json
+
+    events = []
+    for number, line in enumerate(ledger_bytes(repo).splitlines(), 1):
+        event = json.loads(line)
+        assert isinstance(event, dict), f"ledger line {number} is not an object"
+        events.append(event)
+    return events
+
+
+def events_named(repo: Path, name: str) -> list[dict[str, Any]]:
+    return [event for event in ledger_events(repo) if event["event"] == name]
+
+
+def records_in(repo: Path, kind: str = "checkpoints") -> list[str]:
+    """The names of the records stored under their final names (no temporary files), sorted."""
+    directory = state_dir(repo) / kind
+    if not directory.exists():
+        return []
+    return sorted(name for name in os.listdir(directory) if name.endswith(".md") and not name.startswith("."))
+
+
+def assert_refused(cli: Any, repo: Path, args: tuple[str, ...] | list[str], code: int, *words: str,
+                   input: str | bytes | None = None, cwd: Path | None = None) -> Result:
+    """Run a command that SPEC refuses: its exit code, every word of its message on stderr, the
+    `majordomus: … / hint: …` shape of an error, and nothing written anywhere (the whole repository,
+    ledger bytes included)."""
+    before, ledger_before = snapshot(repo), ledger_bytes(repo)
+    result = cli(*args, input=input, cwd=cwd)
+    assert result.exit_code == code, result
+    for word in words:
+        assert word in result.stderr, (word, result.stderr)
+    assert result.stderr.startswith("majordomus: "), result.stderr
+    assert result.stdout == "", result.stdout
+    assert ledger_bytes(repo) == ledger_before
+    assert snapshot(repo) == before
+    return result
+
+
+if os.environ.get("MAJORDOMUS_MUTATION"):
+    # `make mutation` runs each test once per mutant: the same examples every time, and no deadline
+    # (a trampolined function is slower; a deadline would count as a kill that no rule made).
+    from hypothesis import settings as _settings
+
+    _settings.register_profile("mutation", deadline=None, derandomize=True, database=None)
+    _settings.load_profile("mutation")

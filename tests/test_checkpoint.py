@@ -5,25 +5,23 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 from freezegun import freeze_time
 
-from conftest import commit_file, git, snapshot, state_dir
+from conftest import (BIN, assert_refused, commit_file, git, ledger_bytes, ledger_events, records_in, run, snapshot,
+                      start_task, state_dir)
 
 NAME = re.compile(r"^\.ai/local/state/checkpoints/(\d{8}T\d{6}Z)--([A-Za-z0-9._-]+)--([0-9a-f]{7})--([0-9a-f]{16})\.md$")
 
 
 def start(cli, task="t1", **kw):
-    result = cli("task", "start", task, **kw)
-    assert result.exit_code == 0, result.output
-    return result
+    return start_task(cli, task, **kw)
 
 
-def events(repo: Path) -> list[dict]:
-    path = state_dir(repo) / "ledger.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
+events = ledger_events
 
 
 def test_writes_record_with_identity_and_event(cli, repo):
@@ -108,6 +106,10 @@ def test_configured_cap_of_five(cli, repo):
     ("timestamp : now\n", "timestamp", 1),
     ("\tschema_version: 2\n", "schema_version", 1),
     ("-owner: me\n", "owner", 1),
+    ("Profile: reviewer\n", "profile", 1),
+    ("ok\n* KIND: handoff\n", "kind", 2),
+    ("Worktree: /elsewhere\n", "worktree", 1),
+    ("changed files omitted: 0\n", "changed_files_omitted", 1),
 ])
 def test_identity_fields_refused(cli, repo, body, field, line):
     start(cli)
@@ -116,6 +118,7 @@ def test_identity_fields_refused(cli, repo, body, field, line):
     assert result.exit_code == 10
     assert f"`{field}`" in result.stderr and f"line {line}" in result.stderr
     assert snapshot(repo) == before
+    assert_refused(cli, repo, ["checkpoint"], 10, f"`{field}`", input=body)
 
 
 def test_front_matter_body_refused(cli, repo):
@@ -160,10 +163,14 @@ def test_empty_body_moves_checkpoint_at_only(cli, repo):
     with freeze_time("2026-09-03T10:00:00Z"):
         start(cli)
     ledger_before = (state_dir(repo) / "ledger.jsonl").read_bytes()
+    before = snapshot(repo)
     with freeze_time("2026-09-03T11:00:00Z"):
         result = cli("checkpoint", input="\n  \n")
     assert result.exit_code == 0 and result.stdout == ""
-    assert not list((state_dir(repo) / "checkpoints").glob("*.md")) if (state_dir(repo) / "checkpoints").exists() else True
+    after = snapshot(repo)
+    changed = {path for path in set(before) | set(after) if before.get(path) != after.get(path)}
+    assert changed == {".ai/local/state/tasks/t1.yaml"}  # "Nothing else" (SPEC §6 step 5)
+    assert records_in(repo) == []
     assert (state_dir(repo) / "ledger.jsonl").read_bytes() == ledger_before
     task = json.loads(cli("task", "show", "--json").stdout)
     assert task["checkpoint_at"] == "2026-09-03T11:00:00Z" and task["checkpoint"] is None
@@ -347,3 +354,28 @@ def test_repo_id_follows_first_parents_and_is_cached(cli, repo):
     text = (repo / cli("checkpoint", input="y\n").stdout.strip()).read_text()
     assert f'repo_id: "{root}"' in text
     assert cache.read_text().split() == [git(repo, "rev-parse", "HEAD"), root]
+
+
+def test_from_a_subdirectory_the_printed_path_is_relative_to_it(cli, repo):
+    """SPEC §6 step 8: printed as git prints paths, so `cat "$(… | majordomus checkpoint)"` works anywhere."""
+    start(cli)
+    sub = repo / "src" / "deep"
+    sub.mkdir(parents=True)
+    result = cli("checkpoint", input="from below\n", cwd=sub)
+    assert result.exit_code == 0, result
+    printed = result.stdout.strip()
+    assert printed.startswith("../../.ai/local/state/checkpoints/")
+    assert (sub / printed).read_bytes().endswith(b"---\nfrom below\n")
+    shell = subprocess.run(["sh", "-c", 'cat "$(echo shell note | majordomus checkpoint)"'], cwd=sub,
+                           capture_output=True, env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"))
+    assert shell.returncode == 0 and shell.stdout.endswith(b"---\nshell note\n"), shell.stderr
+    as_json = json.loads(cli("checkpoint", "--show", "--json", cwd=sub).stdout)
+    assert (sub / as_json["path"]).exists()
+
+
+def test_the_console_script_from_a_subdirectory_prints_the_same_path(repo):
+    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    (repo / "sub").mkdir()
+    result = run("checkpoint", cwd=repo / "sub", input="console\n")
+    assert result.returncode == 0 and result.stdout.startswith(b"../.ai/local/state/checkpoints/")
+    assert (repo / "sub" / result.stdout.decode().strip()).exists()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from conftest import run, snapshot, state_dir
+from conftest import HANDOFF_BODY, events_named, ledger_bytes, run, snapshot, state_dir
 from majordomus import continuity, tasks
 from majordomus.workspace import Workspace
 
@@ -57,8 +57,7 @@ def test_pins_are_recorded_with_id_source_and_time(cli: Any, repo: Path) -> None
     cli("context", "pin", "--source", "principal", "open-item", "--", "Uppercase", "hosts?")
     assert read_doc(repo)["openItems"][0]["source"] == "principal"
     assert read_doc(repo)["openItems"][0]["text"] == "Uppercase hosts?"
-    events = [json.loads(line) for line in (state_dir(repo) / "ledger.jsonl").read_text().splitlines()]
-    pins = [e for e in events if e["event"] == "context.pin"]
+    pins = events_named(repo, "context.pin")
     assert [e["kind"] for e in pins] == ["decision", "open-item"]
     assert pins[0]["pin"] == pin_id and pins[-1]["integrity"] == read_doc(repo)["integrity"]["sha256"]
     # An unpinned sentence must not live on in the append-only ledger.
@@ -80,8 +79,7 @@ def test_unpin_by_full_id_and_by_prefix(cli: Any, repo: Path) -> None:
     assert cli("context", "unpin", second[:8]).exit_code == 0
     assert read_doc(repo)["nextActions"] == []
     assert continuity.validate(Workspace.open(str(repo)), "t1") == []
-    events = [json.loads(line)["event"] for line in (state_dir(repo) / "ledger.jsonl").read_text().splitlines()]
-    assert events.count("context.unpin") == 2
+    assert len(events_named(repo, "context.unpin")) == 2
 
 
 def test_from_copies_the_pins_of_another_task(cli: Any, repo: Path) -> None:
@@ -204,8 +202,7 @@ def test_only_the_two_writers_touch_the_document(cli: Any, repo: Path) -> None:
     for args in (("context", "show"), ("context", "status"), ("context", "validate"), ("brief",),
                  ("checkpoint", "--show"), ("task", "show")):
         assert cli(*args).exit_code == 0, args
-    handoff = "## State\ns\n## Decisions\nd\n## Open items\no\n## Next actions\nn\n"
-    assert cli("handoff", input=handoff).exit_code == 0
+    assert cli("handoff", input=HANDOFF_BODY).exit_code == 0
     assert cli("brief", "t1").exit_code == 0
     assert snapshot(doc_path(repo).parent) == before
 
@@ -226,12 +223,12 @@ def test_pin_after_the_context_directory_was_removed_starts_afresh(cli: Any, rep
 
 
 def _refused(cli: Any, repo: Path, args: tuple[str, ...], code: int, words: str) -> None:
-    before = snapshot(repo)
+    before, ledger = snapshot(repo), ledger_bytes(repo)
     result = cli(*args)
     assert result.exit_code == code, result.output
     assert words in result.stderr
     assert result.stderr.startswith("majordomus: ") and "\nhint: " in result.stderr
-    assert snapshot(repo) == before
+    assert snapshot(repo) == before and ledger_bytes(repo) == ledger
 
 
 def test_refusals_write_nothing(cli: Any, repo: Path) -> None:
@@ -329,10 +326,10 @@ def test_concurrent_pins_are_all_kept(repo: Path) -> None:
 
 def test_start_with_an_objective_over_the_document_limit_is_refused(cli: Any, repo: Path) -> None:
     (repo / ".ai").mkdir()
-    (repo / ".ai" / "config.yaml").write_text("continuity:\n  max_bytes: 1000\n")
+    (repo / ".ai" / "config.yaml").write_text("continuity:\n  max_bytes: 1024\n")  # the smallest allowed
     cli("task", "start", "first")
     before = snapshot(repo)
-    result = cli("task", "start", "t1", "--objective", "o" * 1000)
+    result = cli("task", "start", "t1", "--objective", "o" * 1024)
     assert result.exit_code == 10 and "(continuity.max_bytes); nothing was written" in result.stderr
     assert snapshot(repo) == before
     assert cli("task", "start", "t1", "--objective", "short").exit_code == 0

@@ -10,27 +10,15 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from conftest import git, run, snapshot, state_dir
+from conftest import HANDOFF_BODY, git, ledger_bytes, ledger_events, run, snapshot, state_dir
 from majordomus.store import records
 
-BODY = """## State
-The regression test fails; the fix in normalise() is half done.
-
-## Decisions
-Normalise at the edge.
-
-## Open items
-Does the IdP ever send uppercase hosts?
-
-## Next actions
-Finish normalise(), run the suite.
-"""
+BODY = HANDOFF_BODY
 IDENTITY = ["schema_version", "kind", "timestamp", "task", "profile", "owner", "repo_id", "worktree", "branch",
             "head", "worktree_state", "changed_files"]
 
 
-def events(repo: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (state_dir(repo) / "ledger.jsonl").read_text().splitlines()]
+events = ledger_events
 
 
 def front_matter(path: Path) -> dict[str, Any]:
@@ -103,13 +91,13 @@ def test_sections_are_case_insensitive_and_may_carry_more(cli: Any, repo: Path) 
 
 
 def _refused(cli: Any, repo: Path, body: str | bytes, code: int, *words: str) -> None:
-    before = snapshot(repo)
+    before, ledger = snapshot(repo), ledger_bytes(repo)
     result = cli("handoff", input=body)
     assert result.exit_code == code, result.output
     for word in words:
         assert word in result.stderr, result.stderr
     assert result.stderr.startswith("majordomus: ") and "\nhint: " in result.stderr
-    assert snapshot(repo) == before
+    assert snapshot(repo) == before and ledger_bytes(repo) == ledger
 
 
 def test_missing_and_empty_sections_are_all_named_in_one_refusal(cli: Any, repo: Path) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from majordomus.store import ledger
 
-from conftest import state_dir
+from conftest import ledger_bytes, ledger_events, start_task, state_dir
 
 
 def test_chain_and_sequence(tmp_path):
@@ -18,7 +19,7 @@ def test_chain_and_sequence(tmp_path):
     assert [o["seq"] for o in objs] == [1, 2, 3, 4, 5]
     assert objs[0]["prev"] is None
     for prev_line, obj in zip(lines, objs[1:]):
-        assert obj["prev"] == ledger.line_hash(prev_line)
+        assert obj["prev"] == hashlib.sha256(prev_line).hexdigest()  # SPEC §10: sha256 of the previous line
     assert list(objs[0])[:4] == ["v", "seq", "at", "event"]
     assert ledger.verify(path).ok
 
@@ -30,6 +31,10 @@ def test_torn_line_is_counted_and_the_chain_continues(tmp_path):
         fh.write(b'{"v":1,"seq":2,"at":"2026')  # a writer killed mid-append
     assert ledger.replay(path).dropped_lines == 1
     ledger.append(path, "b", {}, "2026-01-01T00:00:01Z")
+    raw = open(path, "rb").read()
+    assert raw.endswith(b"\n") and raw.split(b"\n")[1] == b'{"v":1,"seq":2,"at":"2026'  # the torn line stays alone
+    first = raw.split(b"\n")[0]
+    assert json.loads(raw.split(b"\n")[2])["prev"] == hashlib.sha256(first).hexdigest()  # chained past the tear
     replayed = ledger.replay(path)
     assert [e["event"] for e in replayed.events] == ["a", "b"] and replayed.dropped_lines == 1
     assert [e["seq"] for e in replayed.events] == [1, 2]
@@ -64,3 +69,30 @@ def test_cli_ledger_verify_task_filter_and_json(cli, repo):
     assert broken.exit_code == 1 and "broken" in broken.stdout
     human = cli("ledger").stdout.splitlines()
     assert len(human) == 4 and "task.checkpoint" in human[-1]
+
+
+def test_one_event_is_one_line_with_the_fields_spec_names(cli, repo):
+    start_task(cli)
+    assert cli("checkpoint", input="x\n").exit_code == 0
+    raw = ledger_bytes(repo)
+    assert raw.endswith(b"\n") and raw.count(b"\n") == 2
+    event = ledger_events(repo)[-1]
+    assert list(event)[:4] == ["v", "seq", "at", "event"] and list(event)[-1] == "prev"
+    assert event["v"] == 1 and event["seq"] == 2 and event["event"] == "task.checkpoint"
+    assert {"task", "worktree", "branch", "path", "sha256"} <= set(event)
+    assert event["worktree"] == str(repo) and event["branch"] == "main" and event["task"] == "t1"
+
+
+def test_verify_counts_a_torn_line_and_fails_a_missing_one(cli, repo):
+    start_task(cli)
+    for i in range(3):
+        assert cli("checkpoint", input=f"note {i}\n").exit_code == 0
+    path = state_dir(repo) / "ledger.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines) + b'{"v":1,"seq":5,"at"')
+    torn = json.loads(cli("ledger", "--verify", "--json").stdout)
+    assert torn["ok"] is True and torn["dropped_lines"] == 1 and torn["events"] == 4
+    path.write_bytes(b"".join(lines[:1] + lines[2:]))
+    broken = cli("ledger", "--verify")
+    assert broken.exit_code == 1
+    assert cli("ledger", "--verify", "--json").stdout.count("seq 3") >= 1

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re as _re
+
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,21 +28,47 @@ def test_emitted_front_matter_is_yaml_and_reads_back(mapping):
     assert records.parse_yaml(text) == mapping
 
 
+# Text a body may hold: no control characters, and neither `:` nor `-`, so no line can be an identity field
+# or a front-matter fence. Such a body is never refused, and nothing of it is lost.
+_plain = st.characters(blacklist_categories=("Cc", "Cs", "Cf", "Zl", "Zp"), blacklist_characters=":-")
+
+
 @settings(max_examples=200)
-@given(st.lists(st.text(st.characters(blacklist_categories=("Cc", "Cs")), max_size=30), max_size=45))
+@given(st.lists(st.text(_plain, max_size=30), max_size=40))
 def test_normalise_never_truncates(lines):
     raw = "\n".join(lines).encode()
-    try:
-        body = records.normalise(raw, what="checkpoint", max_lines=40, max_bytes=16384)
-    except Refused:
-        return
+    body = records.normalise(raw, what="checkpoint", max_lines=40, max_bytes=16384)
     kept = body.text.split("\n") if body.text else []
     stripped = list(lines)
     while stripped and not stripped[0].strip():
         stripped.pop(0)
     while stripped and not stripped[-1].strip():
         stripped.pop()
-    assert kept == stripped or (not kept and not stripped)
+    assert kept == stripped
+    assert body.lines == len(stripped)
+
+
+@settings(max_examples=100)
+@given(st.lists(st.text(_plain, max_size=10), min_size=41, max_size=80))
+def test_more_than_forty_lines_between_non_blank_edges_is_always_refused(lines):
+    lines = ["first"] + lines[1:-1] + ["last"]
+    with pytest.raises(Refused) as refused:
+        records.normalise("\n".join(lines).encode(), what="checkpoint", max_lines=40, max_bytes=16384)
+    assert f"{len(lines)} lines; the limit is 40" in refused.value.message
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85", "\x7f", "\x9f", "\ufffe"])
+def test_yaml_line_breaks_and_non_printables_are_escaped(char):
+    """SPEC §2a: U+2028, U+2029 and U+0085 are line breaks to a YAML reader; written raw, one value would
+    read back as something else (or not at all). Every loader, libyaml's included, reads the value back."""
+    import yaml
+
+    value = f"a{char}b"
+    text = records.emit_yaml([("worktree", value), ("changed_files", [value])])
+    assert char not in text
+    for loader in (yaml.SafeLoader, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        assert yaml.load(text, Loader=loader) == {"worktree": value, "changed_files": [value]}
+    assert records.parse_yaml(text) == {"worktree": value, "changed_files": [value]}
 
 
 def test_split_reads_what_render_writes():
@@ -62,23 +91,41 @@ def test_record_name_and_digest():
     assert records.name_digest("notes.md") is None
 
 
-# SPEC §6 step 4 with §2a's look-alikes (Markdown emphasis around the key), written as a regular
-# expression over SPEC §4's thirteen keys: the oracle the hand-written matcher must agree with.
-import re as _re
-
+# SPEC §4's thirteen keys, written out: never taken from `records.IDENTITY_KEYS`, the constant under test.
 SPEC_KEYS = ("schema_version", "kind", "timestamp", "task", "profile", "owner", "repo_id", "worktree", "branch",
              "head", "worktree_state", "changed_files", "changed_files_omitted")
+assert len(SPEC_KEYS) == 13
+
+# SPEC §6 step 4 and §2a as a regular expression, the oracle the hand-written matcher must agree with: after
+# indentation and an optional `-`/`*`/`+` bullet, a key whose words are joined by `_`, `-` or spaces, in any
+# case, wrapped in any Markdown emphasis or code marks, then `:`.
 _ORACLE = _re.compile(
     r"^[ \t]*(?:[-*+][ \t]*)?[*_`~ \t]*(" + "|".join(r"[_\- ]+".join(key.split("_")) for key in SPEC_KEYS)
     + r")[*_`~ \t]*:", _re.IGNORECASE)
-_line_parts = st.sampled_from([" ", "\t", "-", "*", "_", ":", "repo", "id", "Repo", "ID", "task", "head", "HEAD",
-                               "worktree", "state", "changed", "files", "x", "Next", "schema", "version", " :"])
+_line_parts = st.sampled_from([" ", "\t", "-", "*", "+", "_", "`", "~", ":", "repo", "id", "Repo", "ID", "task",
+                               "head", "HEAD", "worktree", "state", "changed", "files", "omitted", "x", "Next",
+                               "schema", "version", " :", "kind", "profile", "owner", "branch", "timestamp"])
 
 
-@settings(max_examples=500)
+@settings(max_examples=1000)
 @given(st.lists(_line_parts, max_size=8).map("".join))
 def test_identity_matcher_agrees_with_the_spec_regex(line):
     assert (records.identity_field(line) is not None) == bool(_ORACLE.match(line)), line
+
+
+@pytest.mark.parametrize("key", SPEC_KEYS)
+def test_every_spec_key_is_an_identity_field_however_it_is_written(key):
+    words = key.split("_")
+    for written in (key, key.upper(), "-".join(words), " ".join(w.capitalize() for w in words),
+                    f"**{key}**", f"`{key}`", f"_{key}_"):
+        for line in (f"{written}: x", f"  - {written} : x", f"* {written}:x", f"+\t{written}:"):
+            assert records.identity_field(line) is not None, line
+            assert records.identity_field(line)[0] == key
+    # what a reader sees as the same key (SPEC §2a): a no-break space, a full-width colon, a zero-width space
+    for line in (f"{key}\u00a0: x", f"{key}\uff1a x", f"{key[:1]}\u200b{key[1:]}: x", f"\u00a0- {key}: x"):
+        assert records.identity_field(line) is not None, ascii(line)
+    for line in (f"{key}s: x", f"the {key}: x", f"{key}", f"{key} is: x", f"x{key}: y"):
+        assert records.identity_field(line) is None, line
 
 
 _NAME_ORACLE = _re.compile(r"^(\d{8}T\d{6}Z)--(.+)--([0-9a-f]{7})--([0-9a-f]{16})\.md$", _re.ASCII)

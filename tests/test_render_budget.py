@@ -83,15 +83,15 @@ def test_decisions_go_last_and_the_objective_goes_whole() -> None:
 
 def test_continuity_show_respects_the_configured_budget(cli: Any, repo: Any) -> None:
     (repo / ".ai").mkdir()
-    (repo / ".ai" / "config.yaml").write_text("continuity:\n  render_max_bytes: 300\n")
+    (repo / ".ai" / "config.yaml").write_text("continuity:\n  render_max_bytes: 512\n")
     cli("task", "start", "t1", "--objective", "Obj")
     for kind in ("decision", "constraint", "open-item", "next-action"):
         for i in range(3):
-            assert cli("context", "pin", kind, "--", f"{kind} {i} 🙂 " + "y" * 30).exit_code == 0
+            assert cli("context", "pin", kind, "--", f"{kind} {i} 🙂 " + "y" * 60).exit_code == 0
     shown = cli("context", "show")
-    assert len(shown.stdout.encode("utf-8")) <= 300
+    assert len(shown.stdout.encode("utf-8")) <= 512
     assert "next-action 0" not in shown.stdout and "decision 2" in shown.stdout
-    assert "(dropped to fit 300 bytes: 3 next actions" in shown.stdout
+    assert "(dropped to fit 512 bytes: 3 next actions" in shown.stdout
     rendered = (repo / ".ai/local/state/context/t1/continuity.md").read_bytes()
     assert rendered == shown.stdout.encode("utf-8")
 

@@ -1,0 +1,297 @@
+"""Durability made observable: a crash at each durable step, and every fsync the write discipline needs.
+
+SPEC §6 step 6 (temp file 0600 → fsync → link to the final name → remove the temp → fsync the directory),
+§10 (the ledger: one write and an fsync under the lock) and STYLE 4 (mutable files: temp + fsync + replace).
+
+`MAJORDOMUS_FAULT=STEP` (majordomus/store/fault.py, test-only, as SQLite's fault injection) makes the real
+process SIGKILL itself at STEP; each test below shows what survives that crash and that the store is still
+consistent: no partial record under a final name, a ledger that verifies, a task record that loads, and
+`doctor` saying exactly what the crash left. fsync calls are counted by tracing the real process with
+`strace` — never by patching `os.fsync`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import (HANDOFF_BODY, MAJORDOMUS, events_named, ledger_bytes, records_in, run, start_task,
+                      start_task_process, state_dir)
+
+STEPS = ("after-temp-write", "after-fsync", "after-link", "after-ledger-write")
+KINDS = {  # command, record directory, a body it accepts
+    "checkpoint": ("checkpoints", "The crash note.\n"),
+    "handoff": ("handoffs", HANDOFF_BODY),
+}
+
+
+def crash(repo: Path, step: str, command: str, body: str) -> None:
+    """Run COMMAND in the real console script, killed by SIGKILL at STEP."""
+    result = run(command, cwd=repo, input=body, env={"MAJORDOMUS_FAULT": step})
+    assert result.returncode == -signal.SIGKILL, (result.returncode, result.stderr)
+    assert result.stdout == b""  # it died before it could say anything
+
+
+def temp_files(repo: Path) -> list[Path]:
+    return sorted(p for p in state_dir(repo).rglob(".tmp-*"))
+
+
+def task_record(repo: Path) -> bytes:
+    return (state_dir(repo) / "tasks" / "t1.yaml").read_bytes()
+
+
+def doctor(repo: Path) -> tuple[int, list[dict[str, Any]]]:
+    result = run("doctor", "--json", cwd=repo)
+    report = json.loads(result.stdout)
+    return result.returncode, [f for f in report["findings"] if f["level"] != "ok"]
+
+
+def assert_consistent(repo: Path) -> None:
+    """What a crash may never cost: every stored record matches its name, the ledger verifies, every event's
+    record exists with its digest, and the task record loads."""
+    for kind in ("checkpoints", "handoffs"):
+        for name in records_in(repo, kind):
+            data = (state_dir(repo) / kind / name).read_bytes()
+            assert name.split("--")[-1] == hashlib.sha256(data).hexdigest()[:16] + ".md", f"partial record {name}"
+    verify = run("ledger", "--verify", "--json", cwd=repo)
+    assert verify.returncode == 0 and json.loads(verify.stdout)["ok"], verify.stdout
+    for event in events_named(repo, "task.checkpoint") + events_named(repo, "task.handoff"):
+        data = (state_dir(repo) / event["path"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == event["sha256"]
+    assert run("task", "show", "t1", "--json", cwd=repo).returncode == 0
+
+
+@pytest.fixture
+def prepared(repo: Path) -> Path:
+    """A task with one checkpoint already stored: a crash must leave that one as it was."""
+    start_task_process(repo)
+    assert run("checkpoint", cwd=repo, input="before the crash\n").returncode == 0
+    return repo
+
+
+# ---------------------------------------------------------------- a crash at each step
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("step", ["after-temp-write", "after-fsync"])
+def test_killed_before_the_link_leaves_no_record_only_a_temp_file(prepared, kind, step):
+    repo = prepared
+    directory, body = KINDS[kind]
+    records, ledger, task = records_in(repo, directory), ledger_bytes(repo), task_record(repo)
+    crash(repo, step, kind, body)
+    assert records_in(repo, directory) == records  # nothing under a final name
+    [temp] = temp_files(repo)  # at most one temporary file, in the record's directory, private
+    assert temp.parent.name == directory and temp.stat().st_mode & 0o777 == 0o600
+    assert ledger_bytes(repo) == ledger and task_record(repo) == task
+    code, findings = doctor(repo)
+    assert code == 0  # a leftover is a warning: nothing is lost
+    assert [(f["level"], f["code"]) for f in findings] == [("warn", "store.temp-file")]
+    assert findings[0]["path"].endswith(temp.name)
+    assert temp.exists()  # reported, never removed
+    assert_consistent(repo)
+    # The store still takes the same write afterwards, and it lands whole.
+    again = run(kind, cwd=repo, input=body)
+    assert again.returncode == 0, again.stderr
+    assert len(records_in(repo, directory)) == len(records) + 1
+    assert_consistent(repo)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_killed_after_the_link_leaves_the_record_without_its_event(prepared, kind):
+    repo = prepared
+    directory, body = KINDS[kind]
+    records, ledger, task = records_in(repo, directory), ledger_bytes(repo), task_record(repo)
+    crash(repo, "after-link", kind, body)
+    [new] = sorted(set(records_in(repo, directory)) - set(records))
+    final = state_dir(repo) / directory / new
+    assert final.read_bytes().endswith(b"\n---\n" + body.encode())
+    assert final.stat().st_mode & 0o777 == 0o600
+    # The temp name was not removed yet: it is the same file (a hard link), never a second copy.
+    [temp] = temp_files(repo)
+    assert os.path.samefile(temp, final)
+    assert ledger_bytes(repo) == ledger and task_record(repo) == task  # no event, the task did not move
+    code, findings = doctor(repo)
+    assert code == 0
+    assert sorted((f["level"], f["code"]) for f in findings) == [("warn", "record.no-event"),
+                                                                ("warn", "store.temp-file")]
+    no_event = next(f for f in findings if f["code"] == "record.no-event")
+    assert no_event["path"].endswith(new)
+    assert_consistent(repo)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_killed_after_the_ledger_write_leaves_record_and_event_and_doctor_clean(prepared, kind):
+    repo = prepared
+    directory, body = KINDS[kind]
+    records = records_in(repo, directory)
+    crash(repo, "after-ledger-write", kind, body)
+    [new] = sorted(set(records_in(repo, directory)) - set(records))
+    [event] = [e for e in events_named(repo, f"task.{kind}") if e["path"] == f"{directory}/{new}"]
+    assert event["sha256"] == hashlib.sha256((state_dir(repo) / directory / new).read_bytes()).hexdigest()
+    task = json.loads(run("task", "show", "t1", "--json", cwd=repo).stdout)
+    assert task[kind] == f"{directory}/{new}"
+    assert temp_files(repo) == []
+    assert doctor(repo) == (0, [])
+    assert run("doctor", "--strict", cwd=repo).returncode == 0
+    assert_consistent(repo)
+
+
+@pytest.mark.parametrize("step", ["after-temp-write", "after-fsync"])
+def test_a_crash_while_replacing_the_task_record_keeps_the_old_one(repo, step):
+    """`check --checkpoint` only rewrites the task record: a crash leaves the old record whole (STYLE 4)."""
+    start_task_process(repo)
+    task, ledger = task_record(repo), ledger_bytes(repo)
+    reading = run("check", cwd=repo, env={"MAJORDOMUS_FAULT": step})  # `check` only reads: no step reached
+    assert reading.returncode == 1 and b"no checkpoint" in reading.stderr
+    assert task_record(repo) == task and temp_files(repo) == []
+    result = run("check", "--checkpoint", cwd=repo, env={"MAJORDOMUS_FAULT": step})
+    assert result.returncode == -signal.SIGKILL
+    assert task_record(repo) == task and ledger_bytes(repo) == ledger
+    [temp] = temp_files(repo)
+    assert temp.parent.name == "tasks"
+    assert_consistent(repo)
+    assert run("check", "--checkpoint", cwd=repo).returncode == 0
+    assert task_record(repo) != task
+
+
+def test_every_step_is_reached_by_a_checkpoint(repo):
+    """No step name is a typo the code never reaches: each one kills a checkpoint."""
+    start_task_process(repo)
+    for step in STEPS:
+        crash(repo, step, "checkpoint", f"reaching {step}\n")
+    control = run("checkpoint", cwd=repo, input="no fault\n", env={"MAJORDOMUS_FAULT": "no-such-step"})
+    assert control.returncode == 0
+
+
+# ---------------------------------------------------------------- fsync, traced
+
+
+def _ptrace_works() -> bool:
+    if shutil.which("strace") is None:
+        return False
+    return subprocess.run(["strace", "-o", os.devnull, "-e", "trace=none", "true"],
+                          capture_output=True).returncode == 0
+
+
+needs_strace = pytest.mark.skipif(not _ptrace_works(),
+                                  reason="needs strace and ptrace permission (apt-get install strace)")
+FSYNC = re.compile(r"^(?:\d+ +)?(fsync|fdatasync)\(\d+<(.*)>\) += 0$")
+
+
+def synced(trace: str, state: Path) -> list[str]:
+    """The files and directories fsynced under the state directory, in order, relative to it; a temp file
+    shows as DIR/.tmp. Other processes (git) are not ours to count."""
+    out = []
+    for line in trace.splitlines():
+        match = FSYNC.match(line)
+        if match is None:
+            continue
+        assert match.group(1) == "fsync", line  # SPEC asks for fsync; fdatasync would skip the metadata
+        path = match.group(2)
+        if path == str(state) or path.startswith(str(state) + "/"):
+            rel = os.path.relpath(path, state)
+            out.append(re.sub(r"\.tmp-\d+-\d+$", ".tmp", rel))
+    return out
+
+
+def traced(repo: Path, *args: str, input: str) -> list[str]:
+    """Run the real console script under `strace -f` and return what it fsynced in the state directory."""
+    out = repo.parent / "fsync.trace"
+    done = subprocess.run(["strace", "-f", "-y", "-qq", "-e", "trace=fsync,fdatasync", "-o", str(out),
+                           MAJORDOMUS, *args], cwd=repo, input=input.encode(), capture_output=True)
+    assert done.returncode == 0, done.stderr
+    return synced(out.read_text(), state_dir(repo))
+
+
+# What SPEC's write discipline implies, step by step.
+RECORD = ["{dir}/.tmp", "{dir}"]  # §6 step 6: the temp record, then its directory after the link
+TASK = ["tasks/.tmp", "tasks"]  # the task record (temp + fsync + replace), then its directory
+INDEX = [".tmp", "."]  # active.json, which says which task is active where
+LEDGER = ["ledger.jsonl"]  # §10: one write and an fsync
+CLAIMS = [".tmp", "."]  # claims.json: this machine's claims (SPEC §18), which a handoff ends
+
+
+@needs_strace
+def test_a_checkpoint_fsyncs_record_directory_task_record_directory_and_ledger(repo):
+    start_task_process(repo)
+    expected = [p.format(dir="checkpoints") for p in RECORD] + TASK + LEDGER
+    assert traced(repo, "checkpoint", input="traced\n") == expected
+    assert len(expected) == 5
+
+
+@needs_strace
+def test_a_handoff_fsyncs_record_index_task_record_and_ledger(repo):
+    start_task_process(repo)
+    got = traced(repo, "handoff", input=HANDOFF_BODY)
+    assert got[:2] == [p.format(dir="handoffs") for p in RECORD] and got[-1:] == LEDGER
+    # The task leaves this worktree and this machine's claim ends: index, claims and task are rewritten.
+    assert sorted(got[2:-1]) == sorted(INDEX + CLAIMS + TASK)
+
+
+@needs_strace
+def test_an_empty_checkpoint_fsyncs_only_the_task_record(repo):
+    start_task_process(repo)
+    assert traced(repo, "check", "--checkpoint", input="") == TASK
+    assert traced(repo, "checkpoint", input="\n\n") == TASK
+
+
+class Tracer:
+    """strace attached to this very process: what an in-process command fsyncs (only this thread; git's
+    own processes are not traced)."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+
+    def __enter__(self) -> "Tracer":
+        self.proc = subprocess.Popen(["strace", "-y", "-e", "trace=fsync,fdatasync", "-o", str(self.out),
+                                      "-p", str(os.getpid())], stderr=subprocess.PIPE, text=True)
+        assert self.proc.stderr is not None
+        line = self.proc.stderr.readline()  # "Process N attached": from here on every call is seen
+        assert "attached" in line, line
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=60)
+
+    def synced(self, state: Path) -> list[str]:
+        return synced(self.out.read_text(), state)
+
+
+@needs_strace
+def test_in_process_the_same_syncs_are_seen(cli, repo, tmp_path):
+    """The same trace of the same write, run in this process: so that `make mutation` (which sees only
+    in-process tests reach a function) knows these assertions hold files.py and ledger.py."""
+    start_task(cli)
+    with Tracer(tmp_path / "self.trace") as tracer:
+        assert cli("checkpoint", input="traced in-process\n").exit_code == 0
+    assert tracer.synced(state_dir(repo)) == ["checkpoints/.tmp", "checkpoints"] + TASK + LEDGER
+    with Tracer(tmp_path / "pin.trace") as tracer:
+        assert cli("context", "pin", "decision", "--", "Synced.").exit_code == 0
+    # continuity.json and its render, each temp + replace in context/t1, then the ledger
+    assert tracer.synced(state_dir(repo)) == ["context/t1/.tmp", "context/t1"] * 2 + LEDGER
+
+
+@needs_strace
+def test_an_identical_record_already_stored_is_neither_linked_nor_logged_again(cli, repo, tmp_path):
+    """The same body in the same second is the same record: stored once, one event (§6 step 6)."""
+    from freezegun import freeze_time
+
+    start_task(cli)
+    with freeze_time("2026-09-03T19:45:00Z"):
+        assert cli("checkpoint", input="twice\n").exit_code == 0
+        ledger = ledger_bytes(repo)
+        with Tracer(tmp_path / "again.trace") as tracer:
+            again = cli("checkpoint", input="twice\n")
+    assert again.exit_code == 0 and "already stored" in again.stderr
+    assert tracer.synced(state_dir(repo)) == ["checkpoints/.tmp"]  # written and synced, then not linked
+    assert ledger_bytes(repo) == ledger and temp_files(repo) == []

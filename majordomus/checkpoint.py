@@ -48,11 +48,13 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
     if not body.text:
         tasks.touch(ws, task.id, at)
         return Written(path=None, created=False)
-    ws.ensure_state("tasks", "checkpoints", "cache")
-    fields = identity.fields(ws, "checkpoint", task, at)
+    ws.ensure_state()  # the state root, there already while a task is active: the lock lives in it
     with store.locked(ws.paths.lock):
+        # Lock, then check again (SPEC §5): refused here, the write has created nothing at all.
         current = tasks.still_active(ws, task.id)
         ledger.check_writable(ws.paths.ledger)
+        ws.ensure_state("tasks", "checkpoints")
+        fields = identity.fields(ws, "checkpoint", current, at)
         path, created, digest = store_record(ws, ws.paths.checkpoints, fields, body.text)
         if not created:
             return Written(path=path, created=False, sha256=digest)

@@ -238,12 +238,14 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
     raw = read_bounded(stdin, limit)
     body = records.normalise(raw, what="handoff", max_lines=None, max_bytes=limit)
     check_sections(body.text, ws.config.get("handoff", "required_sections"))
-    ws.ensure_state("tasks", "handoffs", "cache")
+    ws.ensure_state()  # the state root, there already while a task is active: the lock lives in it
     at = clock.now_iso()
     with store.locked(ws.paths.lock):
-        # Lock, then check again: another worktree may have taken the task over meanwhile.
+        # Lock, then check again (SPEC §5): another worktree may have taken the task over meanwhile, and
+        # refused here the write has created nothing at all.
         current = tasks.still_active(ws, task.id)
         ledger.check_writable(ws.paths.ledger)
+        ws.ensure_state("tasks", "handoffs")
         before = previous(ws, current)
         since = checkpoints_since(ws, current, before)
         fields = identity.fields(ws, "handoff", current, at)

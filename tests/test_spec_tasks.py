@@ -109,9 +109,6 @@ def test_a_write_whose_task_changed_while_it_read_stdin_is_refused(repo, command
 
 
 @needs_proc
-@pytest.mark.xfail(strict=True, reason="SPEC §5: a refused write writes nothing; this one has already created its "
-                                       "record directory and the root-commit cache before the lock (checkpoint.py, "
-                                       "handoff.py: ensure_state and identity.fields come first)")
 @pytest.mark.parametrize("command", ["checkpoint", "handoff"])
 def test_the_refused_race_writes_nothing_at_all(repo, command):
     start_task_process(repo)

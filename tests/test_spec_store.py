@@ -125,6 +125,22 @@ def test_the_index_is_read_whole_or_refused_naming_why(work):
         assert refused.value.path == str(work / "active.json")
         # what to do next (SPEC §14): look with doctor, move the file away, resume the task
         assert "majordomus doctor" in refused.value.hint and f"mv {work / 'active.json'}" in refused.value.hint
+        assert "`majordomus task resume ID`" in refused.value.hint
+
+
+def test_a_bad_task_id_in_the_index_is_named_in_the_message_and_cut_to_80_characters(work):
+    write_index(work, {active.slot("/w", "main"): "Bad Id"})
+    with pytest.raises(active.CorruptIndex) as refused:
+        active.read(str(work))
+    assert "names 'Bad Id'" in refused.value.message
+    write_index(work, {active.slot("/w", "main"): "X" * 200})
+    with pytest.raises(active.CorruptIndex) as refused:
+        active.read(str(work))
+    assert f"names '{'X' * 80}'," in refused.value.message
+    write_index(work, {"Y" * 200: "t1"})
+    with pytest.raises(active.CorruptIndex) as refused:
+        active.read(str(work))
+    assert refused.value.message.endswith(f"pair: '{'Y' * 80}'; majordomus cannot tell which task is active")
 
 
 # ---------------------------------------------------------------- safe reads (§2a)
@@ -138,6 +154,13 @@ def test_a_file_of_exactly_its_bound_is_read_and_one_byte_more_is_refused(work):
     with pytest.raises(safeio.UnsafeFile) as refused:
         safeio.read(str(path), 100)
     assert refused.value.code == 12 and "101 bytes" in refused.value.message and str(path) in refused.value.message
+
+
+def test_read_optional_keeps_the_bound(work):
+    (work / "f").write_bytes(b"x" * 11)
+    assert safeio.read_optional(str(work / "f"), 11) == b"x" * 11
+    with pytest.raises(safeio.UnsafeFile):
+        safeio.read_optional(str(work / "f"), 10)
 
 
 def test_a_missing_file_passes_through_and_read_optional_says_none(work):

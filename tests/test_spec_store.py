@@ -156,6 +156,25 @@ def test_a_file_of_exactly_its_bound_is_read_and_one_byte_more_is_refused(work):
     assert refused.value.code == 12 and "101 bytes" in refused.value.message and str(path) in refused.value.message
 
 
+def test_a_file_that_grows_after_its_size_was_checked_is_still_refused(work, monkeypatch):
+    """The bound holds on what is read, not only on what fstat said (a writer may append in between)."""
+    path = work / "f"
+    path.write_bytes(b"x" * (3 << 20))
+    real = os.fstat
+
+    def before_it_grew(fd: int) -> os.stat_result:
+        st = real(fd)
+        return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid, 10,
+                               int(st.st_atime), int(st.st_mtime), int(st.st_ctime)))
+
+    monkeypatch.setattr(os, "fstat", before_it_grew)
+    with pytest.raises(safeio.UnsafeFile) as refused:
+        safeio.read(str(path), 2 << 20)
+    assert refused.value.path == str(path) and refused.value.code == 12
+    assert refused.value.message == f"{path} is over the {2 << 20} bytes majordomus ever writes or reads there; " \
+                                    "majordomus does not read it"
+
+
 def test_read_optional_keeps_the_bound(work):
     (work / "f").write_bytes(b"x" * 11)
     assert safeio.read_optional(str(work / "f"), 11) == b"x" * 11

@@ -220,7 +220,8 @@ def test_a_socket_is_refused(work):
         server.bind(str(path))
         with pytest.raises(safeio.UnsafeFile) as refused:
             safeio.read(str(path))
-        assert refused.value.code == 12
+        assert refused.value.code == 12 and refused.value.path == str(path)
+        assert refused.value.message == f"{path} is a socket or a device; majordomus does not read it"
     finally:
         server.close()
 
@@ -241,6 +242,7 @@ def test_a_path_that_cannot_be_opened_is_an_environment_problem(work):
         safeio.read(str(work / "file" / "below"))
     assert not isinstance(failed.value, safeio.UnsafeFile)
     assert failed.value.code == 12 and "cannot read" in failed.value.message
+    assert failed.value.hint == "check its permissions and the state directory's"  # what to do next
 
 
 # ---------------------------------------------------------------- the write discipline (§2, §6 step 6, STYLE 4)

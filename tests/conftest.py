@@ -17,15 +17,20 @@ BIN = Path(sys.executable).parent
 MAJORDOMUS = shutil.which("majordomus", path=str(BIN)) or shutil.which("majordomus")
 
 
+# The hermetic git configuration. init.templateDir: a new repository gets an empty hooks/ directory and
+# nothing else from git's template (no sample hooks), which keeps each test's scratch tree small.
+TEMPLATE = Path(__file__).resolve().parent / "git-template"
+GITCONFIG = ("[user]\n\tname = Test User\n\temail = test@example.com\n"
+             f"[init]\n\tdefaultBranch = main\n\ttemplateDir = {TEMPLATE}\n"
+             "[protocol \"file\"]\n\tallow = always\n")
+
+
 @pytest.fixture(autouse=True)
 def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Fresh HOME and git config, fixed identity, and a working directory that is not this checkout."""
     home = tmp_path / "home"
     home.mkdir()
-    (home / ".gitconfig").write_text(
-        "[user]\n\tname = Test User\n\temail = test@example.com\n"
-        "[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n"
-    )
+    (home / ".gitconfig").write_text(GITCONFIG)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
@@ -61,23 +66,51 @@ def commit_file(repo: Path, name: str, content: str, message: str | None = None)
     return git(repo, "rev-parse", "HEAD")
 
 
+@pytest.fixture(scope="session")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Made once per test process with real git, then copied per test: `plain/repo` (main, one commit), and
+    `with-remote/repo` with its origin `with-remote/remote.git` (bare, main pushed)."""
+    base = tmp_path_factory.mktemp("templates")
+    (base / ".gitconfig").write_text(GITCONFIG)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    env.update(HOME=str(base), GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=str(base / ".gitconfig"),
+               GIT_AUTHOR_DATE="2026-01-01T00:00:00Z", GIT_COMMITTER_DATE="2026-01-01T00:00:00Z")
+
+    def setup(cwd: Path, *args: str) -> None:
+        subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+    for name in ("plain", "with-remote"):
+        (base / name).mkdir()
+        setup(base / name, "init", "-q", "repo")
+        (base / name / "repo" / "README").write_text("hello\n")
+        setup(base / name / "repo", "add", "README")
+        setup(base / name / "repo", "commit", "-q", "-m", "initial")
+    setup(base / "with-remote", "init", "-q", "--bare", "remote.git")
+    setup(base / "with-remote" / "repo", "remote", "add", "origin", str(base / "with-remote" / "remote.git"))
+    setup(base / "with-remote" / "repo", "push", "-q", "-u", "origin", "main")
+    return base
+
+
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A repository on branch main with one commit."""
+def repo(request: pytest.FixtureRequest, tmp_path: Path, templates: Path) -> Path:
+    """A repository on branch main with one commit (a copy of the session's template: a test that also
+    asks for `remote` gets the copy whose origin is already pushed)."""
     path = tmp_path / "repo"
-    git(tmp_path, "init", "-q", str(path))
-    commit_file(path, "README", "hello\n", "initial")
+    if "remote" in request.fixturenames:
+        shutil.copytree(templates / "with-remote" / "remote.git", tmp_path / "remote.git", symlinks=True)
+        shutil.copytree(templates / "with-remote" / "repo", path, symlinks=True)
+        config = path / ".git" / "config"
+        origin = str(templates / "with-remote" / "remote.git")
+        config.write_text(config.read_text().replace(origin, str(tmp_path / "remote.git")))
+    else:
+        shutil.copytree(templates / "plain" / "repo", path, symlinks=True)
     return path
 
 
 @pytest.fixture
 def remote(tmp_path: Path, repo: Path) -> Path:
     """A local bare repository as `origin` of `repo`, with main pushed (no network)."""
-    bare = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
-    git(repo, "remote", "add", "origin", str(bare))
-    git(repo, "push", "-q", "-u", "origin", "main")
-    return bare
+    return tmp_path / "remote.git"
 
 
 @pytest.fixture
@@ -102,7 +135,7 @@ class Result:
 
     def __init__(self, exit_code: int, stdout: bytes, stderr: bytes) -> None:
         self.exit_code = exit_code
-        self.stdout_bytes = stdout
+        self.stdout_bytes, self.stderr_bytes = stdout, stderr
         self.stdout = stdout.decode("utf-8", "replace")
         self.stderr = stderr.decode("utf-8", "replace")
         self.output = self.stdout
@@ -134,6 +167,40 @@ def invoke_main(args: list[str], input: bytes | str | None = None) -> Result:
             stream.flush()
             stream.detach()  # keep the BytesIO open when the wrapper goes
     return Result(code, out.getvalue(), err.getvalue())
+
+
+def run_here(*args: str, cwd: Path | str, input: bytes | str | None = None, env: dict[str, str] | None = None,
+             timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+    """`run`'s twin for a test whose subject is not the process: `majordomus ARGS` in this process, with
+    the same working directory, stdin and extra environment, and the same result (returncode, stdout and
+    stderr as bytes). A run that outlives `timeout` (a read that blocks on a FIFO, say) fails the test
+    instead of hanging the suite: SIGALRM interrupts the blocking call, and whatever the error boundary
+    (or a fail-open hook) made of that, the test sees TimeoutError."""
+    import signal
+
+    expired_at: list[float] = []
+
+    def expired(signum: int, frame: Any) -> None:
+        expired_at.append(timeout)
+        raise TimeoutError(f"majordomus {' '.join(args)} still running after {timeout} s")
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        os.environ.update(env or {})
+        os.chdir(cwd)
+        result = invoke_main(list(args), input=input)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    if expired_at:
+        raise TimeoutError(f"majordomus {' '.join(args)} still running after {timeout} s")
+    return subprocess.CompletedProcess(["majordomus", *args], result.exit_code, result.stdout_bytes,
+                                       result.stderr_bytes)
 
 
 @pytest.fixture
@@ -195,9 +262,10 @@ def start_task(cli: Any, task: str = "t1", *options: str, cwd: Path | None = Non
     return result
 
 
-def start_task_process(repo: Path, task: str = "t1", *options: str) -> None:
-    """`majordomus task start` through the real console script; it must succeed."""
-    result = run("task", "start", task, *options, cwd=repo)
+def start_task_at(repo: Path, task: str = "t1", *options: str) -> None:
+    """`majordomus task start TASK OPTIONS…` in `repo`, in-process, for a test without the `cli` fixture; it
+    must succeed."""
+    result = run_here("task", "start", task, *options, cwd=repo)
     assert result.returncode == 0, result.stderr
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from freezegun import freeze_time
 
-from conftest import commit_file, git, run, snapshot, state_dir
+from conftest import commit_file, git, run_here, snapshot, state_dir
 from majordomus import brief
 from majordomus.workspace import Workspace
 
@@ -67,7 +67,7 @@ def test_handoff_resume_in_a_linked_worktree_checkpoint_then_brief_shows_both(
     assert "# Since the last record" not in text and "unchanged since the last record" in text
     assert text.endswith("\n(complete: nothing was dropped to fit 24576 bytes)\n")
     # The same briefing through the real console script, from the main worktree, naming the task.
-    result = run("brief", "t1", cwd=repo)
+    result = run_here("brief", "t1", cwd=repo)
     assert result.returncode == 0 and b"CHECKPOINT-TWO" in result.stdout
     assert f"- worktree: this is {repo}; the record was written in {other}".encode() in result.stdout
 
@@ -75,15 +75,15 @@ def test_handoff_resume_in_a_linked_worktree_checkpoint_then_brief_shows_both(
 def test_brief_after_the_context_directory_is_removed(cli: Any, repo: Path) -> None:
     setup_task(cli)
     shutil.rmtree(state_dir(repo) / "context" / "t1")
-    result = run("brief", "t1", cwd=repo)
+    result = run_here("brief", "t1", cwd=repo)
     assert result.returncode == 0, result.stderr
     text = result.stdout.decode()
     assert "No continuity file (no pins): the objective below comes from the task record." in text
     assert "# Objective\nLogin callbacks compare correctly\n" in text
     assert "Normalise at the edge." in text  # from the handoff body, which is a record
     assert "HANDOFF-STATE" in text and "Write the regression test." not in text
-    assert run("task", "resume", "t1", cwd=repo).returncode == 0
-    assert run("brief", cwd=repo).returncode == 0
+    assert run_here("task", "resume", "t1", cwd=repo).returncode == 0
+    assert run_here("brief", cwd=repo).returncode == 0
 
 
 def test_brief_with_a_tampered_continuity_still_briefs_from_records(cli: Any, repo: Path) -> None:
@@ -167,11 +167,11 @@ def test_brief_output_is_within_budget_and_valid_utf8_from_the_console_script(cl
     setup_task(cli)
     before = snapshot(repo)
     for limit in (0, 10, 255):  # too small to say anything true: refused, not an empty or partial line
-        result = run("brief", "t1", "--max-bytes", str(limit), cwd=repo)
+        result = run_here("brief", "t1", "--max-bytes", str(limit), cwd=repo)
         assert result.returncode == 2 and b"256" in result.stderr
     assert snapshot(repo) == before
     for limit in (256, 777, 1500):
-        result = run("brief", "t1", "--max-bytes", str(limit), cwd=repo)
+        result = run_here("brief", "t1", "--max-bytes", str(limit), cwd=repo)
         assert result.returncode == 0
         assert len(result.stdout) <= limit
         text = result.stdout.decode("utf-8")  # strict: a cut in the middle of a character would raise

@@ -60,13 +60,13 @@ def test_cached_configuration_follows_edits_and_spares_the_yaml_import(repo):
     import subprocess
     import sys
 
-    from conftest import run, state_dir
+    from conftest import run_here, state_dir
 
     (repo / ".ai").mkdir()
     cfg = repo / ".ai" / "config.yaml"
     cfg.write_text("checkpoint:\n  max_body_lines: 3\n")
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
-    assert run("checkpoint", cwd=repo, input="a\nb\nc\n").returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("checkpoint", cwd=repo, input="a\nb\nc\n").returncode == 0
     assert (state_dir(repo) / "cache" / "config.json").is_file()
     probe = ("import sys\nfrom majordomus import main\ncode = main.run(['checkpoint'])\n"
              "print('YAML' if 'yaml' in sys.modules else 'NOYAML', code)\n")
@@ -78,5 +78,5 @@ def test_cached_configuration_follows_edits_and_spares_the_yaml_import(repo):
     again = subprocess.run([sys.executable, "-c", probe], cwd=repo, input=b"1\n2\n3\n4\n", capture_output=True)
     assert again.stdout.split()[-2:] == [b"YAML", b"0"], again.stderr
     cfg.write_text("checkpoint:\n  max_body_lines: -1\n")
-    bad = run("checkpoint", cwd=repo, input="z\n")
+    bad = run_here("checkpoint", cwd=repo, input="z\n")
     assert bad.returncode == 12 and b"checkpoint.max_body_lines" in bad.stderr

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from conftest import HANDOFF_BODY, events_named, ledger_bytes, run, snapshot, state_dir
+from conftest import HANDOFF_BODY, events_named, ledger_bytes, run_here, snapshot, state_dir
 from majordomus import continuity, tasks
 from majordomus.workspace import Workspace
 
@@ -297,9 +297,9 @@ def test_ambiguous_prefix_is_refused(cli: Any, repo: Path) -> None:
 
 
 def test_unknown_kind_is_a_usage_error(repo: Path) -> None:
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     before = snapshot(repo)
-    result = run("context", "pin", "idea", "--", "x", cwd=repo)
+    result = run_here("context", "pin", "idea", "--", "x", cwd=repo)
     assert result.returncode == 2 and b"idea" in result.stderr
     assert snapshot(repo) == before
 
@@ -309,7 +309,7 @@ def test_concurrent_pins_are_all_kept(repo: Path) -> None:
 
     from conftest import MAJORDOMUS
 
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     procs = [subprocess.Popen([str(MAJORDOMUS), "context", "pin", "next-action", "--", f"Step {i}."], cwd=repo,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(6)]
     ids = []
@@ -320,8 +320,8 @@ def test_concurrent_pins_are_all_kept(repo: Path) -> None:
     doc = read_doc(repo)
     assert sorted(p["id"] for p in doc["nextActions"]) == sorted(ids)
     assert sorted(p["text"] for p in doc["nextActions"]) == sorted(f"Step {i}." for i in range(6))
-    assert run("context", "validate", cwd=repo).returncode == 0
-    assert run("ledger", "--verify", cwd=repo).returncode == 0
+    assert run_here("context", "validate", cwd=repo).returncode == 0
+    assert run_here("ledger", "--verify", cwd=repo).returncode == 0
 
 
 def test_start_with_an_objective_over_the_document_limit_is_refused(cli: Any, repo: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from conftest import git, run, snapshot, state_dir
+from conftest import git, run_here, snapshot, state_dir
 
 FINDING_KEYS = {"level", "code", "message", "path", "hint"}
 
@@ -368,7 +368,7 @@ def test_text_output_caps_a_flood_of_one_code(cli, repo):
 def test_github_format(repo, cli, store):
     os.chmod(store[0], 0o644)
     (repo / ".ai" / "config.yaml").write_text("surprise: 1\n")
-    result = run("doctor", "--format", "github", cwd=repo)
+    result = run_here("doctor", "--format", "github", cwd=repo)
     assert result.returncode == 1
     lines = result.stdout.decode().splitlines()
     error = [line for line in lines if line.startswith("::error ")]
@@ -379,7 +379,7 @@ def test_github_format(repo, cli, store):
     assert "Next%3A" not in error[0] and "Next: chmod 600" in error[0]
     assert warning[0].startswith("::warning file=.ai/config.yaml,title=majordomus config.unknown-key::")
     assert lines[-1] == "majordomus doctor: 1 fail, 1 warn, 7 ok: problems found (exit 1)"
-    strict = run("doctor", "--format", "github", "--strict", cwd=repo).stdout.decode()
+    strict = run_here("doctor", "--format", "github", "--strict", cwd=repo).stdout.decode()
     assert strict.count("::error ") == 2 and "::warning" not in strict
 
 
@@ -398,16 +398,16 @@ def test_json_and_another_format_is_a_usage_error(cli, repo):
 
 
 def test_real_process_exit_codes(repo, cli, store):
-    assert run("doctor", cwd=repo).returncode == 0
+    assert run_here("doctor", cwd=repo).returncode == 0
     store[0].unlink()
-    result = run("doctor", "--json", cwd=repo)
+    result = run_here("doctor", "--json", cwd=repo)
     assert result.returncode == 1 and json.loads(result.stdout)["exit_code"] == 1
 
 
 def test_outside_a_repository_exits_12(tmp_path):
     outside = tmp_path / "plain"
     outside.mkdir()
-    result = run("doctor", cwd=outside)
+    result = run_here("doctor", cwd=outside)
     assert result.returncode == 12 and b"not inside a git work tree" in result.stderr
 
 
@@ -436,13 +436,13 @@ def test_state_in_bare_common_dir_is_checked(tmp_path):
     git(seed, "push", "-q", "origin", "HEAD:main")
     work = tmp_path / "work"
     git(bare, "worktree", "add", "-q", str(work), "main")
-    assert run("task", "start", "b1", cwd=work).returncode == 0
-    assert run("checkpoint", cwd=work, input="bare note\n").returncode == 0
+    assert run_here("task", "start", "b1", cwd=work).returncode == 0
+    assert run_here("checkpoint", cwd=work, input="bare note\n").returncode == 0
     records = list((bare / "majordomus" / "local" / "state" / "checkpoints").iterdir())
     assert len(records) == 1
-    assert run("doctor", cwd=work).returncode == 0
+    assert run_here("doctor", cwd=work).returncode == 0
     os.chmod(records[0], 0o644)
-    result = run("doctor", "--json", cwd=work)
+    result = run_here("doctor", "--json", cwd=work)
     assert result.returncode == 1 and only(json.loads(result.stdout), "perm.file")
 
 
@@ -462,15 +462,15 @@ def test_edited_continuity_fails_integrity(cli, repo):
 
 
 def test_unborn_repository_is_ok(unborn_repo):
-    result = run("doctor", "--json", cwd=unborn_repo)
+    result = run_here("doctor", "--json", cwd=unborn_repo)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["counts"]["fail"] == 0
 
 
 def test_staged_state_in_unborn_repository_fails(unborn_repo):
-    assert run("task", "start", "u1", cwd=unborn_repo).returncode == 0
+    assert run_here("task", "start", "u1", cwd=unborn_repo).returncode == 0
     git(unborn_repo, "add", "-f", ".ai/local/state/tasks/u1.yaml")
-    result = run("doctor", "--json", cwd=unborn_repo)
+    result = run_here("doctor", "--json", cwd=unborn_repo)
     assert result.returncode == 1
     found = only(json.loads(result.stdout), "state.in-git")
     assert found[0]["path"] == ".ai/local/state/tasks/u1.yaml" and "staged" in found[0]["message"]

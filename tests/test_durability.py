@@ -24,8 +24,10 @@ from typing import Any
 
 import pytest
 
-from conftest import (HANDOFF_BODY, MAJORDOMUS, events_named, ledger_bytes, records_in, run, start_task,
-                      start_task_process, state_dir)
+from conftest import (
+    HANDOFF_BODY, MAJORDOMUS, events_named, ledger_bytes, records_in, run, run_here, start_task,
+    start_task_at, state_dir
+)
 
 STEPS = ("after-temp-write", "after-fsync", "after-link", "after-ledger-write")
 KINDS = {  # command, record directory, a body it accepts
@@ -50,7 +52,7 @@ def task_record(repo: Path) -> bytes:
 
 
 def doctor(repo: Path) -> tuple[int, list[dict[str, Any]]]:
-    result = run("doctor", "--json", cwd=repo)
+    result = run_here("doctor", "--json", cwd=repo)
     report = json.loads(result.stdout)
     return result.returncode, [f for f in report["findings"] if f["level"] != "ok"]
 
@@ -62,19 +64,19 @@ def assert_consistent(repo: Path) -> None:
         for name in records_in(repo, kind):
             data = (state_dir(repo) / kind / name).read_bytes()
             assert name.split("--")[-1] == hashlib.sha256(data).hexdigest()[:16] + ".md", f"partial record {name}"
-    verify = run("ledger", "--verify", "--json", cwd=repo)
+    verify = run_here("ledger", "--verify", "--json", cwd=repo)
     assert verify.returncode == 0 and json.loads(verify.stdout)["ok"], verify.stdout
     for event in events_named(repo, "task.checkpoint") + events_named(repo, "task.handoff"):
         data = (state_dir(repo) / event["path"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == event["sha256"]
-    assert run("task", "show", "t1", "--json", cwd=repo).returncode == 0
+    assert run_here("task", "show", "t1", "--json", cwd=repo).returncode == 0
 
 
 @pytest.fixture
 def prepared(repo: Path) -> Path:
     """A task with one checkpoint already stored: a crash must leave that one as it was."""
-    start_task_process(repo)
-    assert run("checkpoint", cwd=repo, input="before the crash\n").returncode == 0
+    start_task_at(repo)
+    assert run_here("checkpoint", cwd=repo, input="before the crash\n").returncode == 0
     return repo
 
 
@@ -99,7 +101,7 @@ def test_killed_before_the_link_leaves_no_record_only_a_temp_file(prepared, kind
     assert temp.exists()  # reported, never removed
     assert_consistent(repo)
     # The store still takes the same write afterwards, and it lands whole.
-    again = run(kind, cwd=repo, input=body)
+    again = run_here(kind, cwd=repo, input=body)
     assert again.returncode == 0, again.stderr
     assert len(records_in(repo, directory)) == len(records) + 1
     assert_consistent(repo)
@@ -137,18 +139,18 @@ def test_killed_after_the_ledger_write_leaves_record_and_event_and_doctor_clean(
     [new] = sorted(set(records_in(repo, directory)) - set(records))
     [event] = [e for e in events_named(repo, f"task.{kind}") if e["path"] == f"{directory}/{new}"]
     assert event["sha256"] == hashlib.sha256((state_dir(repo) / directory / new).read_bytes()).hexdigest()
-    task = json.loads(run("task", "show", "t1", "--json", cwd=repo).stdout)
+    task = json.loads(run_here("task", "show", "t1", "--json", cwd=repo).stdout)
     assert task[kind] == f"{directory}/{new}"
     assert temp_files(repo) == []
     assert doctor(repo) == (0, [])
-    assert run("doctor", "--strict", cwd=repo).returncode == 0
+    assert run_here("doctor", "--strict", cwd=repo).returncode == 0
     assert_consistent(repo)
 
 
 @pytest.mark.parametrize("step", ["after-temp-write", "after-fsync"])
 def test_a_crash_while_replacing_the_task_record_keeps_the_old_one(repo, step):
     """`check --checkpoint` only rewrites the task record: a crash leaves the old record whole (STYLE 4)."""
-    start_task_process(repo)
+    start_task_at(repo)
     task, ledger = task_record(repo), ledger_bytes(repo)
     reading = run("check", cwd=repo, env={"MAJORDOMUS_FAULT": step})  # `check` only reads: no step reached
     assert reading.returncode == 1 and b"no checkpoint" in reading.stderr
@@ -159,13 +161,13 @@ def test_a_crash_while_replacing_the_task_record_keeps_the_old_one(repo, step):
     [temp] = temp_files(repo)
     assert temp.parent.name == "tasks"
     assert_consistent(repo)
-    assert run("check", "--checkpoint", cwd=repo).returncode == 0
+    assert run_here("check", "--checkpoint", cwd=repo).returncode == 0
     assert task_record(repo) != task
 
 
 def test_every_step_is_reached_by_a_checkpoint(repo):
     """No step name is a typo the code never reaches: each one kills a checkpoint."""
-    start_task_process(repo)
+    start_task_at(repo)
     for step in STEPS:
         crash(repo, step, "checkpoint", f"reaching {step}\n")
     control = run("checkpoint", cwd=repo, input="no fault\n", env={"MAJORDOMUS_FAULT": "no-such-step"})
@@ -222,7 +224,7 @@ CLAIMS = [".tmp", "."]  # claims.json: this machine's claims (SPEC §18), which 
 
 @needs_strace
 def test_a_checkpoint_fsyncs_record_directory_task_record_directory_and_ledger(repo):
-    start_task_process(repo)
+    start_task_at(repo)
     expected = [p.format(dir="checkpoints") for p in RECORD] + TASK + LEDGER
     assert traced(repo, "checkpoint", input="traced\n") == expected
     assert len(expected) == 5
@@ -230,7 +232,7 @@ def test_a_checkpoint_fsyncs_record_directory_task_record_directory_and_ledger(r
 
 @needs_strace
 def test_a_handoff_fsyncs_record_index_task_record_and_ledger(repo):
-    start_task_process(repo)
+    start_task_at(repo)
     got = traced(repo, "handoff", input=HANDOFF_BODY)
     assert got[:2] == [p.format(dir="handoffs") for p in RECORD] and got[-1:] == LEDGER
     # The task leaves this worktree and this machine's claim ends: index, claims and task are rewritten.
@@ -239,7 +241,7 @@ def test_a_handoff_fsyncs_record_index_task_record_and_ledger(repo):
 
 @needs_strace
 def test_an_empty_checkpoint_fsyncs_only_the_task_record(repo):
-    start_task_process(repo)
+    start_task_at(repo)
     assert traced(repo, "check", "--checkpoint", input="") == TASK
     assert traced(repo, "checkpoint", input="\n\n") == TASK
 

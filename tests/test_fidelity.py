@@ -14,7 +14,7 @@ import frontmatter
 import pytest
 import yaml
 
-from conftest import FIXTURES, MAJORDOMUS, commit_file, git, invoke_main, run, state_dir
+from conftest import FIXTURES, MAJORDOMUS, commit_file, git, invoke_main, run_here, state_dir
 
 
 def mj(repo: Path, *args: str, input: bytes | str | None = None):
@@ -52,8 +52,8 @@ def test_git_dir_and_git_work_tree_from_another_directory(repo, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {"GIT_DIR": str(repo / ".git"), "GIT_WORK_TREE": str(repo)}
-    assert run("task", "start", "t1", cwd=elsewhere, env=env).returncode == 0
-    result = run("checkpoint", cwd=elsewhere, input=b"from afar\n", env=env)
+    assert run_here("task", "start", "t1", cwd=elsewhere, env=env).returncode == 0
+    result = run_here("checkpoint", cwd=elsewhere, input=b"from afar\n", env=env)
     assert result.returncode == 0, result.stderr
     meta = front(repo, result.stdout.decode().strip())
     assert meta["worktree"] == str(repo) and meta["head"] == git(repo, "rev-parse", "HEAD")
@@ -68,8 +68,8 @@ def test_a_sha256_repository_records_its_64_hex_head(tmp_path):
     commit_file(repo, "f", "x")
     head = git(repo, "rev-parse", "HEAD")
     assert len(head) == 64
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
-    result = run("checkpoint", cwd=repo, input=b"sha256\n")
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    result = run_here("checkpoint", cwd=repo, input=b"sha256\n")
     assert result.returncode == 0, result.stderr
     shown = result.stdout.decode().strip()
     meta = front(repo, shown)
@@ -116,7 +116,7 @@ def test_a_task_whose_worktree_was_removed_is_orphaned_not_stuck(repo, tmp_path)
     git(repo, "worktree", "add", "-q", "-b", "other", str(other))
     assert mj(other, "task", "start", "t1").exit_code == 0
     git(repo, "worktree", "remove", "--force", str(other))
-    doctor = run("doctor", "--json", cwd=repo)
+    doctor = run_here("doctor", "--json", cwd=repo)
     found = [f for f in json.loads(doctor.stdout)["findings"] if f["code"] == "task.orphaned"]
     assert found and str(other) in found[0]["message"]
     brief = mj(repo, "brief", "t1")
@@ -147,7 +147,7 @@ def test_task_list_says_where_and_lines_up_wide_characters(repo, tmp_path):
 
 
 def session_start(repo: Path, runtime: str, payload: dict) -> str:
-    result = run("hook", "session-start", "--runtime", runtime, cwd=repo, input=json.dumps(payload).encode())
+    result = run_here("hook", "session-start", "--runtime", runtime, cwd=repo, input=json.dumps(payload).encode())
     assert result.returncode == 0, result.stderr
     return context_of(result)
 
@@ -204,7 +204,7 @@ def test_the_briefing_is_framed_as_work_state_under_the_profile(repo):
 
 
 def test_the_installed_session_start_runs_for_every_source(repo):
-    assert run("hooks", "install", "--runtime", "codex", cwd=repo).returncode == 0
+    assert run_here("hooks", "install", "--runtime", "codex", cwd=repo).returncode == 0
     doc = json.loads((repo / ".codex" / "hooks.json").read_text())
     entry = doc["hooks"]["SessionStart"][0]
     assert "matcher" not in entry  # every source, `fork` included
@@ -239,7 +239,7 @@ def test_husky_v9_user_hook_keeps_running_after_install(repo):
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
     git(repo, "config", "core.hooksPath", ".husky/_")
     assert mj(repo, "task", "start", "t1").exit_code == 0
-    result = run("hooks", "install", "--runtime", "git", cwd=repo)
+    result = run_here("hooks", "install", "--runtime", "git", cwd=repo)
     assert result.returncode == 0, result.stderr
     before = json.loads(mj(repo, "task", "show", "--json").stdout)["checkpoint_at"]
     env = dict(os.environ, PATH=f"{Path(MAJORDOMUS).parent}{os.pathsep}{os.environ['PATH']}")
@@ -248,7 +248,7 @@ def test_husky_v9_user_hook_keeps_running_after_install(repo):
     subprocess.run(["git", "commit", "-qm", "with husky"], cwd=repo, check=True, env=env)
     assert "user hook ran" in (repo / "husky.log").read_text()
     assert json.loads(mj(repo, "task", "show", "--json").stdout)["checkpoint_at"] != before or before is None
-    assert run("hooks", "uninstall", "--runtime", "git", cwd=repo).returncode == 0
+    assert run_here("hooks", "uninstall", "--runtime", "git", cwd=repo).returncode == 0
     assert hook.read_text() == '#!/usr/bin/env sh\n. "$(dirname "$0")/h"\n'
 
 
@@ -260,5 +260,5 @@ def test_install_warns_when_the_hooks_directory_is_tracked(repo):
     git(repo, "add", "githooks")
     git(repo, "commit", "-qm", "hooks")
     git(repo, "config", "core.hooksPath", "githooks")
-    result = run("hooks", "install", "--runtime", "git", cwd=repo)
+    result = run_here("hooks", "install", "--runtime", "git", cwd=repo)
     assert result.returncode == 0 and b"tracked by git" in result.stderr

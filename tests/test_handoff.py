@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from conftest import HANDOFF_BODY, git, ledger_bytes, ledger_events, run, snapshot, state_dir
+from conftest import HANDOFF_BODY, git, ledger_bytes, ledger_events, run_here, snapshot, state_dir
 from majordomus.store import records
 
 BODY = HANDOFF_BODY
@@ -183,7 +183,7 @@ def test_usage_errors(cli: Any, repo: Path, args: tuple[str, ...]) -> None:
 
 
 def test_show_of_an_unknown_task_is_a_usage_error(repo: Path) -> None:
-    result = run("handoff", "--show", "nope", cwd=repo)
+    result = run_here("handoff", "--show", "nope", cwd=repo)
     assert result.returncode == 2 and b"no task `nope`" in result.stderr
 
 
@@ -195,7 +195,7 @@ def test_resume_in_a_linked_worktree_names_who_took_it(cli: Any, repo: Path, tmp
     cli("handoff", input=BODY)
     other = tmp_path / "wt2"
     git(repo, "worktree", "add", "-q", "-b", "feature", str(other))
-    result = run("task", "resume", "t1", cwd=other, env={"MAJORDOMUS_OWNER": "bob@example.com"})
+    result = run_here("task", "resume", "t1", cwd=other, env={"MAJORDOMUS_OWNER": "bob@example.com"})
     assert result.returncode == 0, result.stderr
     resume = events(repo)[-1]
     assert resume["event"] == "task.resume" and resume["by"] == "bob@example.com"
@@ -212,6 +212,6 @@ def test_resume_works_after_the_context_directory_is_removed(cli: Any, repo: Pat
     import shutil
 
     shutil.rmtree(state_dir(repo) / "context" / "t1")
-    result = run("task", "resume", "t1", cwd=repo)
+    result = run_here("task", "resume", "t1", cwd=repo)
     assert result.returncode == 0, result.stderr
-    assert run("checkpoint", cwd=repo, input="resumed without pins\n").returncode == 0
+    assert run_here("checkpoint", cwd=repo, input="resumed without pins\n").returncode == 0

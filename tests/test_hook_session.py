@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, run, snapshot, state_dir
+from conftest import FIXTURES, run_here, snapshot, state_dir
 
 PAYLOADS = FIXTURES / "payloads"
 START_PAYLOADS = ["claude-session-start-startup.json", "claude-session-start-compact.json",
@@ -15,7 +15,7 @@ START_PAYLOADS = ["claude-session-start-startup.json", "claude-session-start-com
 
 
 def init(repo: Path, config: str | None = None) -> None:
-    assert run("init", cwd=repo).returncode == 0
+    assert run_here("init", cwd=repo).returncode == 0
     if config is not None:
         (repo / ".ai" / "config.yaml").write_text(config)
 
@@ -23,7 +23,7 @@ def init(repo: Path, config: str | None = None) -> None:
 def session_start(repo: Path, payload: bytes | str | None = None) -> str:
     if payload is None:
         payload = (PAYLOADS / "claude-session-start-startup.json").read_bytes()
-    result = run("hook", "session-start", cwd=repo, input=payload)
+    result = run_here("hook", "session-start", cwd=repo, input=payload)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert list(out) == ["hookSpecificOutput"]
@@ -56,7 +56,7 @@ def test_no_active_task_gives_the_configured_profile_and_how_to_start(repo):
 def test_every_source_runs_the_same_path(repo, name):
     init(repo)
     (repo / ".ai" / "profiles" / "default.md").write_text(PROFILE + "\n")
-    assert run("task", "start", "t1", "--objective", "Ship the parser", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", "--objective", "Ship the parser", cwd=repo).returncode == 0
     context = session_start(repo, (PAYLOADS / name).read_bytes())
     assert context.startswith(PROFILE + "\n\n" + FRAME + "\n\nBriefing for task `t1`")
     assert "# Objective\nShip the parser" in context
@@ -70,12 +70,12 @@ def test_every_source_runs_the_same_path(repo, name):
 def test_the_task_profile_wins_over_the_configured_one(repo):
     init(repo)
     (repo / ".ai" / "profiles" / "tester.md").write_text("I write tests first.\n")
-    assert run("task", "start", "t1", "--profile", "tester", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", "--profile", "tester", cwd=repo).returncode == 0
     assert session_start(repo).startswith("I write tests first.\n\n")
 
 
 def test_missing_profile_says_so_and_how_to_fix(repo):
-    assert run("task", "start", "t1", "--profile", "ghost", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", "--profile", "ghost", cwd=repo).returncode == 0
     context = session_start(repo)
     assert context.startswith("majordomus: identity not loaded: no profile `ghost`")
     assert ".ai/profiles/ghost.md" in context and "majordomus init" in context
@@ -83,7 +83,7 @@ def test_missing_profile_says_so_and_how_to_fix(repo):
 
 def test_a_profile_name_that_is_a_path_is_not_read(repo, tmp_path):
     (tmp_path / "secret.md").write_text("SECRET")
-    assert run("task", "start", "t1", "--profile", "../../secret", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", "--profile", "../../secret", cwd=repo).returncode == 0
     context = session_start(repo)
     assert "not a valid profile name" in context and "SECRET" not in context
 
@@ -99,7 +99,7 @@ def test_limits_bytes_and_characters(repo):
     init(repo, "continuity:\n  render_max_bytes: 900\nhooks:\n  max_context_chars: 400\n")
     long_profile = "\n".join(f"Rule {n}: é never breaks the build." for n in range(100))
     (repo / ".ai" / "profiles" / "default.md").write_text(long_profile)
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     context = session_start(repo)
     assert len(context) <= 400 and len(context.encode()) <= 900
     assert context.startswith("Rule 0: é never breaks the build.\nRule 1:")
@@ -118,7 +118,7 @@ def test_any_stdin_still_gives_the_context(repo, payload):
 
 
 def test_records_session_start_in_the_ledger(repo):
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     session_start(repo, (PAYLOADS / "codex-session-start-compact.json").read_bytes())
     event = ledger(repo)[-1]
     assert event["event"] == "session.start" and event["task"] == "t1"
@@ -133,22 +133,22 @@ def test_a_hook_never_creates_the_state_directory(repo):
     shutil.rmtree(repo / ".ai" / "local")
     before = snapshot(repo)
     session_start(repo)
-    stop = run("hook", "stop", cwd=repo, input=(PAYLOADS / "claude-stop.json").read_bytes())
+    stop = run_here("hook", "stop", cwd=repo, input=(PAYLOADS / "claude-stop.json").read_bytes())
     assert stop.returncode == 0 and stop.stdout == b""
     assert snapshot(repo) == before
 
 
 def test_outside_a_git_work_tree_prints_nothing(tmp_path):
     for hook in ("session-start", "stop"):
-        result = run("hook", hook, cwd=tmp_path, input=b"{}")
+        result = run_here("hook", hook, cwd=tmp_path, input=b"{}")
         assert (result.returncode, result.stdout) == (0, b"")
 
 
 @pytest.mark.parametrize("name, length", [("claude-stop.json", len("Done: the regression test passes.")),
                                           ("codex-stop.json", len("Patched and tested."))])
 def test_stop_records_the_length_never_the_text(repo, name, length):
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
-    result = run("hook", "stop", cwd=repo, input=(PAYLOADS / name).read_bytes())
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    result = run_here("hook", "stop", cwd=repo, input=(PAYLOADS / name).read_bytes())
     assert (result.returncode, result.stdout) == (0, b"")
     event = ledger(repo)[-1]
     assert event["event"] == "session.stop" and event["task"] == "t1"
@@ -164,26 +164,26 @@ def test_stop_records_the_length_never_the_text(repo, name, length):
     ({"session_id": "s"}, None),
 ])
 def test_stop_takes_the_first_final_message_field(repo, payload, length):
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
-    assert run("hook", "stop", cwd=repo, input=json.dumps(payload)).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("hook", "stop", cwd=repo, input=json.dumps(payload)).returncode == 0
     assert ledger(repo)[-1]["message_length"] == length
 
 
 @pytest.mark.parametrize("payload", [b"", b"not json", b"\x00" * 100, b"y" * (2 * 1024 * 1024)])
 def test_stop_with_garbage_still_records_without_content(repo, payload):
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
-    result = run("hook", "stop", cwd=repo, input=payload)
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    result = run_here("hook", "stop", cwd=repo, input=payload)
     assert (result.returncode, result.stdout) == (0, b"")
     event = ledger(repo)[-1]
     assert event["event"] == "session.stop" and event["session_id"] is None and event["message_length"] is None
 
 
 def test_stop_bookkeeping_error_is_noted_not_fatal(repo):
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     ledger_path = state_dir(repo) / "ledger.jsonl"
     ledger_path.unlink()
     ledger_path.mkdir()  # the ledger cannot be opened for appending
-    result = run("hook", "stop", cwd=repo, input=(PAYLOADS / "claude-stop.json").read_bytes())
+    result = run_here("hook", "stop", cwd=repo, input=(PAYLOADS / "claude-stop.json").read_bytes())
     assert (result.returncode, result.stdout) == (0, b"")
     assert b"session.stop not recorded" in result.stderr
 
@@ -191,7 +191,7 @@ def test_stop_bookkeeping_error_is_noted_not_fatal(repo):
 @pytest.mark.parametrize("argv", [["hook"], ["hook", "bogus"], ["hook", "stop", "--bogus"],
                                   ["hook", "session-start", "extra-arg"]])
 def test_usage_errors_under_hook_exit_0(repo, argv):
-    result = run(*argv, cwd=repo, input=b"{}")
+    result = run_here(*argv, cwd=repo, input=b"{}")
     assert result.returncode == 0
 
 
@@ -201,10 +201,10 @@ def test_usage_errors_under_hook_exit_0(repo, argv):
 def active_with_notes(repo: Path, notes: int = 1) -> None:
     init(repo)
     (repo / ".ai" / "profiles" / "default.md").write_text(PROFILE + "\n")
-    assert run("task", "start", "t1", "--objective", "Ship the parser", cwd=repo).returncode == 0
-    assert run("context", "pin", "decision", "--", "Parse with a table, not regexes", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", "--objective", "Ship the parser", cwd=repo).returncode == 0
+    assert run_here("context", "pin", "decision", "--", "Parse with a table, not regexes", cwd=repo).returncode == 0
     for n in range(notes):
-        assert run("checkpoint", cwd=repo, input=f"note {n}: " + "detail " * 40 + "\n").returncode == 0
+        assert run_here("checkpoint", cwd=repo, input=f"note {n}: " + "detail " * 40 + "\n").returncode == 0
 
 
 def test_the_briefing_follows_the_identity(repo):
@@ -229,7 +229,7 @@ def test_a_briefing_that_cannot_be_built_still_yields_the_identity(repo):
     ledger_path = state_dir(repo) / "ledger.jsonl"
     ledger_path.unlink()
     ledger_path.mkdir()  # the briefing reads the ledger's last facts: now it cannot
-    result = run("hook", "session-start", cwd=repo, input=b"{}")
+    result = run_here("hook", "session-start", cwd=repo, input=b"{}")
     assert result.returncode == 0
     context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert context.startswith(PROFILE + "\n\n")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, FIXTURES, commit_file, git, run, snapshot, state_dir
+from conftest import BIN, FIXTURES, commit_file, git, run_here, snapshot, state_dir
 
 SHAPE = json.loads((FIXTURES / "payloads" / "claude-settings-shape.json").read_text())
 FILES = {"claude": Path(".claude") / "settings.json", "codex": Path(".codex") / "hooks.json"}
@@ -33,7 +33,7 @@ EXISTING = """{
 
 
 def ok(*args: str, cwd: Path, **kw) -> str:
-    result = run(*args, cwd=cwd, **kw)
+    result = run_here(*args, cwd=cwd, **kw)
     assert result.returncode == 0, result.stderr
     return result.stdout.decode()
 
@@ -129,7 +129,7 @@ def test_refuses_a_settings_file_it_cannot_merge_into(repo, content, message):
     path.write_text(content)
     before = snapshot(repo)
     for action in ("install", "uninstall"):
-        result = run("hooks", action, "--runtime", "claude", cwd=repo)
+        result = run_here("hooks", action, "--runtime", "claude", cwd=repo)
         if action == "uninstall" and result.returncode == 0:
             continue
         assert result.returncode == 10
@@ -143,16 +143,16 @@ def test_refuses_a_symlinked_settings_file(repo, tmp_path):
     (repo / ".claude").mkdir()
     (repo / ".claude" / "settings.json").symlink_to(target)
     before = snapshot(repo)
-    result = run("hooks", "install", "--runtime", "claude", cwd=repo)
+    result = run_here("hooks", "install", "--runtime", "claude", cwd=repo)
     assert result.returncode == 12 and b"is a symbolic link" in result.stderr
     assert snapshot(repo) == before and target.read_text() == "{}"
 
 
 def test_usage_errors_write_nothing(repo):
     before = snapshot(repo)
-    result = run("hooks", "install", "--runtime", "git", "--compact-bridge", cwd=repo)
+    result = run_here("hooks", "install", "--runtime", "git", "--compact-bridge", cwd=repo)
     assert result.returncode == 2 and b"--compact-bridge applies to claude and codex" in result.stderr
-    result = run("hooks", "install", "--runtime", "vim", cwd=repo)
+    result = run_here("hooks", "install", "--runtime", "vim", cwd=repo)
     assert result.returncode == 2
     assert snapshot(repo) == before
 
@@ -255,7 +255,7 @@ def test_git_refuses_an_edited_hook_of_ours(repo):
     hook.write_text(hook.read_text() + "echo my addition\n")
     before = (hook.read_bytes(), sorted(os.listdir(hook.parent)))
     for action in ("install", "uninstall"):
-        result = run("hooks", action, "--runtime", "git", cwd=repo)
+        result = run_here("hooks", action, "--runtime", "git", cwd=repo)
         assert result.returncode == 10 and b"edited since it was installed" in result.stderr
         assert b"nothing was written" in result.stderr
     assert (hook.read_bytes(), sorted(os.listdir(hook.parent))) == before
@@ -266,7 +266,7 @@ def test_git_refuses_when_a_chained_hook_is_already_parked(repo):
     (hooks / "post-commit").write_text("#!/bin/sh\n")
     (hooks / "post-commit.majordomus-chained").write_text("#!/bin/sh\necho old\n")
     before = sorted((p.name, p.read_bytes()) for p in hooks.iterdir())
-    result = run("hooks", "install", "--runtime", "git", cwd=repo)
+    result = run_here("hooks", "install", "--runtime", "git", cwd=repo)
     assert result.returncode == 10 and b"already exists" in result.stderr and b"nothing was written" in result.stderr
     assert sorted((p.name, p.read_bytes()) for p in hooks.iterdir()) == before
 
@@ -282,7 +282,7 @@ def test_git_refuses_a_post_commit_that_is_not_a_file(repo):
     (repo / ".git" / "hooks" / "post-commit").mkdir(parents=True)
     before = sorted(os.listdir(repo / ".git" / "hooks"))
     snap = snapshot(repo)
-    result = run("hooks", "install", "--runtime", "git", cwd=repo)
+    result = run_here("hooks", "install", "--runtime", "git", cwd=repo)
     assert result.returncode == 10 and b"is not a file" in result.stderr and b"nothing was written" in result.stderr
     assert sorted(os.listdir(repo / ".git" / "hooks")) == before and snapshot(repo) == snap
 
@@ -291,6 +291,6 @@ def test_git_refuses_a_hooks_path_that_is_a_file(repo):
     (repo / "hooks-file").write_text("not a directory\n")
     git(repo, "config", "core.hooksPath", "hooks-file")
     snap = snapshot(repo)
-    result = run("hooks", "install", "--runtime", "git", cwd=repo)
+    result = run_here("hooks", "install", "--runtime", "git", cwd=repo)
     assert result.returncode == 12 and b"is not a directory" in result.stderr and b"core.hooksPath" in result.stderr
     assert snapshot(repo) == snap

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, run, snapshot, state_dir
+from conftest import FIXTURES, run_here, snapshot, state_dir
 from majordomus.hooks import journal
 
 PAYLOADS = FIXTURES / "payloads"
 
 
 def start_task(repo: Path, task: str = "t1") -> None:
-    assert run("task", "start", task, cwd=repo).returncode == 0
+    assert run_here("task", "start", task, cwd=repo).returncode == 0
 
 
 def journal_file(repo: Path, task: str = "t1") -> Path:
@@ -27,7 +27,7 @@ def lines(path: Path) -> list[dict]:
 
 
 def compact(repo: Path, phase: str, runtime: str, payload: bytes | str | None, *extra: str):
-    result = run("hook", "compact", "--phase", phase, "--runtime", runtime, *extra, cwd=repo, input=payload)
+    result = run_here("hook", "compact", "--phase", phase, "--runtime", runtime, *extra, cwd=repo, input=payload)
     assert result.returncode == 0, result.stderr
     assert result.stdout == b""
     return result
@@ -95,11 +95,11 @@ def test_two_mib_stdin_is_a_parse_error_without_content(repo):
 
 def test_no_active_task_is_silent_and_writes_nothing(repo, tmp_path):
     before = snapshot(repo)
-    result = run("hook", "compact", "--phase", "pre", "--runtime", "claude", cwd=repo,
+    result = run_here("hook", "compact", "--phase", "pre", "--runtime", "claude", cwd=repo,
                  input=(PAYLOADS / "claude-pre-compact.json").read_bytes())
     assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
     assert snapshot(repo) == before
-    outside = run("hook", "compact", "--phase", "pre", "--runtime", "claude", cwd=tmp_path, input=b"{}")
+    outside = run_here("hook", "compact", "--phase", "pre", "--runtime", "claude", cwd=tmp_path, input=b"{}")
     assert (outside.returncode, outside.stdout, outside.stderr) == (0, b"", b"")
 
 
@@ -113,7 +113,7 @@ def test_no_active_task_is_silent_and_writes_nothing(repo, tmp_path):
 def test_bad_arguments_exit_0_and_write_nothing(repo, argv):
     start_task(repo)
     before = snapshot(repo)
-    result = run("hook", "compact", *argv, cwd=repo, input=b"{}")
+    result = run_here("hook", "compact", *argv, cwd=repo, input=b"{}")
     assert result.returncode == 0 and result.stdout == b""
     assert b"nothing recorded" in result.stderr
     assert snapshot(repo) == before
@@ -121,7 +121,7 @@ def test_bad_arguments_exit_0_and_write_nothing(repo, argv):
 
 def test_equals_form_and_dash_C(repo, tmp_path):
     start_task(repo)
-    result = run("-C", str(repo), "hook", "compact", "--phase=post", "--runtime=codex", cwd=tmp_path,
+    result = run_here("-C", str(repo), "hook", "compact", "--phase=post", "--runtime=codex", cwd=tmp_path,
                  input=(PAYLOADS / "codex-post-compact.json").read_bytes())
     assert result.returncode == 0
     assert lines(journal_file(repo))[0]["phase"] == "post"

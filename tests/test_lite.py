@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import commit_file, git, run
+from conftest import commit_file, git, run_here
 from majordomus import config
 from majordomus.errors import EnvironmentProblem
 from majordomus.lite import active, dotgit, limits, names
@@ -121,10 +121,10 @@ def test_a_fifo_for_HEAD_does_not_block(repo):
 def test_active_task_per_worktree_and_branch(repo, tmp_path):
     place = dotgit.locate(str(repo))
     assert active.active_id(place.state_root, place.worktree, place.branch) is None
-    assert run("task", "start", "t-1.x", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t-1.x", cwd=repo).returncode == 0
     linked = tmp_path / "linked"
     git(repo, "worktree", "add", "-q", "-b", "other", str(linked))
-    assert run("task", "start", "t2", cwd=linked).returncode == 0
+    assert run_here("task", "start", "t2", cwd=linked).returncode == 0
     for where, expected in ((repo, "t-1.x"), (linked, "t2")):
         here = dotgit.locate(str(where))
         assert active.active_id(here.state_root, here.worktree, here.branch) == expected
@@ -135,7 +135,7 @@ def test_active_task_per_worktree_and_branch(repo, tmp_path):
 
 @pytest.mark.parametrize("value", ["../../escape", "/etc", "", 7, None, ["t1"], "abc\n", "t1/../x"])
 def test_an_index_naming_anything_but_a_task_id_is_refused_whole(repo, value):
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     place = dotgit.locate(str(repo))
     index_path = Path(place.state_root) / "active.json"
     index = json.loads(index_path.read_text())
@@ -148,7 +148,7 @@ def test_an_index_naming_anything_but_a_task_id_is_refused_whole(repo, value):
 
 @pytest.mark.parametrize("content", ["{torn", "[]", '{"not a slot": "t1"}'])
 def test_a_broken_index_is_an_environment_error(repo, content):
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     place = dotgit.locate(str(repo))
     (Path(place.state_root) / "active.json").write_text(content)
     with pytest.raises(active.CorruptIndex):
@@ -157,7 +157,7 @@ def test_a_broken_index_is_an_environment_error(repo, content):
 
 @pytest.mark.parametrize("make", ["fifo", "symlink", "directory"])
 def test_an_index_that_is_not_a_regular_file_is_refused_without_waiting(repo, tmp_path, make):
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     place = dotgit.locate(str(repo))
     path = Path(place.state_root) / "active.json"
     path.unlink()

@@ -13,11 +13,6 @@ from conftest import MAJORDOMUS, run, snapshot, state_dir
 
 from majordomus.hooks import mcpjson
 
-# The optional extra `mcp`: `make test` installs it (`.[test,mcp]`), so these tests run, never skip.
-import anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-
 TOOLS = {"checkpoint", "handoff", "brief", "task_status", "pin", "unpin", "run_record_list"}
 
 
@@ -32,6 +27,13 @@ def text(result: Any) -> str:
 
 def session(args: list[str], cwd: Path, body: Any, roots: list[str] | None = None) -> Any:
     """Run `majordomus ARGS` as an MCP server and `body(session)` against it; what `body` returns."""
+    # The optional extra `mcp`: `make test` installs it (`.[test,mcp]`), so these tests run, never skip.
+    # Imported here, not at the top: the SDK takes half a second to import, in the one test process that
+    # runs this file rather than in every one that collects it.
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
     params = StdioServerParameters(command=str(MAJORDOMUS), args=args, cwd=str(cwd), env=dict(os.environ))
 
     async def main() -> Any:

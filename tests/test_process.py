@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MAJORDOMUS, ledger_events, run, snapshot, start_task_process, state_dir
+from conftest import MAJORDOMUS, ledger_events, run, snapshot, start_task_at, state_dir
 
 
 def test_console_script_and_python_m(repo):
-    start_task_process(repo)
+    start_task_at(repo)
     result = run("checkpoint", cwd=repo, input="hello\n")
     assert result.returncode == 0 and result.stdout.decode().startswith(".ai/local/state/checkpoints/")
     module = subprocess.run([sys.executable, "-m", "majordomus", "checkpoint", "--show"], cwd=repo,
@@ -29,7 +29,7 @@ def test_console_script_and_python_m(repo):
 
 
 def test_dash_C_runs_elsewhere(repo, tmp_path):
-    start_task_process(repo)
+    start_task_at(repo)
     result = run("-C", str(repo), "checkpoint", "--show", cwd=tmp_path)
     assert result.returncode == 0
     missing = run("-C", str(tmp_path / "nope"), "task", "list", cwd=tmp_path)
@@ -38,7 +38,7 @@ def test_dash_C_runs_elsewhere(repo, tmp_path):
 
 def test_exit_codes_from_the_console_script(repo, tmp_path):
     assert run("checkpoint", cwd=repo, input="x\n").returncode == 11
-    start_task_process(repo)
+    start_task_at(repo)
     assert run("checkpoint", cwd=repo, input="line\n" * 41).returncode == 10
     assert run("check", cwd=repo).returncode == 1
     assert run("no-such-command", cwd=repo).returncode == 2
@@ -48,7 +48,7 @@ def test_exit_codes_from_the_console_script(repo, tmp_path):
 
 
 def test_internal_error_is_one_line_and_traceback_only_with_debug(repo):
-    start_task_process(repo)
+    start_task_at(repo)
     result = run("checkpoint", "--show", cwd=repo, env={"MAJORDOMUS_FAULT": "internal-error"})
     assert result.returncode == 70
     err = result.stderr.decode()
@@ -96,7 +96,7 @@ MEASURE = textwrap.dedent("""
 
 
 def test_256_mib_single_line_refused_with_bounded_memory(repo):
-    start_task_process(repo)
+    start_task_at(repo)
     before = snapshot(repo)
     result = subprocess.run([sys.executable, "-c", MEASURE, MAJORDOMUS, "checkpoint"], cwd=repo,
                             capture_output=True, timeout=120)
@@ -108,7 +108,7 @@ def test_256_mib_single_line_refused_with_bounded_memory(repo):
 
 
 def test_twelve_concurrent_writers(repo):
-    start_task_process(repo)
+    start_task_at(repo)
     procs = [subprocess.Popen([MAJORDOMUS, "checkpoint"], cwd=repo, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(12)]
     for i, proc in enumerate(procs):
@@ -139,7 +139,7 @@ def _can_mount_read_only(tmp_path: Path) -> bool:
 def test_read_only_state_directory_exit_12(repo, tmp_path):
     if not _can_mount_read_only(tmp_path):
         pytest.skip("needs root and unshare -m to make a read-only bind mount")
-    start_task_process(repo)
+    start_task_at(repo)
     state = state_dir(repo)
     before = snapshot(repo)
     script = f"mount --bind -o ro {state} {state} && exec {MAJORDOMUS} checkpoint"
@@ -152,7 +152,7 @@ def test_read_only_state_directory_exit_12(repo, tmp_path):
 
 def test_hot_commands_import_no_pygit2_click_or_yaml(repo):
     """SPEC §16: no hot command imports pygit2 or click, nor yaml when the files are as majordomus wrote them."""
-    start_task_process(repo)
+    start_task_at(repo)
     probe = ("import sys\n"
              "from majordomus import main\n"
              "code = main.run(sys.argv[1:])\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MAJORDOMUS, commit_file, git, run, snapshot, state_dir
+from conftest import MAJORDOMUS, commit_file, git, run, run_here, snapshot, state_dir
 
 from majordomus.store import records
 
@@ -148,7 +148,7 @@ def test_the_body_keeps_the_last_20_lines_escaped_and_quoted(repo, task):
 
 
 def test_brief_names_the_label_and_one_commit_since(repo, task, cli):
-    assert run("run", "--label", "tests", "--", PY, "-c", "pass", cwd=repo).returncode == 0
+    assert run_here("run", "--label", "tests", "--", PY, "-c", "pass", cwd=repo).returncode == 0
     head = git(repo, "rev-parse", "--short=7", "HEAD")
     assert f"- `tests` passed at {head}" in cli("brief").stdout and "nothing moved since" in cli("brief").stdout
     commit_file(repo, "more.txt", "more\n")
@@ -156,15 +156,15 @@ def test_brief_names_the_label_and_one_commit_since(repo, task, cli):
     assert f"- `tests` passed at {head}" in text and "; 1 commit since" in text
     (repo / "dirty.txt").write_text("x")
     assert "1 commit since; the work tree changed since" in cli("brief").stdout
-    assert run("run", "--label", "tests", "--", PY, "-c", "raise SystemExit(2)", cwd=repo).returncode == 2
+    assert run_here("run", "--label", "tests", "--", PY, "-c", "raise SystemExit(2)", cwd=repo).returncode == 2
     text = cli("brief").stdout
     assert "- `tests` failed (exit 2) at" in text and "passed" not in text.split("# Latest runs")[1]
 
 
 def test_run_list_newest_first_by_task_and_as_json(repo, task, cli):
-    assert run("run", "--label", "a", "--", PY, "-c", "pass", cwd=repo).returncode == 0
+    assert run_here("run", "--label", "a", "--", PY, "-c", "pass", cwd=repo).returncode == 0
     assert cli("task", "start", "t2").exit_code == 0
-    assert run("run", "--label", "b", "--", PY, "-c", "raise SystemExit(1)", cwd=repo).returncode == 1
+    assert run_here("run", "--label", "b", "--", PY, "-c", "raise SystemExit(1)", cwd=repo).returncode == 1
     listed = json.loads(cli("run", "--list", "--json").stdout)
     assert [(d["task"], d["label"], d["exit_status"]) for d in listed] == [("t2", "b", 1), ("t1", "a", 0)]
     only = json.loads(cli("run", "--list", "--json", "--task", "t1").stdout)
@@ -182,20 +182,20 @@ def test_run_list_newest_first_by_task_and_as_json(repo, task, cli):
 def test_usage_errors_exit_2_run_nothing_and_write_nothing(repo, task, args, message):
     before = snapshot(repo)
     marker = repo.parent / "marker"
-    result = run(*args, cwd=repo) if args[-1] != "true" else run(*args[:-1], "touch", str(marker), cwd=repo)
+    result = run_here(*args, cwd=repo) if args[-1] != "true" else run_here(*args[:-1], "touch", str(marker), cwd=repo)
     assert result.returncode == 2 and message.encode() in result.stderr
     assert not marker.exists() and snapshot(repo) == before
 
 
 def test_a_command_that_cannot_run_exits_127_and_records_nothing(repo, task):
     before = snapshot(repo)
-    result = run("run", "--", "no-such-command-xyz", cwd=repo)
+    result = run_here("run", "--", "no-such-command-xyz", cwd=repo)
     assert result.returncode == 127 and b"cannot run `no-such-command-xyz`" in result.stderr
     assert snapshot(repo) == before
 
 
 def test_doctor_checks_run_records_like_checkpoints(repo, task, cli):
-    assert run("run", "--", PY, "-c", "print('x')", cwd=repo).returncode == 0
+    assert run_here("run", "--", PY, "-c", "print('x')", cwd=repo).returncode == 0
     assert cli("doctor").exit_code == 0
     [path] = runs_of(repo)
     path.write_bytes(path.read_bytes().replace(b"| x", b"| y"))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (HANDOFF_BODY, assert_refused, ledger_bytes, run, snapshot, start_task, start_task_process,
-                      state_dir)
+from conftest import (HANDOFF_BODY, assert_refused, ledger_bytes, run, run_here, snapshot, start_task,
+                      start_task_at, state_dir)
 
 SPEC_KEYS = ("schema_version", "kind", "timestamp", "task", "profile", "owner", "repo_id", "worktree", "branch",
              "head", "worktree_state", "changed_files", "changed_files_omitted")
@@ -123,11 +123,11 @@ def test_list_does_not_follow_a_link_named_like_a_record(cli, repo, tmp_path):
 
 
 def test_list_does_not_wait_on_a_fifo_named_like_a_record(repo):
-    start_task_process(repo)
+    start_task_at(repo)
     fifo = state_dir(repo) / "checkpoints"
     fifo.mkdir(mode=0o700, exist_ok=True)
     os.mkfifo(fifo / "20990101T000000Z--main--0000000--0000000000000000.md", 0o600)
-    result = run("checkpoint", "--list", cwd=repo, timeout=60)  # a wait would be the timeout, not an exit
+    result = run_here("checkpoint", "--list", cwd=repo, timeout=60)  # a wait would be the timeout, not an exit
     assert result.returncode == 12 and b"FIFO" in result.stderr
 
 
@@ -152,7 +152,7 @@ def corrupt_index(repo: Path) -> None:
                                   ["hook", "compact", "--phase", "post", "--runtime", "codex"],
                                   ["hook", "stop"], ["hook", "session-start"]])
 def test_hooks_exit_0_whatever_goes_wrong(repo, args):
-    start_task_process(repo)
+    start_task_at(repo)
     corrupt_index(repo)
     journal_dir = state_dir(repo) / "context" / "t1"
     before = sorted(os.listdir(journal_dir))

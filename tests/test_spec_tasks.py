@@ -11,8 +11,8 @@ from typing import Callable
 
 import pytest
 
-from conftest import (MAJORDOMUS, assert_refused, events_named, git, ledger_events, records_in, run, snapshot,
-                      start_task, start_task_process)
+from conftest import (MAJORDOMUS, assert_refused, events_named, git, ledger_events, records_in, run_here, snapshot,
+                      start_task, start_task_at)
 
 
 def test_done_is_terminal_unless_reopened(cli, repo):
@@ -98,24 +98,24 @@ needs_proc = pytest.mark.skipif(not Path("/proc/self/syscall").exists(), reason=
 def test_a_write_whose_task_changed_while_it_read_stdin_is_refused(repo, command):
     """§5: under the lock and after reading stdin, the task must still be the active one here: exit 11, no
     record, no event after the takeover, t1's record untouched."""
-    start_task_process(repo)
-    code, out, err = race(repo, command, lambda: start_task_process(repo, "t2"))
+    start_task_at(repo)
+    code, out, err = race(repo, command, lambda: start_task_at(repo, "t2"))
     assert code == 11, err
     assert b"t1" in err and out == b""
     assert records_in(repo, f"{command}s") == []
     assert ledger_events(repo)[-1]["event"] == "task.start"  # t2's start is the last event: nothing after it
-    shown = json.loads(run("task", "show", "t1", "--json", cwd=repo).stdout)
+    shown = json.loads(run_here("task", "show", "t1", "--json", cwd=repo).stdout)
     assert shown["status"] == "paused" and shown["checkpoint"] is None and shown["handoff"] is None
 
 
 @needs_proc
 @pytest.mark.parametrize("command", ["checkpoint", "handoff"])
 def test_the_refused_race_writes_nothing_at_all(repo, command):
-    start_task_process(repo)
+    start_task_at(repo)
     seen: list[dict[str, tuple[int, str]]] = []
 
     def takeover() -> None:
-        start_task_process(repo, "t2")
+        start_task_at(repo, "t2")
         seen.append(snapshot(repo))
 
     code, _, _ = race(repo, command, takeover)

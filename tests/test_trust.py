@@ -1,6 +1,9 @@
-"""Issue 11 / SPEC §2a: hostile state files, a hostile repository, hostile input — each reproduced through
-the installed console script. Hooks exit 0 within seconds and still print what they can; commands exit
-12 (or 10/11, 2 as SPEC says) naming the file; nothing outside the state is read or written; nothing is lost."""
+"""Issue 11 / SPEC §2a: hostile state files, a hostile repository, hostile input. Each is reproduced through
+`main.run`, the console script's own entry, in this process (`run_here`: a read that blocks fails the test
+at its timeout instead of hanging it), and through the installed console script where only a process shows
+it: `git commit` running the installed hook, exit codes and messages of the console script, a writer racing
+a handoff, umask 000. Hooks exit 0 within seconds and still print what they can; commands exit 12 (or 10/11,
+2 as SPEC says) naming the file; nothing outside the state is read or written; nothing is lost."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, MAJORDOMUS, git, invoke_main, run, snapshot, state_dir
+from conftest import FIXTURES, MAJORDOMUS, git, invoke_main, run, run_here, snapshot, state_dir
 
 PROFILE = "# Profile: default\nYou are the careful engineer of this repository.\n"
 HOOK_TIMEOUT = 20  # a hang is what these tests catch; the bound is far above any real run
@@ -69,19 +72,19 @@ def test_a_fifo_anywhere_never_blocks_and_is_named(repo, place):
     target = where(repo)
     fifo_at(target)
     for args in commands:
-        result = run(*args, cwd=repo, input=b"another note\n", timeout=HOOK_TIMEOUT)
+        result = run_here(*args, cwd=repo, input=b"another note\n", timeout=HOOK_TIMEOUT)
         assert result.returncode in (0, 12), (args, result.returncode, result.stderr)
         if result.returncode == 12:
             assert target.name.encode() in result.stderr, (args, result.stderr)
-    doctor = run("doctor", "--json", cwd=repo, timeout=HOOK_TIMEOUT)
+    doctor = run_here("doctor", "--json", cwd=repo, timeout=HOOK_TIMEOUT)
     assert doctor.returncode == 1 and target.name in doctor.stdout.decode(), place
     payload = (FIXTURES / "payloads" / "claude-session-start-startup.json").read_bytes()
-    result = run("hook", "session-start", cwd=repo, input=payload, timeout=HOOK_TIMEOUT)
+    result = run_here("hook", "session-start", cwd=repo, input=payload, timeout=HOOK_TIMEOUT)
     assert result.returncode == 0
     if place != "config":
         assert PROFILE.strip() in context_of(result), place  # the identity survives whatever else broke
     for hook in (["hook", "stop"], ["hook", "compact", "--phase", "pre", "--runtime", "claude"]):
-        assert run(*hook, cwd=repo, input=payload, timeout=HOOK_TIMEOUT).returncode == 0, hook
+        assert run_here(*hook, cwd=repo, input=payload, timeout=HOOK_TIMEOUT).returncode == 0, hook
     assert stat_is_fifo(target)
 
 
@@ -95,14 +98,14 @@ def test_a_fifo_ledger_refuses_before_the_record_is_stored(repo):
     started(repo)
     fifo_at(state_dir(repo) / "ledger.jsonl")
     before = snapshot(repo)
-    result = run("checkpoint", cwd=repo, input=b"not stored\n", timeout=HOOK_TIMEOUT)
+    result = run_here("checkpoint", cwd=repo, input=b"not stored\n", timeout=HOOK_TIMEOUT)
     assert result.returncode == 12 and b"ledger.jsonl" in result.stderr
     assert snapshot(repo) == before
 
 
 def test_the_installed_post_commit_hook_never_hangs_git_commit(repo):
     started(repo)
-    assert run("hooks", "install", "--runtime", "git", cwd=repo).returncode == 0
+    assert run_here("hooks", "install", "--runtime", "git", cwd=repo).returncode == 0
     fifo_at(state_dir(repo) / "active.json")
     (repo / "f.txt").write_text("x\n")
     git(repo, "add", "f.txt")
@@ -121,12 +124,12 @@ def test_a_profile_linked_to_the_environment_is_never_injected(repo):
     profile.unlink()
     profile.symlink_to("/proc/self/environ")
     env = {"MY_SECRET_TOKEN": "tok-1234567890-leak"}
-    result = run("hook", "session-start", cwd=repo, input=b"{}", env=env, timeout=HOOK_TIMEOUT)
+    result = run_here("hook", "session-start", cwd=repo, input=b"{}", env=env, timeout=HOOK_TIMEOUT)
     assert result.returncode == 0
     context = context_of(result)
     assert "tok-1234567890-leak" not in context and "MY_SECRET_TOKEN" not in context
     assert "identity not loaded" in context and "symbolic link" in context
-    doctor = run("doctor", "--json", cwd=repo)
+    doctor = run_here("doctor", "--json", cwd=repo)
     assert doctor.returncode == 1
     codes = {f["code"] for f in json.loads(doctor.stdout)["findings"]}
     assert "profile.unsafe" in codes
@@ -173,7 +176,7 @@ def test_hooks_install_refuses_a_linked_runtime_directory(repo, tmp_path, runtim
     (users / "settings.json").write_text('{"theme": "dark"}\n')
     (repo / directory).symlink_to(users)
     before = {p.name: p.read_bytes() for p in users.iterdir()}
-    result = run("hooks", "install", "--runtime", runtime, cwd=repo)
+    result = run_here("hooks", "install", "--runtime", runtime, cwd=repo)
     assert result.returncode == 12 and b"symbolic link" in result.stderr
     assert {p.name: p.read_bytes() for p in users.iterdir()} == before
 
@@ -198,9 +201,9 @@ def test_a_hostile_config_is_refused_quickly_by_name(repo, content, named):
     (repo / ".ai" / "config.yaml").write_text(content)
     before = snapshot(repo)
     started_at = time.monotonic()
-    result = run("task", "start", "t1", cwd=repo, timeout=HOOK_TIMEOUT)
+    result = run_here("task", "start", "t1", cwd=repo, timeout=HOOK_TIMEOUT)
     assert result.returncode == 12 and named.encode() in result.stderr, result.stderr
-    doctor = run("doctor", "--json", cwd=repo, timeout=HOOK_TIMEOUT)
+    doctor = run_here("doctor", "--json", cwd=repo, timeout=HOOK_TIMEOUT)
     assert doctor.returncode == 1
     assert "config.invalid" in {f["code"] for f in json.loads(doctor.stdout)["findings"]}
     assert time.monotonic() - started_at < HOOK_TIMEOUT  # refused, never expanded
@@ -210,7 +213,7 @@ def test_a_hostile_config_is_refused_quickly_by_name(repo, content, named):
 def test_a_config_linked_to_dev_zero_is_refused(repo):
     (repo / ".ai").mkdir()
     (repo / ".ai" / "config.yaml").symlink_to("/dev/zero")
-    result = run("task", "start", "t1", cwd=repo, timeout=HOOK_TIMEOUT)
+    result = run_here("task", "start", "t1", cwd=repo, timeout=HOOK_TIMEOUT)
     assert result.returncode == 12 and b"config.yaml" in result.stderr and b"symbolic link" in result.stderr
 
 
@@ -222,8 +225,8 @@ def test_append_after_a_long_torn_line_keeps_the_chain(repo):
     ledger = state_dir(repo) / "ledger.jsonl"
     with ledger.open("ab") as fh:
         fh.write(b'{"v":1,"seq":' + b"9" * (16 << 20))  # a writer killed mid-line, 16 MiB long
-    assert run("checkpoint", cwd=repo, input=b"after the tear\n", timeout=60).returncode == 0
-    verify = json.loads(run("ledger", "--verify", "--json", cwd=repo).stdout)
+    assert run_here("checkpoint", cwd=repo, input=b"after the tear\n", timeout=60).returncode == 0
+    verify = json.loads(run_here("ledger", "--verify", "--json", cwd=repo).stdout)
     assert verify["ok"] and verify["dropped_lines"] == 1 and verify["events"] == 3
 
 
@@ -232,7 +235,7 @@ def test_append_after_a_long_torn_line_keeps_the_chain(repo):
 
 def test_a_task_id_with_a_trailing_newline_is_refused(repo):
     before = snapshot(repo)
-    result = run("task", "start", "abc\n", cwd=repo)
+    result = run_here("task", "start", "abc\n", cwd=repo)
     assert result.returncode == 2 and b"not a valid task id" in result.stderr
     assert snapshot(repo) == before
 
@@ -257,10 +260,10 @@ def test_a_hostile_active_index_is_refused_whole(repo, tmp_path, make):
         index.write_text("[]")
     before = snapshot(repo)
     for args, stdin in ((["checkpoint"], b"note\n"), (["task", "start", "t2"], b""), (["check", "--checkpoint"], b"")):
-        result = run(*args, cwd=repo, input=stdin)
+        result = run_here(*args, cwd=repo, input=stdin)
         assert result.returncode == 12 and b"active.json" in result.stderr, (args, result.stderr)
     assert snapshot(repo) == before and not outside.exists()
-    doctor = run("doctor", "--json", cwd=repo)
+    doctor = run_here("doctor", "--json", cwd=repo)
     assert doctor.returncode == 1
     codes = {f["code"] for f in json.loads(doctor.stdout)["findings"]}
     assert codes & {"active.corrupt", "state.symlink"}
@@ -320,9 +323,9 @@ def test_odd_entries_named_like_records_are_12_for_list_and_fail_for_doctor(repo
     else:
         (tmp_path / "elsewhere.md").write_text("---\nx: 1\n---\n")
         odd.symlink_to(tmp_path / "elsewhere.md")
-    result = run("checkpoint", "--list", cwd=repo)
+    result = run_here("checkpoint", "--list", cwd=repo)
     assert result.returncode == 12 and odd.name.encode() in result.stderr
-    doctor = run("doctor", "--json", cwd=repo)
+    doctor = run_here("doctor", "--json", cwd=repo)
     assert doctor.returncode == 1 and odd.name in doctor.stdout.decode()
 
 
@@ -336,7 +339,7 @@ def test_umask_000_never_makes_group_or_world_writable_directories(repo):
     for path in (repo / ".ai", repo / ".ai" / "profiles", repo / ".ai" / "local", state_dir(repo)):
         assert os.stat(path).st_mode & 0o022 == 0, path
     os.chmod(repo / ".ai", 0o777)
-    doctor = run("doctor", "--json", cwd=repo)
+    doctor = run_here("doctor", "--json", cwd=repo)
     codes = {f["code"] for f in json.loads(doctor.stdout)["findings"]}
     assert "state.writable-by-others" in codes
 
@@ -350,7 +353,7 @@ def test_umask_000_never_makes_group_or_world_writable_directories(repo):
 def test_nonsense_numbers_are_usage_errors(repo, args):
     started(repo)
     before = snapshot(repo)
-    result = run(*args, cwd=repo, timeout=HOOK_TIMEOUT)
+    result = run_here(*args, cwd=repo, timeout=HOOK_TIMEOUT)
     assert result.returncode == 2 and b"Invalid value" in result.stderr
     assert snapshot(repo) == before
 
@@ -358,5 +361,5 @@ def test_nonsense_numbers_are_usage_errors(repo, args):
 def test_a_plain_merge_key_without_an_alias_is_refused_too(repo):
     (repo / ".ai").mkdir()
     (repo / ".ai" / "config.yaml").write_text("checkpoint:\n  <<: {max_body_lines: 5}\n")
-    result = run("task", "start", "t1", cwd=repo)
+    result = run_here("task", "start", "t1", cwd=repo)
     assert result.returncode == 12 and b"merge key" in result.stderr

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from conftest import git, snapshot, state_dir
+from conftest import git, run_here, snapshot, state_dir
 
 FORMAT_1 = b"majordomus-state 1\n"
 FORMAT_2 = b"majordomus-state 2\n"
@@ -75,14 +75,27 @@ def git_view(repo: Path) -> dict[str, Any]:
 
 
 def write_handoff(repo: Path, body: str = HANDOFF) -> Path:
-    """A handoff written as `majordomus handoff` writes one, in this process (so freezegun applies)."""
-    import io
+    """`majordomus handoff` in `repo` (SPEC §7's whole path), in this process so that freezegun applies; it
+    must succeed. The record it printed."""
+    result = run_here("handoff", cwd=repo, input=body)
+    assert result.returncode == 0, result.stderr
+    return repo / result.stdout.decode().strip()
 
-    from majordomus import handoff
-    from majordomus.workspace import Workspace
 
-    written = handoff.write(Workspace.open(str(repo)), io.BytesIO(body.encode()))
-    return Path(written.path)
+def both_resume(cli: Any, repo: Path, b: Path, first: str, second: str) -> None:
+    """t1 handed off on `repo` and synced to its clone `b`; then `repo` resumes it at `first`, `b` at
+    `second`, neither pulling in between: two claims, each unseen by the other machine."""
+    from freezegun import freeze_time
+
+    with freeze_time("2026-03-01T09:00:00Z"):
+        assert cli("task", "start", "t1").exit_code == 0
+        write_handoff(repo)
+    assert cli("sync", "push").exit_code == 0
+    assert cli("sync", "pull", cwd=b).exit_code == 0
+    with freeze_time(first):
+        assert cli("task", "resume", "t1").exit_code == 0
+    with freeze_time(second):
+        assert cli("task", "resume", "t1", cwd=b).exit_code == 0
 
 
 def _git_in(cwd: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> str:

@@ -11,7 +11,7 @@ import yaml
 from freezegun import freeze_time
 
 from conftest import snapshot, state_dir
-from sync_helpers import clone
+from sync_helpers import both_resume, clone
 
 from majordomus import claims, tasks
 from majordomus.store import records
@@ -138,15 +138,7 @@ def test_a_claim_list_is_bounded():
 
 
 def _both_resume_then_sync(cli, repo, b, first: str, second: str) -> None:
-    with freeze_time("2026-03-01T09:00:00Z"):
-        cli("task", "start", "t1")
-        assert cli("handoff", input=HANDOFF).exit_code == 0
-    assert cli("sync", "push").exit_code == 0
-    assert cli("sync", "pull", cwd=b).exit_code == 0
-    with freeze_time(first):
-        assert cli("task", "resume", "t1").exit_code == 0
-    with freeze_time(second):
-        assert cli("task", "resume", "t1", cwd=b).exit_code == 0
+    both_resume(cli, repo, b, first, second)
     # Neither has seen the other's claim yet; then they sync: A pushes, B pulls and pushes, A pulls and pushes,
     # B pulls. Whichever version of the task record the merge keeps, both claims reach both clones.
     for where, action in ((repo, "push"), (b, "pull"), (b, "push"), (repo, "pull"), (repo, "push"), (b, "pull")):

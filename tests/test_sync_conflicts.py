@@ -11,25 +11,12 @@ import pytest
 from freezegun import freeze_time
 
 from conftest import state_dir
-from sync_helpers import clone, events, machine_ref, read_remote, write_handoff
+from sync_helpers import both_resume, clone, events, machine_ref, read_remote, write_handoff
 
 
 @pytest.fixture
 def b(tmp_path: Path, remote: Path) -> Path:
     return clone(tmp_path, remote, "b")
-
-
-def _shared_then_resumed(cli, repo, b, first: str, second: str) -> None:
-    """t1 handed off on A and synced to B; then A resumes it at `first`, B at `second`, neither pulling."""
-    with freeze_time("2026-03-01T09:00:00Z"):
-        cli("task", "start", "t1")
-        write_handoff(repo)
-    assert cli("sync", "push").exit_code == 0
-    assert cli("sync", "pull", cwd=b).exit_code == 0
-    with freeze_time(first):
-        assert cli("task", "resume", "t1").exit_code == 0
-    with freeze_time(second):
-        assert cli("task", "resume", "t1", cwd=b).exit_code == 0
 
 
 def _updated_at(repo: Path) -> str:
@@ -39,7 +26,7 @@ def _updated_at(repo: Path) -> str:
 
 
 def test_changed_on_two_machines_both_record_the_conflict_and_the_newest_wins(cli, repo, remote, b):
-    _shared_then_resumed(cli, repo, b, "2026-03-01T10:00:00Z", "2026-03-01T11:00:00Z")
+    both_resume(cli, repo, b, "2026-03-01T10:00:00Z", "2026-03-01T11:00:00Z")
     assert cli("sync", "push").exit_code == 0
     assert cli("sync", "push", cwd=b).exit_code == 0  # no race: each machine pushes its own ref
 
@@ -68,7 +55,7 @@ def test_changed_on_two_machines_both_record_the_conflict_and_the_newest_wins(cl
 
 
 def test_the_older_side_loses_even_when_it_pushed_last(cli, repo, remote, b):
-    _shared_then_resumed(cli, repo, b, "2026-03-01T11:00:00Z", "2026-03-01T10:00:00Z")
+    both_resume(cli, repo, b, "2026-03-01T11:00:00Z", "2026-03-01T10:00:00Z")
     cli("sync", "push", cwd=b)
     cli("sync", "push")
     result = cli("sync", "pull", cwd=b)

@@ -25,6 +25,20 @@ GITCONFIG = ("[user]\n\tname = Test User\n\temail = test@example.com\n"
              "[protocol \"file\"]\n\tallow = always\n")
 
 
+# The files that take seconds each (`pytest --durations`), longest first. xdist (`--dist loadfile
+# --no-loadscope-reorder`) hands files to its test processes in collection order, so these go first and
+# each process ends on short files; by default it would sort files by their number of tests, which puts
+# these few-test, long files last and leaves one process running them alone.
+LONG_FILES = ("test_docs_blocks.py", "test_install.py", "test_sync.py", "test_mcp.py", "test_benchmark_smoke.py",
+              "test_records.py", "test_sync_many.py", "test_completion.py", "test_sync_races.py",
+              "test_precommit.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
 @pytest.fixture(autouse=True)
 def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Fresh HOME and git config, fixed identity, and a working directory that is not this checkout."""

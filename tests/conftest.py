@@ -192,11 +192,12 @@ def run_here(*args: str, cwd: Path | str, input: bytes | str | None = None, env:
     (or a fail-open hook) made of that, the test sees TimeoutError."""
     import signal
 
-    expired_at: list[float] = []
+    late = TimeoutError(f"majordomus {' '.join(args)} still running after {timeout} s")
+    fired: list[bool] = []
 
     def expired(signum: int, frame: Any) -> None:
-        expired_at.append(timeout)
-        raise TimeoutError(f"majordomus {' '.join(args)} still running after {timeout} s")
+        fired.append(True)
+        raise late
 
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     previous = signal.signal(signal.SIGALRM, expired)
@@ -211,8 +212,8 @@ def run_here(*args: str, cwd: Path | str, input: bytes | str | None = None, env:
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
-    if expired_at:
-        raise TimeoutError(f"majordomus {' '.join(args)} still running after {timeout} s")
+    if fired:
+        raise late
     return subprocess.CompletedProcess(["majordomus", *args], result.exit_code, result.stdout_bytes,
                                        result.stderr_bytes)
 

@@ -103,7 +103,7 @@ def test_tools_checkpoint_refusal_and_brief_through_the_sdk_client(cli, repo, tm
 
 def test_pin_unpin_handoff_and_run_record_list(cli, repo, tmp_path):
     assert cli("task", "start", "t1").exit_code == 0
-    assert run("run", "--label", "tests", "--", sys.executable, "-c", "pass", cwd=repo).returncode == 0
+    assert cli("run", "--label", "tests", "--", sys.executable, "-c", "pass").exit_code == 0
     handoff = "## State\nDone.\n\n## Decisions\nNone.\n\n## Open items\nNone.\n\n## Next actions\nShip."
     seen: dict[str, Any] = {}
 

@@ -144,6 +144,24 @@ def run(*args: str, cwd: Path | str, input: bytes | str | None = None, env: dict
                           timeout=timeout)
 
 
+_IMPORT_PROBE = """
+import json, sys
+from majordomus import main
+code = main.run(sys.argv[1:])
+print(json.dumps({"code": code, "heavy": sorted(m for m in ("pygit2", "click", "yaml") if m in sys.modules)}))
+"""
+
+
+def import_probe(cwd: Path | str, *args: str, input: bytes = b"") -> dict[str, Any]:
+    """`majordomus ARGS` in a fresh interpreter: its exit code, and which of pygit2, click and yaml it imported
+    (SPEC §16: a hot command imports none of them), as {"code": …, "heavy": [...]}."""
+    import json
+
+    done = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, *args], cwd=cwd, input=input, capture_output=True)
+    assert done.stdout.strip(), done.stderr
+    return json.loads(done.stdout.decode().strip().splitlines()[-1])
+
+
 class Result:
     """What one in-process run of `majordomus.main.run` left: exit code, stdout and stderr."""
 

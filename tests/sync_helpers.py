@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from conftest import git, run_here, snapshot, state_dir
+from conftest import events_named, git, ledger_events, run_here, snapshot, state_dir
 
 FORMAT_1 = b"majordomus-state 1\n"
 FORMAT_2 = b"majordomus-state 2\n"
@@ -52,11 +52,8 @@ def record_files(remote: Path, ref: str, directory: str) -> list[str]:
 
 
 def events(repo: Path, name: str | None = None) -> list[dict[str, Any]]:
-    ledger = state_dir(repo) / "ledger.jsonl"
-    if not ledger.exists():
-        return []
-    found = [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
-    return [e for e in found if name is None or e["event"] == name]
+    """The ledger's events (conftest's strict reader), only those called `name` when it is given."""
+    return ledger_events(repo) if name is None else events_named(repo, name)
 
 
 def git_view(repo: Path) -> dict[str, Any]:

@@ -11,11 +11,10 @@ from typing import Any
 import frontmatter
 import pytest
 
-from conftest import git, snapshot, state_dir
+from conftest import HANDOFF_BODY, git, snapshot, state_dir
 from majordomus import api
 from majordomus.errors import MajordomusError
 
-HANDOFF = "## State\nHalf done.\n\n## Decisions\nAt the edge.\n\n## Open items\nNone.\n\n## Next actions\nFinish.\n"
 # SPEC §4: the identity keys, in order.
 IDENTITY = ["schema_version", "kind", "timestamp", "task", "profile", "owner", "repo_id", "worktree", "branch",
             "head", "worktree_state", "changed_files"]
@@ -27,7 +26,7 @@ def worked(cli: Any, repo: Path) -> Path:
     assert cli("task", "start", "t1", "--title", "Fix login").exit_code == 0
     assert cli("checkpoint", input="first note\n").exit_code == 0
     assert cli("checkpoint", input="second note\nline two\n").exit_code == 0
-    assert cli("handoff", input=HANDOFF).exit_code == 0
+    assert cli("handoff", input=HANDOFF_BODY).exit_code == 0
     assert cli("task", "start", "t2").exit_code == 0
     assert cli("checkpoint", input="t2 note\n").exit_code == 0
     return repo
@@ -55,10 +54,10 @@ def test_records_are_frontmatter_posts_newest_first(worked: Path) -> None:
     assert [p["task"] for p in ws.checkpoints(task="t2")] == ["t2"]
     assert ws.checkpoints(task="nobody") == []
     (handoff,) = ws.handoffs()
-    assert handoff["kind"] == "handoff" and handoff.content == HANDOFF.rstrip("\n")
+    assert handoff["kind"] == "handoff" and handoff.content == HANDOFF_BODY.rstrip("\n")
     assert handoff["checkpoints"] == [os.path.relpath(p.path, state_dir(worked)) for p in reversed(posts[1:])]
     assert ws.handoffs(task="t2") == []
-    assert frontmatter.dumps(handoff).endswith(HANDOFF.rstrip("\n"))  # the library writes it back out
+    assert frontmatter.dumps(handoff).endswith(HANDOFF_BODY.rstrip("\n"))  # the library writes it back out
 
 
 def test_tasks_active_task_and_ledger(worked: Path) -> None:

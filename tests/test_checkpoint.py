@@ -11,21 +11,14 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from conftest import (BIN, assert_refused, commit_file, git, ledger_bytes, ledger_events, records_in, run, snapshot,
-                      start_task, state_dir)
+from conftest import (BIN, assert_refused, commit_file, events_named, git, ledger_bytes, ledger_events, records_in,
+                      run, snapshot, start_task, state_dir)
 
 NAME = re.compile(r"^\.ai/local/state/checkpoints/(\d{8}T\d{6}Z)--([A-Za-z0-9._-]+)--([0-9a-f]{7})--([0-9a-f]{16})\.md$")
 
 
-def start(cli, task="t1", **kw):
-    return start_task(cli, task, **kw)
-
-
-events = ledger_events
-
-
 def test_writes_record_with_identity_and_event(cli, repo):
-    start(cli)
+    start_task(cli)
     with freeze_time("2026-09-03T19:45:00Z"):
         result = cli("checkpoint", input="State reproduced.\nNext: regression test.\n")
     assert result.exit_code == 0, result.output
@@ -55,7 +48,7 @@ def test_writes_record_with_identity_and_event(cli, repo):
     assert meta["worktree"] == str(repo) and meta["branch"] == "main" and meta["head"] == head
     assert meta["worktree_state"] == "clean" and meta["changed_files"] == []
     assert body == "State reproduced.\nNext: regression test.\n"
-    ev = events(repo)[-1]
+    ev = ledger_events(repo)[-1]
     assert ev["event"] == "task.checkpoint" and ev["task"] == "t1"
     assert ev["path"] == rel[len(".ai/local/state/"):]
     assert ev["sha256"] == hashlib.sha256(data).hexdigest()
@@ -64,7 +57,7 @@ def test_writes_record_with_identity_and_event(cli, repo):
 
 
 def test_forty_lines_pass_forty_one_refused(cli, repo):
-    start(cli)
+    start_task(cli)
     ok = cli("checkpoint", input="".join(f"line {i}\n" for i in range(40)))
     assert ok.exit_code == 0
     before = snapshot(repo)
@@ -76,7 +69,7 @@ def test_forty_lines_pass_forty_one_refused(cli, repo):
 
 
 def test_byte_cap_refused(cli, repo):
-    start(cli)
+    start_task(cli)
     before = snapshot(repo)
     refused = cli("checkpoint", input="x" * 16385)
     assert refused.exit_code == 10
@@ -88,7 +81,7 @@ def test_byte_cap_refused(cli, repo):
 def test_configured_cap_of_five(cli, repo):
     (repo / ".ai").mkdir()
     (repo / ".ai" / "config.yaml").write_text("checkpoint:\n  max_body_lines: 5\n")
-    start(cli)
+    start_task(cli)
     assert cli("checkpoint", input="1\n2\n3\n4\n5\n").exit_code == 0
     before = snapshot(repo)
     refused = cli("checkpoint", input="1\n2\n3\n4\n5\n6\n")
@@ -112,7 +105,7 @@ def test_configured_cap_of_five(cli, repo):
     ("changed files omitted: 0\n", "changed_files_omitted", 1),
 ])
 def test_identity_fields_refused(cli, repo, body, field, line):
-    start(cli)
+    start_task(cli)
     before = snapshot(repo)
     result = cli("checkpoint", input=body)
     assert result.exit_code == 10
@@ -122,7 +115,7 @@ def test_identity_fields_refused(cli, repo, body, field, line):
 
 
 def test_front_matter_body_refused(cli, repo):
-    start(cli)
+    start_task(cli)
     before = snapshot(repo)
     result = cli("checkpoint", input="---\nfoo: bar\n---\nhello\n")
     assert result.exit_code == 10 and "front matter" in result.stderr
@@ -130,7 +123,7 @@ def test_front_matter_body_refused(cli, repo):
 
 
 def test_prose_passes(cli, repo):
-    start(cli)
+    start_task(cli)
     body = "Next: write the test.\nThe task: tricky.\nState of the branch is fine.\nheadline: ok\n"
     result = cli("checkpoint", input=body)
     assert result.exit_code == 0, result.stderr
@@ -143,7 +136,7 @@ def test_prose_passes(cli, repo):
     (b"a\rb\n", "U+000D on line 1"),
 ])
 def test_encoding_and_control_characters_refused(cli, repo, raw, words):
-    start(cli)
+    start_task(cli)
     before = snapshot(repo)
     result = cli("checkpoint", input=raw)
     assert result.exit_code == 10
@@ -152,7 +145,7 @@ def test_encoding_and_control_characters_refused(cli, repo, raw, words):
 
 
 def test_crlf_normalised_and_blank_edges_dropped(cli, repo):
-    start(cli)
+    start_task(cli)
     result = cli("checkpoint", input=b"\r\n\r\nfirst\r\n\tsecond\r\n\r\n")
     assert result.exit_code == 0
     data = (repo / result.stdout.strip()).read_bytes()
@@ -161,7 +154,7 @@ def test_crlf_normalised_and_blank_edges_dropped(cli, repo):
 
 def test_empty_body_moves_checkpoint_at_only(cli, repo):
     with freeze_time("2026-09-03T10:00:00Z"):
-        start(cli)
+        start_task(cli)
     ledger_before = (state_dir(repo) / "ledger.jsonl").read_bytes()
     before = snapshot(repo)
     with freeze_time("2026-09-03T11:00:00Z"):
@@ -178,7 +171,7 @@ def test_empty_body_moves_checkpoint_at_only(cli, repo):
 
 def test_check_checkpoint_is_the_same_operation(cli, repo):
     with freeze_time("2026-09-03T10:00:00Z"):
-        start(cli)
+        start_task(cli)
         assert cli("check").exit_code == 1
     ledger_before = (state_dir(repo) / "ledger.jsonl").read_bytes()
     with freeze_time("2026-09-03T11:00:00Z"):
@@ -191,7 +184,7 @@ def test_check_checkpoint_is_the_same_operation(cli, repo):
 
 
 def test_identical_record_is_not_duplicated(cli, repo):
-    start(cli)
+    start_task(cli)
     with freeze_time("2026-09-03T19:45:00Z"):
         first = cli("checkpoint", input="same\n")
         second = cli("checkpoint", input="same\n")
@@ -199,7 +192,7 @@ def test_identical_record_is_not_duplicated(cli, repo):
     assert first.stdout == second.stdout
     assert "already stored" in second.stderr
     assert len(list((state_dir(repo) / "checkpoints").iterdir())) == 1
-    assert [e["event"] for e in events(repo)].count("task.checkpoint") == 1
+    assert len(events_named(repo, "task.checkpoint")) == 1
 
 
 def test_no_active_task_exit_11(cli, repo):
@@ -210,17 +203,17 @@ def test_no_active_task_exit_11(cli, repo):
 
 
 def test_show_scoped_to_branch_and_empty_after_new_task(cli, repo):
-    start(cli, "t1")
+    start_task(cli, "t1")
     cli("checkpoint", input="on main\n")
     git(repo, "checkout", "-q", "-b", "feature/x")
     assert cli("checkpoint", "--show").exit_code == 11
-    start(cli, "t2")
+    start_task(cli, "t2")
     assert cli("checkpoint", "--show").stdout == ""
     cli("checkpoint", input="on feature\n")
     assert cli("checkpoint", "--show").stdout.endswith("---\non feature\n")
     git(repo, "checkout", "-q", "main")
     assert cli("checkpoint", "--show").stdout.endswith("---\non main\n")
-    start(cli, "t3")
+    start_task(cli, "t3")
     shown = cli("checkpoint", "--show")
     assert shown.exit_code == 0 and shown.stdout == ""
     listed = cli("checkpoint", "--list", "--json")
@@ -228,7 +221,7 @@ def test_show_scoped_to_branch_and_empty_after_new_task(cli, repo):
 
 
 def test_list_json_fields_newest_first(cli, repo):
-    start(cli)
+    start_task(cli)
     with freeze_time("2026-09-03T10:00:00Z"):
         cli("checkpoint", input="one\n")
     with freeze_time("2026-09-03T10:00:05Z"):
@@ -245,7 +238,7 @@ def test_list_json_fields_newest_first(cli, repo):
 
 
 def test_dirty_state_and_changed_files(cli, repo):
-    start(cli)
+    start_task(cli)
     (repo / "README").write_text("changed\n")
     (repo / "new.txt").write_text("untracked\n")
     result = cli("checkpoint", input="dirty now\n")
@@ -257,7 +250,7 @@ def test_dirty_state_and_changed_files(cli, repo):
 def test_changed_files_capped_with_omitted_count(cli, repo):
     (repo / ".ai").mkdir()
     (repo / ".ai" / "config.yaml").write_text("checkpoint:\n  max_changed_files: 2\n")
-    start(cli)
+    start_task(cli)
     for name in ("a", "b", "c", "d"):
         (repo / name).write_text(name)
     result = cli("checkpoint", input="many\n")
@@ -272,7 +265,7 @@ def test_changed_files_capped_with_omitted_count(cli, repo):
 def test_modes_under_permissive_umask(cli, repo):
     old = os.umask(0)
     try:
-        start(cli)
+        start_task(cli)
         result = cli("checkpoint", input="modes\n")
     finally:
         os.umask(old)
@@ -285,7 +278,7 @@ def test_modes_under_permissive_umask(cli, repo):
 
 
 def test_state_never_staged(cli, repo):
-    start(cli)
+    start_task(cli)
     cli("checkpoint", input="x\n")
     git(repo, "add", "-A")
     staged = git(repo, "diff", "--cached", "--name-only").splitlines()
@@ -294,7 +287,7 @@ def test_state_never_staged(cli, repo):
 
 
 def test_symlinked_checkpoints_dir_refused(cli, repo, tmp_path):
-    start(cli)
+    start_task(cli)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (state_dir(repo) / "checkpoints").mkdir(exist_ok=True)
@@ -330,7 +323,7 @@ def test_unborn_branch(cli, unborn_repo):
 def test_detached_head(cli, repo):
     commit_file(repo, "b.txt", "b")
     git(repo, "checkout", "-q", "--detach", "HEAD~1")
-    start(cli)
+    start_task(cli)
     result = cli("checkpoint", input="detached\n")
     rel = result.stdout.strip()
     assert "--detached--" in rel
@@ -345,7 +338,7 @@ def test_repo_id_follows_first_parents_and_is_cached(cli, repo):
     commit_file(repo, "o.txt", "o")
     git(repo, "checkout", "-q", "main")
     git(repo, "merge", "-q", "--allow-unrelated-histories", "-m", "merge", "other")
-    start(cli)
+    start_task(cli)
     text = (repo / cli("checkpoint", input="x\n").stdout.strip()).read_text()
     assert f'repo_id: "{root}"' in text
     cache = state_dir(repo) / "cache" / "root-commit"
@@ -358,7 +351,7 @@ def test_repo_id_follows_first_parents_and_is_cached(cli, repo):
 
 def test_from_a_subdirectory_the_printed_path_is_relative_to_it(cli, repo):
     """SPEC §6 step 8: printed as git prints paths, so `cat "$(… | majordomus checkpoint)"` works anywhere."""
-    start(cli)
+    start_task(cli)
     sub = repo / "src" / "deep"
     sub.mkdir(parents=True)
     result = cli("checkpoint", input="from below\n", cwd=sub)

@@ -10,22 +10,16 @@ import pytest
 import yaml
 from freezegun import freeze_time
 
-from conftest import snapshot, state_dir
+from conftest import HANDOFF_BODY, events_named, snapshot, state_dir
 from sync_helpers import both_resume, clone
 
 from majordomus import claims, tasks
 from majordomus.store import records
 
-HANDOFF = "## State\nLogin works.\n\n## Decisions\nKeep the cache.\n\n## Open items\nNone.\n\n## Next actions\nShip."
 
 
 def record(repo: Path, task: str = "t1") -> dict[str, Any]:
     return yaml.safe_load((state_dir(repo) / "tasks" / f"{task}.yaml").read_text())
-
-
-def events(repo: Path, name: str) -> list[dict[str, Any]]:
-    lines = (state_dir(repo) / "ledger.jsonl").read_text().splitlines()
-    return [e for e in map(json.loads, lines) if e["event"] == name]
 
 
 def claim(id: str, at: str = "2026-03-01T10:00:00Z", **extra: Any) -> dict[str, Any]:
@@ -40,7 +34,7 @@ def b(tmp_path: Path, remote: Path) -> Path:
 def test_resume_records_a_claim_in_the_task_record_and_a_task_claim_event(cli, repo):
     with freeze_time("2026-03-01T09:00:00Z"):
         cli("task", "start", "t1")
-        assert cli("handoff", input=HANDOFF).exit_code == 0
+        assert cli("handoff", input=HANDOFF_BODY).exit_code == 0
     with freeze_time("2026-03-01T10:00:00Z"):
         assert cli("task", "resume", "t1").exit_code == 0
     found = record(repo)["claims"]  # read back by a plain YAML reader
@@ -48,7 +42,7 @@ def test_resume_records_a_claim_in_the_task_record_and_a_task_claim_event(cli, r
     live = found[-1]
     assert live["owner"] == "test@example.com" and live["worktree"] == str(repo) and live["branch"] == "main"
     assert live["at"] == "2026-03-01T10:00:00Z" and live["host"]
-    [event] = events(repo, "task.claim")
+    [event] = events_named(repo, "task.claim")
     assert event["claim"] == live and event["task"] == "t1"
     assert "claims:" in cli("task", "show").stdout
 
@@ -60,7 +54,7 @@ def test_release_pauses_the_task_and_ends_the_claim(cli, repo):
     shown = json.loads(cli("task", "show", "t1", "--json").stdout)
     assert shown["status"] == "paused" and claims.live(shown["claims"]) == []
     assert shown["claims"][0]["ended_by"] == "released"
-    [event] = events(repo, "task.release")
+    [event] = events_named(repo, "task.release")
     assert event["status"] == "paused" and event["claim"] == shown["claims"][0]["id"]
     assert cli("checkpoint", input="x").exit_code == 11
     assert cli("task", "resume", "t1").exit_code == 0

@@ -57,10 +57,7 @@ def test_template_matches_the_documented_defaults():
 
 
 def test_cached_configuration_follows_edits_and_spares_the_yaml_import(repo):
-    import subprocess
-    import sys
-
-    from conftest import run_here, state_dir
+    from conftest import import_probe, run_here, state_dir
 
     (repo / ".ai").mkdir()
     cfg = repo / ".ai" / "config.yaml"
@@ -68,15 +65,10 @@ def test_cached_configuration_follows_edits_and_spares_the_yaml_import(repo):
     assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     assert run_here("checkpoint", cwd=repo, input="a\nb\nc\n").returncode == 0
     assert (state_dir(repo) / "cache" / "config.json").is_file()
-    probe = ("import sys\nfrom majordomus import main\ncode = main.run(['checkpoint'])\n"
-             "print('YAML' if 'yaml' in sys.modules else 'NOYAML', code)\n")
-    quiet = subprocess.run([sys.executable, "-c", probe], cwd=repo, input=b"x\ny\n", capture_output=True)
-    assert quiet.stdout.split()[-2:] == [b"NOYAML", b"0"], quiet.stderr
-    refused = subprocess.run([sys.executable, "-c", probe], cwd=repo, input=b"1\n2\n3\n4\n", capture_output=True)
-    assert refused.stdout.split()[-1] == b"10"
+    assert import_probe(repo, "checkpoint", input=b"x\ny\n") == {"code": 0, "heavy": []}
+    assert import_probe(repo, "checkpoint", input=b"1\n2\n3\n4\n")["code"] == 10
     cfg.write_text("checkpoint:\n  max_body_lines: 4\n")  # same size, new content: the cache must not answer
-    again = subprocess.run([sys.executable, "-c", probe], cwd=repo, input=b"1\n2\n3\n4\n", capture_output=True)
-    assert again.stdout.split()[-2:] == [b"YAML", b"0"], again.stderr
+    assert import_probe(repo, "checkpoint", input=b"1\n2\n3\n4\n") == {"code": 0, "heavy": ["yaml"]}
     cfg.write_text("checkpoint:\n  max_body_lines: -1\n")
     bad = run_here("checkpoint", cwd=repo, input="z\n")
     assert bad.returncode == 12 and b"checkpoint.max_body_lines" in bad.stderr

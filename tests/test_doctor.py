@@ -10,14 +10,9 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from conftest import git, run_here, snapshot, state_dir
+from conftest import HANDOFF_BODY, git, run_here, snapshot, start_task, state_dir
 
 FINDING_KEYS = {"level", "code", "message", "path", "hint"}
-
-
-def start(cli, task="t1"):
-    result = cli("task", "start", task)
-    assert result.exit_code == 0, result.output
 
 
 def checkpoint(cli, text):
@@ -29,7 +24,7 @@ def checkpoint(cli, text):
 @pytest.fixture
 def store(cli, repo):
     """A repository with one task and three checkpoints, all whole."""
-    start(cli)
+    start_task(cli)
     paths = [checkpoint(cli, f"note {i}\nnext: step {i + 1}\n") for i in range(3)]
     return [repo / p for p in paths]
 
@@ -269,7 +264,7 @@ def test_stray_file_in_record_directory_warns(cli, repo, store):
 
 def test_stale_active_task_warns(cli, repo):
     with freeze_time("2026-09-03T10:00:00Z"):
-        start(cli)
+        start_task(cli)
         checkpoint(cli, "one line\n")
     with freeze_time("2026-09-03T11:59:00Z"):
         code, report = doctor(cli)
@@ -283,7 +278,7 @@ def test_stale_active_task_warns(cli, repo):
 
 def test_never_checkpointed_task_counts_from_its_start(cli, repo):
     with freeze_time("2026-09-03T10:00:00Z"):
-        start(cli)
+        start_task(cli)
     with freeze_time("2026-09-03T11:00:00Z"):
         assert "task.stale" not in codes(doctor(cli)[1])
     with freeze_time("2026-09-03T13:00:00Z"):
@@ -293,7 +288,7 @@ def test_never_checkpointed_task_counts_from_its_start(cli, repo):
 
 def test_done_task_is_never_stale(cli, repo):
     with freeze_time("2026-09-03T10:00:00Z"):
-        start(cli)
+        start_task(cli)
         assert cli("task", "done").exit_code == 0
     with freeze_time("2026-09-04T10:00:00Z"):
         assert "task.stale" not in codes(doctor(cli)[1])
@@ -354,7 +349,7 @@ def test_text_output_groups_by_level_with_next_steps(cli, repo, store):
 
 
 def test_text_output_caps_a_flood_of_one_code(cli, repo):
-    start(cli)
+    start_task(cli)
     for i in range(13):
         checkpoint(cli, f"note {i}\n")
     for path in (state_dir(repo) / "checkpoints").iterdir():
@@ -476,11 +471,10 @@ def test_staged_state_in_unborn_repository_fails(unborn_repo):
     assert found[0]["path"] == ".ai/local/state/tasks/u1.yaml" and "staged" in found[0]["message"]
 
 
-HANDOFF = "## State\nhalf done\n\n## Decisions\nnone yet\n\n## Open items\none\n\n## Next actions\nfinish\n"
 
 
 def test_handoff_written_by_the_command_is_checked(cli, repo, store):
-    result = cli("handoff", input=HANDOFF)
+    result = cli("handoff", input=HANDOFF_BODY)
     assert result.exit_code == 0, result.output
     path = repo / result.stdout.strip()
     assert path.parent.name == "handoffs"

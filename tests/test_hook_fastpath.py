@@ -9,54 +9,38 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, MAJORDOMUS, run, state_dir
-
-HEAVY = ("pygit2", "click", "yaml")
-PROBE = """
-import json, sys
-sys.argv = ["majordomus"] + json.loads(sys.argv[1])
-from majordomus import main
-code = main.run()
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pygit2", "click", "yaml", "_pygit2", "_yaml"))
-print(json.dumps({"code": code, "heavy": heavy}))
-"""
-
-
-def probe(repo: Path, argv: list[str], payload: bytes) -> dict:
-    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv)], cwd=repo, input=payload,
-                         capture_output=True, check=True)
-    return json.loads(out.stdout.decode().strip().splitlines()[-1])
+from conftest import FIXTURES, MAJORDOMUS, import_probe, ledger_events, run, run_here, state_dir
 
 
 @pytest.fixture
 def active(repo: Path) -> Path:
     (repo / ".ai").mkdir()
     (repo / ".ai" / "config.yaml").write_text("journal:\n  rotate_bytes: 100000\n")  # a config file to read
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     return repo
 
 
 def test_compact_imports_nothing_heavy(active):
     payload = (FIXTURES / "payloads" / "claude-pre-compact.json").read_bytes()
-    got = probe(active, ["hook", "compact", "--phase", "pre", "--runtime", "claude"], payload)
+    got = import_probe(active, "hook", "compact", "--phase", "pre", "--runtime", "claude", input=payload)
     assert got == {"code": 0, "heavy": []}
     journal = state_dir(active) / "context" / "t1" / "compact-events.jsonl"
     assert json.loads(journal.read_text())["trigger"] == "auto"  # it did the work, not just nothing
 
 
 def test_compact_with_dash_C_and_bad_input_imports_nothing_heavy(active, tmp_path):
-    got = probe(tmp_path, ["-C", str(active), "hook", "compact", "--phase", "post", "--runtime", "codex"],
-                b"\x00garbage")
+    got = import_probe(tmp_path, "-C", str(active), "hook", "compact", "--phase", "post", "--runtime", "codex",
+                       input=b"\x00garbage")
     assert got == {"code": 0, "heavy": []}
-    got = probe(active, ["hook", "compact", "--phase", "nope"], b"")
+    got = import_probe(active, "hook", "compact", "--phase", "nope")
     assert got == {"code": 0, "heavy": []}
 
 
 def test_the_probe_can_see_heavy_imports(active):
     # The same probe on commands that need them must see pygit2 and click: the checks here can fail.
-    got = probe(active, ["task", "show"], b"")
+    got = import_probe(active, "task", "show")
     assert "click" in got["heavy"]
-    got = probe(active, ["doctor"], b"")
+    got = import_probe(active, "doctor")
     assert "pygit2" in got["heavy"]
 
 
@@ -81,7 +65,7 @@ def test_help_is_answered_without_recording(active):
 def test_session_hooks_import_nothing_heavy(active, hook_name):
     """SPEC §16: session-start and stop run the user's git, not pygit2, and no click or yaml."""
     payload = (FIXTURES / "payloads" / f"claude-{'session-start-compact' if hook_name != 'stop' else 'stop'}.json")
-    got = probe(active, ["hook", hook_name], payload.read_bytes())
+    got = import_probe(active, "hook", hook_name, input=payload.read_bytes())
     assert got == {"code": 0, "heavy": []}
-    events = [json.loads(line)["event"] for line in (state_dir(active) / "ledger.jsonl").read_text().splitlines()]
-    assert events[-1] == ("session.start" if hook_name == "session-start" else "session.stop")  # it did the work
+    last = ledger_events(active)[-1]["event"]
+    assert last == ("session.start" if hook_name == "session-start" else "session.stop")  # it did the work

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, run_here, snapshot, state_dir
+from conftest import FIXTURES, ledger_events, run_here, snapshot, state_dir
 
 PAYLOADS = FIXTURES / "payloads"
 START_PAYLOADS = ["claude-session-start-startup.json", "claude-session-start-compact.json",
@@ -30,11 +30,6 @@ def session_start(repo: Path, payload: bytes | str | None = None) -> str:
     assert list(out["hookSpecificOutput"]) == ["hookEventName", "additionalContext"]
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     return out["hookSpecificOutput"]["additionalContext"]
-
-
-def ledger(repo: Path) -> list[dict]:
-    path = state_dir(repo) / "ledger.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 PROFILE = "# Profile: default\n\nYou are the careful engineer of this repository."
@@ -120,7 +115,7 @@ def test_any_stdin_still_gives_the_context(repo, payload):
 def test_records_session_start_in_the_ledger(repo):
     assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     session_start(repo, (PAYLOADS / "codex-session-start-compact.json").read_bytes())
-    event = ledger(repo)[-1]
+    event = ledger_events(repo)[-1]
     assert event["event"] == "session.start" and event["task"] == "t1"
     assert event["session_id"] == "019a4f2e-7c1b-7d20-8e5a-3f6b9c0d1e2f" and event["source"] == "compact"
     assert "transcript_path" not in event and "model" not in event
@@ -150,7 +145,7 @@ def test_stop_records_the_length_never_the_text(repo, name, length):
     assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     result = run_here("hook", "stop", cwd=repo, input=(PAYLOADS / name).read_bytes())
     assert (result.returncode, result.stdout) == (0, b"")
-    event = ledger(repo)[-1]
+    event = ledger_events(repo)[-1]
     assert event["event"] == "session.stop" and event["task"] == "t1"
     assert event["message_length"] == length
     assert "regression" not in (state_dir(repo) / "ledger.jsonl").read_text()
@@ -166,7 +161,7 @@ def test_stop_records_the_length_never_the_text(repo, name, length):
 def test_stop_takes_the_first_final_message_field(repo, payload, length):
     assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     assert run_here("hook", "stop", cwd=repo, input=json.dumps(payload)).returncode == 0
-    assert ledger(repo)[-1]["message_length"] == length
+    assert ledger_events(repo)[-1]["message_length"] == length
 
 
 @pytest.mark.parametrize("payload", [b"", b"not json", b"\x00" * 100, b"y" * (2 * 1024 * 1024)])
@@ -174,7 +169,7 @@ def test_stop_with_garbage_still_records_without_content(repo, payload):
     assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     result = run_here("hook", "stop", cwd=repo, input=payload)
     assert (result.returncode, result.stdout) == (0, b"")
-    event = ledger(repo)[-1]
+    event = ledger_events(repo)[-1]
     assert event["event"] == "session.stop" and event["session_id"] is None and event["message_length"] is None
 
 

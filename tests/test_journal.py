@@ -8,14 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, run_here, snapshot, state_dir
+from conftest import FIXTURES, run_here, snapshot, start_task_at, state_dir
 from majordomus.hooks import journal
 
 PAYLOADS = FIXTURES / "payloads"
-
-
-def start_task(repo: Path, task: str = "t1") -> None:
-    assert run_here("task", "start", task, cwd=repo).returncode == 0
 
 
 def journal_file(repo: Path, task: str = "t1") -> Path:
@@ -35,7 +31,7 @@ def compact(repo: Path, phase: str, runtime: str, payload: bytes | str | None, *
 
 @pytest.mark.parametrize("runtime", ["claude", "codex"])
 def test_real_payloads_keep_only_whitelisted_keys(repo, runtime):
-    start_task(repo)
+    start_task_at(repo)
     for phase, name in (("pre", "pre-compact"), ("post", "post-compact")):
         compact(repo, phase, runtime, (PAYLOADS / f"{runtime}-{name}.json").read_bytes())
     got = lines(journal_file(repo))
@@ -54,7 +50,7 @@ def test_real_payloads_keep_only_whitelisted_keys(repo, runtime):
 
 
 def test_subagent_fields_and_extra_keys(repo):
-    start_task(repo)
+    start_task_at(repo)
     payload = json.loads((PAYLOADS / "claude-subagent-pre-compact.json").read_text())
     payload.update({"prompt_id": "p-1", "turn_id": "not-for-claude", "evil": "x" * 10, "phase": "post",
                     "runtime": "codex", "model": "m" * 1000, "agent_type": {"nested": "object"}})
@@ -76,7 +72,7 @@ def test_subagent_fields_and_extra_keys(repo):
     (b"[" * 100000, "RecursionError"),
 ])
 def test_garbage_records_the_error_name_only(repo, payload, error):
-    start_task(repo)
+    start_task_at(repo)
     compact(repo, "pre", "claude", payload)
     (got,) = lines(journal_file(repo))
     assert got == {"v": 1, "at": got["at"], "phase": "pre", "runtime": "claude", "parseError": error}
@@ -84,7 +80,7 @@ def test_garbage_records_the_error_name_only(repo, payload, error):
 
 
 def test_two_mib_stdin_is_a_parse_error_without_content(repo):
-    start_task(repo)
+    start_task_at(repo)
     big = json.dumps({"session_id": "s", "trigger": "auto", "pad": "SECRET" * (2 * 1024 * 1024 // 6)})
     assert len(big) > 2 * 1024 * 1024
     compact(repo, "pre", "codex", big)
@@ -111,7 +107,7 @@ def test_no_active_task_is_silent_and_writes_nothing(repo, tmp_path):
     [],
 ])
 def test_bad_arguments_exit_0_and_write_nothing(repo, argv):
-    start_task(repo)
+    start_task_at(repo)
     before = snapshot(repo)
     result = run_here("hook", "compact", *argv, cwd=repo, input=b"{}")
     assert result.returncode == 0 and result.stdout == b""
@@ -120,7 +116,7 @@ def test_bad_arguments_exit_0_and_write_nothing(repo, argv):
 
 
 def test_equals_form_and_dash_C(repo, tmp_path):
-    start_task(repo)
+    start_task_at(repo)
     result = run_here("-C", str(repo), "hook", "compact", "--phase=post", "--runtime=codex", cwd=tmp_path,
                  input=(PAYLOADS / "codex-post-compact.json").read_bytes())
     assert result.returncode == 0
@@ -144,7 +140,7 @@ def write_config(repo: Path, text: str) -> None:
 
 def test_line_over_line_max_bytes_is_dropped(repo):
     write_config(repo, "journal:\n  line_max_bytes: 200\n")
-    start_task(repo)
+    start_task_at(repo)
     compact(repo, "pre", "claude", json.dumps({"session_id": "s", "trigger": "auto"}))
     result = compact(repo, "post", "claude", json.dumps({"session_id": "s" * 256, "model": "m" * 256}))
     assert b"line_max_bytes" in result.stderr
@@ -155,7 +151,7 @@ def test_rotation_at_a_small_size_and_status_across_both_files(repo):
     from majordomus.workspace import Workspace
 
     write_config(repo, "journal:\n  rotate_bytes: 600   # small, for the test\n")
-    start_task(repo)
+    start_task_at(repo)
     for n in range(5):
         for phase in ("pre", "post"):
             compact(repo, phase, "codex", json.dumps({"session_id": "s1", "turn_id": f"turn-{n}",
@@ -175,7 +171,7 @@ def test_rotation_at_a_small_size_and_status_across_both_files(repo):
 def test_torn_and_foreign_lines_are_counted_not_fatal(repo):
     from majordomus.workspace import Workspace
 
-    start_task(repo)
+    start_task_at(repo)
     compact(repo, "pre", "claude", json.dumps({"session_id": "s", "trigger": "auto"}))
     with open(journal_file(repo), "ab") as fh:  # a writer killed mid-line, then garbage
         fh.write(b'{"v":1,"at":"2026-01-01T00:00:00Z","phase":"po')
@@ -192,7 +188,7 @@ def test_torn_and_foreign_lines_are_counted_not_fatal(repo):
 def test_missing_journal_and_active_task_default(repo):
     from majordomus.workspace import Workspace
 
-    start_task(repo)
+    start_task_at(repo)
     status = journal.status(Workspace.open(str(repo)))
     assert status["journal"] == ".ai/local/state/context/t1/compact-events.jsonl"
     assert (status["generation"], status["pending"], status["last_completed"], status["dropped_lines"]) == (
@@ -200,7 +196,7 @@ def test_missing_journal_and_active_task_default(repo):
 
 
 def test_context_symlink_is_not_followed(repo, tmp_path):
-    start_task(repo)
+    start_task_at(repo)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     context = state_dir(repo) / "context"
@@ -271,7 +267,7 @@ def test_concurrent_writers_lose_no_line(repo):
     from conftest import MAJORDOMUS
 
     write_config(repo, "journal:\n  rotate_bytes: 2000\n")
-    start_task(repo)
+    start_task_at(repo)
     procs = [subprocess.Popen([MAJORDOMUS, "hook", "compact", "--phase", "pre", "--runtime", "claude"], cwd=repo,
                               stdin=subprocess.PIPE) for _ in range(12)]
     for n, proc in enumerate(procs):

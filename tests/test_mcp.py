@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MAJORDOMUS, run, snapshot, state_dir
+from conftest import MAJORDOMUS, ledger_events, run, snapshot, state_dir
 
 from majordomus.hooks import mcpjson
 
@@ -59,10 +59,6 @@ def checkpoints(repo: Path) -> list[Path]:
     return sorted(d.iterdir()) if d.exists() else []
 
 
-def ledger(repo: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (state_dir(repo) / "ledger.jsonl").read_text().splitlines()]
-
-
 def test_tools_checkpoint_refusal_and_brief_through_the_sdk_client(cli, repo, tmp_path):
     assert cli("task", "start", "t1").exit_code == 0
     note = "tests green on main\nnext: write the docs"
@@ -88,7 +84,7 @@ def test_tools_checkpoint_refusal_and_brief_through_the_sdk_client(cli, repo, tm
     [record] = checkpoints(repo)
     assert written["path"] == f"checkpoints/{record.name}" and written["created"] is True
     assert record.read_text().endswith(note + "\n")
-    [event] = [e for e in ledger(repo) if e["event"] == "task.checkpoint"]
+    [event] = [e for e in ledger_events(repo) if e["event"] == "task.checkpoint"]
     assert event["path"] == written["path"] and event["sha256"] == written["sha256"]
     assert is_error(seen["refused"])
     message = text(seen["refused"])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MAJORDOMUS, ledger_events, run, snapshot, start_task_at, state_dir
+from conftest import MAJORDOMUS, import_probe, ledger_events, run, snapshot, start_task_at, state_dir
 
 
 def test_console_script_and_python_m(repo):
@@ -153,17 +153,11 @@ def test_read_only_state_directory_exit_12(repo, tmp_path):
 def test_hot_commands_import_no_pygit2_click_or_yaml(repo):
     """SPEC §16: no hot command imports pygit2 or click, nor yaml when the files are as majordomus wrote them."""
     start_task_at(repo)
-    probe = ("import sys\n"
-             "from majordomus import main\n"
-             "code = main.run(sys.argv[1:])\n"
-             "print(sorted(m for m in ('pygit2', 'click', 'yaml') if m in sys.modules), code)\n")
     hot = ((["checkpoint"], b"hot\n"), (["checkpoint", "--show"], b""), (["checkpoint", "--list"], b""),
            (["check"], b""), (["check", "--checkpoint"], b""), (["-C", str(repo), "check"], b""),
            (["hook", "session-start"], b"{}"), (["hook", "stop"], b"{}"),
            (["hook", "compact", "--phase", "pre", "--runtime", "claude"], b"{}"))
     for args, stdin in hot:
-        result = subprocess.run([sys.executable, "-c", probe, *args], cwd=repo, input=stdin, capture_output=True)
-        assert result.stdout.decode().splitlines()[-1] == "[] 0", (args, result.stdout, result.stderr)
+        assert import_probe(repo, *args, input=stdin) == {"code": 0, "heavy": []}, args
     # The probe can see them: a command that does need click shows it.
-    result = subprocess.run([sys.executable, "-c", probe, "task", "list"], cwd=repo, capture_output=True)
-    assert result.stdout.decode().splitlines()[-1] == "['click'] 0"
+    assert import_probe(repo, "task", "list") == {"code": 0, "heavy": ["click"]}

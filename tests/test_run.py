@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MAJORDOMUS, commit_file, git, run, run_here, snapshot, state_dir
+from conftest import MAJORDOMUS, commit_file, events_named, git, run, run_here, snapshot, state_dir
 
 from majordomus.store import records
 
@@ -23,11 +23,6 @@ PY = sys.executable
 def runs_of(repo: Path) -> list[Path]:
     directory = state_dir(repo) / "runs"
     return sorted(directory.iterdir()) if directory.exists() else []
-
-
-def events(repo: Path, name: str) -> list[dict[str, Any]]:
-    lines = (state_dir(repo) / "ledger.jsonl").read_text().splitlines()
-    return [e for e in map(json.loads, lines) if e["event"] == name]
 
 
 def one_record(repo: Path) -> tuple[dict[str, Any], str, bytes]:
@@ -63,7 +58,7 @@ def test_status_and_output_pass_through_one_0600_record_one_event_with_the_head(
     assert meta["output_sha256"] == hashlib.sha256(b"out line\n").hexdigest()
     assert meta["started_at"] == meta["timestamp"] and isinstance(meta["duration_ms"], int)
     assert body == "| out line"
-    [event] = events(repo, "task.run")
+    [event] = events_named(repo, "task.run")
     assert event["path"] == f"runs/{path.name}" and event["sha256"] == hashlib.sha256(data).hexdigest()
     assert event["exit_status"] == 3 and event["head"] == head and event["task"] == "t1"
     assert path.name.startswith(meta["timestamp"].replace("-", "").replace(":", "") + "--main--" + head[:7])

@@ -9,12 +9,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import MAJORDOMUS, state_dir
+from conftest import HANDOFF_BODY, MAJORDOMUS, state_dir
 from sync_helpers import clone, remote_refs
 
 CLONES = 12
 CHECKPOINTS = 3
-HANDOFF = "## State\ns\n\n## Decisions\nd\n\n## Open items\no\n\n## Next actions\nn\n"
 
 
 def _at_once(dirs: list[Path], *args: str, go: Path) -> list[subprocess.CompletedProcess[bytes]]:
@@ -34,7 +33,7 @@ def test_twelve_clones_push_at_the_same_moment_and_all_land(cli, repo, remote, t
         assert cli("task", "start", f"t{i:02d}", cwd=where).exit_code == 0
         for k in range(CHECKPOINTS):
             assert cli("checkpoint", input=f"clone {i} note {k}", cwd=where).exit_code == 0
-        assert cli("handoff", input=HANDOFF, cwd=where).exit_code == 0
+        assert cli("handoff", input=HANDOFF_BODY, cwd=where).exit_code == 0
     every = {"tasks": sorted(f"t{i:02d}.yaml" for i in range(CLONES)),
              "checkpoints": sorted(set().union(*(_names(w, "checkpoints") for w in clones))),
              "handoffs": sorted(set().union(*(_names(w, "handoffs") for w in clones)))}

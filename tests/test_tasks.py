@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import git, snapshot, state_dir
-
-
-def ledger_events(repo):
-    return [json.loads(line) for line in (state_dir(repo) / "ledger.jsonl").read_text().splitlines()]
+from conftest import git, ledger_events, snapshot, state_dir
 
 
 def test_start_show_list_done(cli, repo):

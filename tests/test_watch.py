@@ -16,10 +16,6 @@ from freezegun import freeze_time
 from conftest import MAJORDOMUS, run, snapshot, start_task, state_dir
 
 
-def start(cli, task="t1"):
-    start_task(cli, task)
-
-
 def checkpoint(cli, text):
     result = cli("checkpoint", input=text)
     assert result.exit_code == 0, result.output
@@ -40,7 +36,7 @@ def kinds(reports):
 
 
 def test_reports_only_events_appended_after_it_started(cli, repo):
-    start(cli)
+    start_task(cli)
     checkpoint(cli, "before\n")
     w = watcher(repo)
     assert w.tick() == []
@@ -54,13 +50,13 @@ def test_reports_only_events_appended_after_it_started(cli, repo):
 def test_ledger_appearing_later_is_read_from_its_start(cli, repo):
     w = watcher(repo)
     assert w.tick() == []
-    start(cli)
+    start_task(cli)
     checkpoint(cli, "first\n")
     assert kinds(w.tick()) == [("event", "task.start"), ("event", "task.checkpoint")]
 
 
 def test_a_line_still_being_written_waits_for_its_end(cli, repo):
-    start(cli)
+    start_task(cli)
     w = watcher(repo)
     ledger = state_dir(repo) / "ledger.jsonl"
     line = json.dumps({"v": 1, "seq": 2, "at": "2026-01-01T00:00:00Z", "event": "session.stop", "task": "t1"})
@@ -73,7 +69,7 @@ def test_a_line_still_being_written_waits_for_its_end(cli, repo):
 
 
 def test_torn_line_is_reported_as_dropped(cli, repo):
-    start(cli)
+    start_task(cli)
     w = watcher(repo)
     with open(state_dir(repo) / "ledger.jsonl", "ab") as fh:
         fh.write(b'{"v":1,"seq":9,"ev\n')
@@ -81,7 +77,7 @@ def test_torn_line_is_reported_as_dropped(cli, repo):
 
 
 def test_survives_rotation_and_reads_the_old_file_to_its_end(cli, repo):
-    start(cli)
+    start_task(cli)
     w = watcher(repo)
     ledger = state_dir(repo) / "ledger.jsonl"
     checkpoint(cli, "before the move\n")  # appended to the file that is about to move
@@ -95,7 +91,7 @@ def test_survives_rotation_and_reads_the_old_file_to_its_end(cli, repo):
 
 
 def test_survives_truncation(cli, repo):
-    start(cli)
+    start_task(cli)
     checkpoint(cli, "one\n")
     w = watcher(repo)
     ledger = state_dir(repo) / "ledger.jsonl"
@@ -107,7 +103,7 @@ def test_survives_truncation(cli, repo):
 
 
 def test_rewritten_in_place_to_the_same_size_is_noticed(cli, repo):
-    start(cli)
+    start_task(cli)
     w = watcher(repo)
     ledger = state_dir(repo) / "ledger.jsonl"
     data = ledger.read_bytes()
@@ -123,7 +119,7 @@ def test_rewritten_in_place_to_the_same_size_is_noticed(cli, repo):
 def test_retention_begins_once_and_clears_once(cli, repo):
     (repo / ".ai").mkdir()
     (repo / ".ai" / "config.yaml").write_text("checkpoint:\n  retention_max_files: 1\n")
-    start(cli)
+    start_task(cli)
     paths = [checkpoint(cli, "one\n")]
     w = watcher(repo)
     assert w.tick() == []
@@ -148,7 +144,7 @@ def test_raising_the_limit_in_config_clears_retention(cli, repo):
     (repo / ".ai").mkdir()
     config = repo / ".ai" / "config.yaml"
     config.write_text("checkpoint:\n  retention_max_files: 1\n")
-    start(cli)
+    start_task(cli)
     checkpoint(cli, "one\n")
     checkpoint(cli, "two\n")
     w = watcher(repo)
@@ -163,7 +159,7 @@ def test_raising_the_limit_in_config_clears_retention(cli, repo):
 
 def test_stale_begins_once_and_clears_on_checkpoint(cli, repo):
     with freeze_time("2026-09-03T10:00:00Z"):
-        start(cli)
+        start_task(cli)
         checkpoint(cli, "fresh\n")
         w = watcher(repo)
         assert w.tick() == []
@@ -179,7 +175,7 @@ def test_stale_begins_once_and_clears_on_checkpoint(cli, repo):
 
 def test_stale_clears_when_the_task_is_done(cli, repo):
     with freeze_time("2026-09-03T10:00:00Z"):
-        start(cli)
+        start_task(cli)
         w = watcher(repo)
     with freeze_time("2026-09-03T14:00:00Z"):
         assert kinds(w.tick()) == [("begins", "task.stale")]
@@ -193,7 +189,7 @@ def test_stale_clears_when_the_task_is_done(cli, repo):
 def test_once_reports_conditions_that_hold_now_and_no_old_events(cli, repo):
     (repo / ".ai").mkdir()
     (repo / ".ai" / "config.yaml").write_text("checkpoint:\n  retention_max_files: 1\n")
-    start(cli)
+    start_task(cli)
     for i in range(3):
         checkpoint(cli, f"note {i}\n")
     before = snapshot(repo)
@@ -255,7 +251,7 @@ class Reader:
 def test_running_watcher_sees_another_process_and_reports_retention_once(cli, repo):
     (repo / ".ai").mkdir()
     (repo / ".ai" / "config.yaml").write_text("checkpoint:\n  retention_max_files: 1\n")
-    start(cli)
+    start_task(cli)
     for i in range(3):
         checkpoint(cli, f"note {i}\n")  # over the limit by two before the watcher starts
     proc = subprocess.Popen([MAJORDOMUS, "watch", "--interval", "0.3", "--json", "--heartbeat"], cwd=repo,

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from conftest import (BIN, assert_refused, commit_file, events_named, git, ledger_bytes, ledger_events, records_in,
-                      run, snapshot, start_task, state_dir)
+from conftest import (
+    BIN, assert_refused, commit_file, events_named, git, ledger_bytes, ledger_events, records_in, run,
+    run_here, snapshot, start_task, state_dir
+)
 
 NAME = re.compile(r"^\.ai/local/state/checkpoints/(\d{8}T\d{6}Z)--([A-Za-z0-9._-]+)--([0-9a-f]{7})--([0-9a-f]{16})\.md$")
 
@@ -367,7 +369,7 @@ def test_from_a_subdirectory_the_printed_path_is_relative_to_it(cli, repo):
 
 
 def test_the_console_script_from_a_subdirectory_prints_the_same_path(repo):
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     (repo / "sub").mkdir()
     result = run("checkpoint", cwd=repo / "sub", input="console\n")
     assert result.returncode == 0 and result.stdout.startswith(b"../.ai/local/state/checkpoints/")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, git, run, state_dir
+from conftest import BIN, git, run_here, state_dir
 
 HOOKS_FILE = Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml"
 PRE_COMMIT = shutil.which("pre-commit", path=str(BIN)) or shutil.which("pre-commit")
@@ -49,7 +49,7 @@ def test_the_hook_file_names_both_hooks():
 
 
 def test_checkpoint_hook_moves_the_checkpoint_time(hook_repo, repo):
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     assert checkpoint_at(repo) is None
     result = try_repo(hook_repo, repo, "majordomus-checkpoint", "--hook-stage", "post-commit")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -71,15 +71,15 @@ def test_checkpoint_hook_shows_a_real_error(hook_repo, repo):
 
 
 def test_doctor_hook_passes_on_a_healthy_repository(hook_repo, repo):
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
-    assert run("doctor", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("doctor", cwd=repo).returncode == 0
     result = try_repo(hook_repo, repo, "majordomus-doctor")
     assert result.returncode == 0 and "Passed" in result.stdout, result.stdout + result.stderr
 
 
 def test_doctor_hook_fails_on_a_real_finding(hook_repo, repo):
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     git(repo, "add", "-f", ".ai/local/state/tasks/t1.yaml")  # state must never be staged: a doctor failure
-    assert run("doctor", cwd=repo).returncode == 1
+    assert run_here("doctor", cwd=repo).returncode == 1
     result = try_repo(hook_repo, repo, "majordomus-doctor")
     assert result.returncode == 1 and "Failed" in result.stdout, result.stdout + result.stderr

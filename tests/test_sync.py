@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from conftest import commit_file, git, snapshot, state_dir
+from conftest import commit_file, git, run_here, snapshot, state_dir
 from sync_helpers import (HANDOFF, clone, events, git_view, layout_path, machine_id, machine_ref, read_remote,
                           record_files, remote_files, remote_refs, rewrite_ref, write_handoff)
 
@@ -337,7 +337,7 @@ def test_append_many_chains_like_append(tmp_path):
 def test_console_script_exit_codes_and_json(repo, remote, b):
     from conftest import run
 
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     missing = run("sync", "pull", cwd=b)
     assert missing.returncode == 2 and b"no majordomus state to pull" in missing.stderr and not missing.stdout
     pushed = run("sync", "push", "--json", cwd=repo)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MAJORDOMUS, git, snapshot, state_dir
+from conftest import MAJORDOMUS, git, run_here, snapshot, state_dir
 from sync_helpers import clone, events, machine_ref, record_files, remote_files
 
 
@@ -83,10 +83,10 @@ def test_still_busy_after_the_time_bound_is_exit_75_and_loses_nothing(cli, repo,
 def test_busy_is_75_from_the_console_script_too(repo, remote, racer, tmp_path):
     from conftest import run
 
-    assert run("task", "start", "t1", cwd=repo).returncode == 0
-    assert run("sync", "push", cwd=repo).returncode == 0
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("sync", "push", cwd=repo).returncode == 0
     _racing_hook(repo, racer, remote, machine_ref(repo), races=10_000)
-    run("task", "start", "t2", cwd=repo)
+    run_here("task", "start", "t2", cwd=repo)
     done = run("sync", "push", "--timeout", "0.5", cwd=repo)
     assert done.returncode == 75 and b"still busy" in done.stderr and not done.stdout
 

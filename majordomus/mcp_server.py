@@ -67,7 +67,8 @@ class Place:
     async def workspace(self, ctx: Optional[Context]) -> Any:  # type: ignore[type-arg]
         from majordomus.workspace import Workspace
 
-        return Workspace.open(await self.resolve(ctx))
+        # Outside a repository, or a broken config: the tool's error says so, as the CLI would.
+        return _call(Workspace.open, await self.resolve(ctx))
 
 
 async def _first_root(ctx: Optional[Context]) -> Optional[str]:  # type: ignore[type-arg]

@@ -25,33 +25,54 @@ def text(result: Any) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
 
 
-def session(args: list[str], cwd: Path, body: Any, roots: list[str] | None = None) -> Any:
-    """Run `majordomus ARGS` as an MCP server and `body(session)` against it; what `body` returns."""
+def session(args: list[str], cwd: Path, body: Any, roots: list[str] | None = None, *,
+            in_process: bool = False) -> Any:
+    """Run `majordomus ARGS` as an MCP server and `body(session)` against it; what `body` returns.
+
+    The installed console script over stdio, as a client starts it; or, with `in_process`, the same server
+    (`mcp_server.build`, what `majordomus mcp [--repo DIR]` serves) connected in memory in this process,
+    started in `cwd`: the SDK's 2.x `Client` does that, and takes none of the second a server process
+    spends importing the SDK. Without `Client` (the 1.x SDK), stdio all the same."""
     # The optional extra `mcp`: `make test` installs it (`.[test,mcp]`), so these tests run, never skip.
     # Imported here, not at the top: the SDK takes half a second to import, in the one test process that
     # runs this file rather than in every one that collects it.
     import anyio
+    import mcp
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    params = StdioServerParameters(command=str(MAJORDOMUS), args=args, cwd=str(cwd), env=dict(os.environ))
+    kwargs: dict[str, Any] = {}
+    if roots is not None:
+        import mcp.types as types
 
-    async def main() -> Any:
-        kwargs: dict[str, Any] = {}
-        if roots is not None:
-            import mcp.types as types
+        async def list_roots(_context: Any) -> Any:
+            return types.ListRootsResult(roots=[types.Root(uri=f"file://{r}") for r in roots])
 
-            async def list_roots(_context: Any) -> Any:
-                return types.ListRootsResult(roots=[types.Root(uri=f"file://{r}") for r in roots])
+        kwargs["list_roots_callback"] = list_roots
 
-            kwargs["list_roots_callback"] = list_roots
+    async def over_stdio() -> Any:
+        params = StdioServerParameters(command=str(MAJORDOMUS), args=args, cwd=str(cwd), env=dict(os.environ))
         with open(os.devnull, "w") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write, **kwargs) as s:
                     await s.initialize()
                     return await body(s)
 
-    return anyio.run(main)
+    async def in_memory() -> Any:
+        from majordomus import mcp_server
+
+        assert args[0] == "mcp" and len(args) in (1, 3), args
+        async with mcp.Client(mcp_server.build(args[2] if len(args) == 3 else None), **kwargs) as s:
+            return await body(s)
+
+    if not (in_process and hasattr(mcp, "Client")):
+        return anyio.run(over_stdio)
+    saved = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return anyio.run(in_memory)
+    finally:
+        os.chdir(saved)
 
 
 def checkpoints(repo: Path) -> list[Path]:
@@ -112,7 +133,7 @@ def test_pin_unpin_handoff_and_run_record_list(cli, repo, tmp_path):
         seen["handoff"] = await s.call_tool("handoff", {"body": handoff})
         seen["no_task"] = await s.call_tool("checkpoint", {"body": "after the handoff"})
 
-    session(["mcp"], repo, body)  # no --repo, no roots: the working directory
+    session(["mcp"], repo, body, in_process=True)  # no --repo, no roots: the working directory
     assert not is_error(seen["pin"]) and json.loads(text(seen["pin"]))["kind"] == "decision"
     assert is_error(seen["bad_kind"]) and "`wish` is not a pin kind" in text(seen["bad_kind"])
     assert not is_error(seen["unpin"])
@@ -132,6 +153,15 @@ def test_the_repository_comes_from_the_clients_first_root(cli, repo, tmp_path):
     result = session(["mcp"], tmp_path, body, roots=[str(repo), str(tmp_path)])
     assert not is_error(result), text(result)
     assert json.loads(text(result))["worktree"] == str(repo)
+
+
+def test_outside_a_repository_a_tool_says_so_as_the_cli_would(tmp_path):
+    async def body(s: Any) -> Any:
+        return await s.call_tool("task_status", {})
+
+    result = session(["mcp"], tmp_path, body, in_process=True)  # no --repo, no roots, cwd not a repository
+    assert is_error(result)
+    assert "not inside a git work tree" in text(result) and "the CLI exits 12" in text(result), text(result)
 
 
 def test_without_the_sdk_mcp_exits_12_naming_the_extra(repo, tmp_path):

@@ -254,7 +254,7 @@ def test_running_watcher_sees_another_process_and_reports_retention_once(cli, re
     start_task(cli)
     for i in range(3):
         checkpoint(cli, f"note {i}\n")  # over the limit by two before the watcher starts
-    proc = subprocess.Popen([MAJORDOMUS, "watch", "--interval", "0.3", "--json", "--heartbeat"], cwd=repo,
+    proc = subprocess.Popen([MAJORDOMUS, "watch", "--interval", "0.1", "--json", "--heartbeat"], cwd=repo,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         reader = Reader(proc)

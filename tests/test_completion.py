@@ -3,6 +3,7 @@ subcommands, options, their values, task ids, pin ids and remotes; what they off
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -26,13 +27,22 @@ def shell_env() -> dict[str, str]:
     return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
 
 
+@functools.lru_cache(maxsize=None)
+def bash_script() -> str:
+    """What `majordomus completion bash` prints, from the installed console script (once per test process)."""
+    return subprocess.run(["majordomus", "completion", "bash"], env=shell_env(), capture_output=True, text=True,
+                          check=True, timeout=60).stdout
+
+
 def bash_complete(cwd: Path, *words: str) -> list[str]:
-    """COMPREPLY after the bash script's function runs on `majordomus WORDS…` (the last is being typed)."""
-    script = ('eval "$(majordomus completion bash)"\n'
+    """COMPREPLY after the bash script's function runs on `majordomus WORDS…` (the last is being typed): the
+    script is loaded as `eval "$(majordomus completion bash)"` would load it, and the candidates come from
+    the installed console script that its function calls."""
+    script = ('eval "$COMPLETION_SCRIPT"\n'
               'COMP_WORDS=(majordomus "$@"); COMP_CWORD=$#\n'
               '_majordomus\nprintf "%s\\n" "${COMPREPLY[@]}"\n')
-    done = subprocess.run([BASH, "-c", script, "bash", *words], cwd=cwd, env=shell_env(), capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run([BASH, "-c", script, "bash", *words], cwd=cwd, capture_output=True, text=True,
+                          env=dict(shell_env(), COMPLETION_SCRIPT=bash_script()), timeout=60)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     return [line for line in done.stdout.splitlines() if line]
 

@@ -16,7 +16,10 @@ scalars = st.one_of(st.none(), st.integers(min_value=-10**9, max_value=10**9),
                     st.text(st.characters(blacklist_categories=("Cs",)), max_size=40))
 values = st.one_of(scalars, st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=20), max_size=4))
 # Our keys are fixed identifiers; YAML 1.1 reads these words as booleans or null, so none of them is a key.
-keys = st.from_regex(r"[a-z_][a-z0-9_]{0,12}", fullmatch=True).filter(
+# The identifiers `[a-z_][a-z0-9_]{0,12}`, built from their two parts (st.from_regex draws the same set at
+# several times the cost).
+keys = st.builds(str.__add__, st.sampled_from("abcdefghijklmnopqrstuvwxyz_"),
+                 st.text("abcdefghijklmnopqrstuvwxyz0123456789_", max_size=12)).filter(
     lambda k: k not in {"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
 
 

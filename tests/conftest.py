@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -225,7 +226,8 @@ def run_here(*args: str, cwd: Path | str, input: bytes | str | None = None, env:
 
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, timeout)  # a timer already set (a test runner's) is kept
+    began = time.monotonic()
     try:
         os.environ.update(env or {})
         os.chdir(cwd)
@@ -233,6 +235,8 @@ def run_here(*args: str, cwd: Path | str, input: bytes | str | None = None, env:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - began), 0.001))
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)

@@ -11,7 +11,7 @@ from typing import Any
 
 from freezegun import freeze_time
 
-from conftest import commit_file, git, run_here, snapshot, state_dir
+from conftest import commit_file, git, run, run_here, snapshot, state_dir
 from majordomus import brief
 from majordomus.workspace import Workspace
 
@@ -167,11 +167,11 @@ def test_brief_output_is_within_budget_and_valid_utf8_from_the_console_script(cl
     setup_task(cli)
     before = snapshot(repo)
     for limit in (0, 10, 255):  # too small to say anything true: refused, not an empty or partial line
-        result = run_here("brief", "t1", "--max-bytes", str(limit), cwd=repo)
+        result = run("brief", "t1", "--max-bytes", str(limit), cwd=repo)
         assert result.returncode == 2 and b"256" in result.stderr
     assert snapshot(repo) == before
     for limit in (256, 777, 1500):
-        result = run_here("brief", "t1", "--max-bytes", str(limit), cwd=repo)
+        result = run("brief", "t1", "--max-bytes", str(limit), cwd=repo)
         assert result.returncode == 0
         assert len(result.stdout) <= limit
         text = result.stdout.decode("utf-8")  # strict: a cut in the middle of a character would raise

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from conftest import HANDOFF_BODY, git, run_here, snapshot, start_task, state_dir
+from conftest import HANDOFF_BODY, git, run, run_here, snapshot, start_task, state_dir
 
 FINDING_KEYS = {"level", "code", "message", "path", "hint"}
 
@@ -393,16 +393,16 @@ def test_json_and_another_format_is_a_usage_error(cli, repo):
 
 
 def test_real_process_exit_codes(repo, cli, store):
-    assert run_here("doctor", cwd=repo).returncode == 0
+    assert run("doctor", cwd=repo).returncode == 0
     store[0].unlink()
-    result = run_here("doctor", "--json", cwd=repo)
+    result = run("doctor", "--json", cwd=repo)
     assert result.returncode == 1 and json.loads(result.stdout)["exit_code"] == 1
 
 
 def test_outside_a_repository_exits_12(tmp_path):
     outside = tmp_path / "plain"
     outside.mkdir()
-    result = run_here("doctor", cwd=outside)
+    result = run("doctor", cwd=outside)
     assert result.returncode == 12 and b"not inside a git work tree" in result.stderr
 
 

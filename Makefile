@@ -29,7 +29,10 @@ demo: $(VENV)/.demo-installed
 # pytest's usual temporary directory.
 TEST_TMPDIR := $(shell test -w /dev/shm && df -Pk -t tmpfs /dev/shm 2>/dev/null | awk 'NR == 2 && $$4 >= 2097152 { print "/dev/shm" }')
 
+# The gates first (a red gate is a red build), then the whole suite.
 test: $(VENV)/.installed
+	$(BIN)/ruff check majordomus tests benchmarks scripts
+	$(BIN)/mypy
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/pytest
 
 # `make bench BENCH_ARGS='--quick --json out.json'` passes options on (benchmarks/run.py --help).

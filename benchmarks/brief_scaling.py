@@ -18,10 +18,9 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from majordomus import identity
-from majordomus import checkpoint, clock, tasks
-from majordomus.store import records
+from majordomus import clock, identity, tasks
 from majordomus.lite import names
+from majordomus.store import records
 from majordomus.workspace import Workspace
 
 RUNS = 5
@@ -33,7 +32,7 @@ def sh(cwd: str, *args: str, data: str | None = None) -> None:
     subprocess.run(args, cwd=cwd, input=data.encode() if data else None, check=True, capture_output=True)
 
 
-def best(cwd: str, *args: str, data: str | None = None, reset: "list[str] | None" = None) -> float:
+def best(cwd: str, *args: str, data: str | None = None, reset: list[str] | None = None) -> float:
     times = []
     for _ in range(RUNS):
         if reset:
@@ -72,7 +71,7 @@ def main() -> None:
     sizes = [int(a) for a in sys.argv[1:]] or [10, 1000, 10000]
     root = tempfile.mkdtemp(prefix="majordomus-bench-")
     try:
-        # SPEC §16's floor for what reads the work tree: the interpreter plus one `git status` (in a repository)
+        # design §16's floor for what reads the work tree: the interpreter plus one `git status` (in a repository)
         floor = best(build(root, 0), sys.executable, "-c", "import subprocess; subprocess.run(['git', 'status', "
                      "'--porcelain=v2', '-z', '--branch', '--untracked-files=all'], stdout=subprocess.DEVNULL)")
         print(f"floor (python + git status): {floor:.0f} ms   best of {RUNS}")

@@ -1,5 +1,5 @@
 """Build a store of N checkpoint records through the library, then time `majordomus doctor` against
-`sha256sum` over the same files (SPEC §16: doctor stays linear, target <= 2x sha256sum).
+`sha256sum` over the same files (design §16: doctor stays linear, target <= 2x sha256sum).
 
     python benchmarks/doctor_store.py 10000            # builds in a scratch directory, prints timings
     python benchmarks/doctor_store.py 10000 --keep     # and leaves the repository for you to inspect
@@ -22,9 +22,7 @@ import time
 
 
 def build(repo: str, count: int) -> None:
-    from majordomus import identity
-    from majordomus import lifecycle
-    from majordomus import checkpoint, clock, tasks
+    from majordomus import checkpoint, clock, identity, lifecycle
     from majordomus.workspace import Workspace
 
     real_fsync = os.fsync

@@ -1,6 +1,6 @@
-"""Median wall time of `hook compact`, `hook stop` and `hook session-start` against their floors (SPEC §12, §16).
+"""Median wall time of `hook compact`, `hook stop` and `hook session-start` against their floors (design §12, §16).
 
-SPEC §16's floors, each fed the same payload on stdin as its hook: `hook compact` and `hook stop` against a
+design §16's floors, each fed the same payload on stdin as its hook: `hook compact` and `hook stop` against a
 console script's own floor, `python -c "import re, sys"` (what pip's generated wrapper does before our code
 runs); `hook session-start` against the interpreter plus one `git status --porcelain=v2 -z --branch
 --untracked-files=all` in the same repository. `python -c pass` is shown for reference. The commands run
@@ -69,7 +69,7 @@ def main() -> None:
                 with open(payload or os.devnull, "rb") as stdin:
                     start = time.perf_counter()
                     subprocess.run(cmd, cwd=repo, env=env, stdin=stdin, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
+                                   stderr=subprocess.DEVNULL, check=False)
                     times[label].append(time.perf_counter() - start)
         print(f"median of {runs} runs, interleaved")
         for label, _, _ in rows:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SLOW_GROUP_SECONDS = 15.0  # a group whose first round takes longer is measured 3 times, not --repeat times
@@ -28,17 +28,17 @@ class Sample:
 class Cmd:
     argv: list[str]  # exactly what is executed; argv[0] is an absolute path
     cwd: str
-    stdin: Optional[str] = None  # a file fed to stdin
-    script: Optional[str] = None  # for `sh -c SCRIPT`: the script, shown instead of argv
+    stdin: str | None = None  # a file fed to stdin
+    script: str | None = None  # for `sh -c SCRIPT`: the script, shown instead of argv
     ok_exits: tuple[int, ...] = (0,)
-    prepare: Optional[Callable[[], None]] = None  # called before every run
+    prepare: Callable[[], None] | None = None  # called before every run
     samples: list[Sample] = field(default_factory=list)
-    error: Optional[str] = None
+    error: str | None = None
 
-    def median(self) -> Optional[float]:
+    def median(self) -> float | None:
         return statistics.median(s.seconds for s in self.samples) if self.samples else None
 
-    def cpu_median(self) -> Optional[float]:
+    def cpu_median(self) -> float | None:
         return statistics.median(s.cpu for s in self.samples) if self.samples else None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from measure import Cmd
 
@@ -13,10 +13,10 @@ from measure import Cmd
 class Row:
     command: str
     at: str
-    cmd: Optional[Cmd]
-    floor: Optional[Cmd]  # None: the row is the base of its own scaling series
+    cmd: Cmd | None
+    floor: Cmd | None  # None: the row is the base of its own scaling series
     floor_name: str
-    budget: Optional[float]  # the ratio; None where it sets none
+    budget: float | None  # the ratio; None where it sets none
     status: str = "ok"  # ok | error
     note: str = ""
 
@@ -46,13 +46,13 @@ class Names:
         return text if cmd.script is not None else text + " >/dev/null"
 
 
-def _time(seconds: Optional[float]) -> str:
+def _time(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     return f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
 
 
-def _mib(cmd: Optional[Cmd]) -> str:
+def _mib(cmd: Cmd | None) -> str:
     if not cmd or not cmd.samples:
         return "-"
     peak, inherited = max(s.maxrss_kib for s in cmd.samples), max(s.inherited_kib for s in cmd.samples)
@@ -60,7 +60,7 @@ def _mib(cmd: Optional[Cmd]) -> str:
     return f"<={peak / 1024:.1f}" if peak <= inherited + 512 else f"{peak / 1024:.1f}"
 
 
-def _ratio(value: Optional[float], floor: Optional[float]) -> Optional[float]:
+def _ratio(value: float | None, floor: float | None) -> float | None:
     return value / floor if value is not None and floor else None
 
 
@@ -89,7 +89,7 @@ def result(row: Row) -> dict[str, Any]:
             "run": _how(row.cmd), "floor_run": _how(row.floor)}
 
 
-def _how(cmd: Optional[Cmd]) -> Optional[dict[str, Any]]:
+def _how(cmd: Cmd | None) -> dict[str, Any] | None:
     return None if cmd is None else {"argv": cmd.argv, "cwd": cmd.cwd, "stdin": cmd.stdin}
 
 

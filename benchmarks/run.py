@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The majordomus performance benchmark (SPEC §16): every command beside its floor, in one table, in one run.
+"""The majordomus performance benchmark (design §16): every command beside its floor, in one table, in one run.
 
     make bench                                  # full run: 10 / 1,000 / 100,000 records, 1,000,000 events
     .venv/bin/python benchmarks/run.py --quick  # 10 / 1,000 / 10,000 records, 100,000 events
@@ -23,16 +23,14 @@ import shutil
 import subprocess
 import sys
 import time
-from typing import Callable, Optional
+from typing import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from measure import SLOW_GROUP_SECONDS, Cmd, measure  # noqa: E402 - the directory goes on sys.path first
 from report import Names, Row, render, result  # noqa: E402
-from scenarios import (FULL, GIT_FLOOR_NAME, PRE_COMPACT, QUICK, SCRIPT_FLOOR_NAME, SESSION_START,  # noqa: E402
-                       SMOKE, STOP, Bench)
-
+from scenarios import FULL, GIT_FLOOR_NAME, PRE_COMPACT, QUICK, SCRIPT_FLOOR_NAME, SESSION_START, SMOKE, STOP, Bench  # noqa: E402
 
 # ---------------------------------------------------------------- the plan: groups of rows
 
@@ -53,8 +51,8 @@ def plan(bench: Bench) -> list[tuple[str, Callable[[], list[Row]]]]:
                 bench.git_floor(huge, bench.body), GIT_FLOOR_NAME, 1.3),
         ]
 
-    def scaling(command: str, args: tuple[str, ...], stdin: Optional[str] = None,
-                floor: Optional[tuple[Callable[[str, Optional[str]], Cmd], str, float]] = None,
+    def scaling(command: str, args: tuple[str, ...], stdin: str | None = None,
+                floor: tuple[Callable[[str, str | None], Cmd], str, float] | None = None,
                 ) -> Callable[[], list[Row]]:
         """The command at each store size against itself at the smallest; `floor` adds the smallest against
         a floor (made in the same repository, fed the same stdin), measured in the same rounds."""
@@ -141,7 +139,7 @@ def execute(bench: Bench) -> list[Row]:
         bench._log(f"{name}: preparing")
         try:
             group_rows = build()
-        except Exception as exc:  # noqa: BLE001 - a broken scenario is one row's error, not the run's
+        except Exception as exc:
             rows.append(Row(name, "-", None, None, "-", None, status="error", note=f"setup: {exc}"))
             continue
         wanted: list[Cmd] = []
@@ -160,7 +158,7 @@ def execute(bench: Bench) -> list[Row]:
     return rows
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="10 / 1,000 / 10,000 records, 100,000 events")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one run: proves the script works")
@@ -183,7 +181,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         load = os.getloadavg()[0]
         rows = execute(bench)
         elapsed = time.perf_counter() - started
-        version = subprocess.run([bench.mj, "--version"], env=bench.env, capture_output=True, text=True).stdout
+        version = subprocess.run([bench.mj, "--version"], env=bench.env, capture_output=True, text=True, check=False).stdout
         print(f"majordomus benchmark ({sizes.name}): {version.strip() or bench.mj}; records "
               f"{'/'.join(f'{n:,}' for n in sizes.records)}, ledger {sizes.ledger_events:,} events, "
               f"{sizes.big_files:,}- and {sizes.huge_files:,}-file repos; `majordomus init` {'not run' if args.no_init else 'run'} in each repo")

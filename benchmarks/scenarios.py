@@ -1,4 +1,4 @@
-"""The benchmark's sizes, its floors (SPEC §16), and `Bench`: the scratch directory, the hermetic environment,
+"""The benchmark's sizes, its floors (design §16), and `Bench`: the scratch directory, the hermetic environment,
 the scenarios (built on demand, once per run) and the commands run in them."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 from measure import Cmd, Spawner
 
@@ -32,7 +32,7 @@ FULL = Sizes("full", (10, 1_000, 100_000), 1_000_000, 20_000, 100_000, 10_000, r
 QUICK = Sizes("quick", (10, 1_000, 10_000), 100_000, 20_000, 100_000, 10_000, repeat=3, warmup=1)
 SMOKE = Sizes("smoke", (10, 20, 50), 500, 100, 200, 20, repeat=1, warmup=0)
 
-# SPEC §16's floors, each fed the same stdin as the command it judges. The interpreter plus the one
+# design §16's floors, each fed the same stdin as the command it judges. The interpreter plus the one
 # `git status` that identity needs (§4), run in the same repository: checkpoint and session-start.
 GIT_STATUS = ["git", "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all"]
 GIT_FLOOR = (f"import subprocess, sys; sys.stdin.buffer.read(); "
@@ -157,17 +157,17 @@ class Bench:
 
     # ---------------------------------------------------------------- commands
 
-    def majordomus(self, cwd: str, *args: str, stdin: Optional[str] = None, ok: tuple[int, ...] = (0,),
-                   prepare: Optional[Callable[[], None]] = None) -> Cmd:
+    def majordomus(self, cwd: str, *args: str, stdin: str | None = None, ok: tuple[int, ...] = (0,),
+                   prepare: Callable[[], None] | None = None) -> Cmd:
         return Cmd([self.mj, *args], cwd, stdin=stdin, ok_exits=ok, prepare=prepare)
 
-    def python(self, cwd: str, code: str, *args: str, stdin: Optional[str] = None) -> Cmd:
+    def python(self, cwd: str, code: str, *args: str, stdin: str | None = None) -> Cmd:
         return Cmd([self.py, "-c", code, *args], cwd, stdin=stdin)
 
-    def git_floor(self, cwd: str, stdin: Optional[str] = None) -> Cmd:
+    def git_floor(self, cwd: str, stdin: str | None = None) -> Cmd:
         return self.python(cwd, GIT_FLOOR, stdin=stdin)
 
-    def script_floor(self, cwd: str, stdin: Optional[str] = None) -> Cmd:
+    def script_floor(self, cwd: str, stdin: str | None = None) -> Cmd:
         return self.python(cwd, SCRIPT_FLOOR, stdin=stdin)
 
     def shell(self, cwd: str, script: str) -> Cmd:

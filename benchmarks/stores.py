@@ -16,7 +16,7 @@ import os
 import subprocess
 import time
 from datetime import datetime, timedelta
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 OWNER = "bench@example.com"
 TASK = "bench"
@@ -39,8 +39,8 @@ def hermetic_env(base: str, bindir: str) -> dict[str, str]:
     return env
 
 
-def sh(cwd: str, env: dict[str, str], *argv: str, stdin: Optional[bytes] = None) -> str:
-    done = subprocess.run(argv, cwd=cwd, env=env, input=stdin, capture_output=True)
+def sh(cwd: str, env: dict[str, str], *argv: str, stdin: bytes | None = None) -> str:
+    done = subprocess.run(argv, cwd=cwd, env=env, input=stdin, capture_output=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"`{' '.join(argv)}` failed in {cwd} (exit {done.returncode}): "
                            f"{done.stderr.decode(errors='replace').strip()}")
@@ -177,7 +177,7 @@ class SimulatedClock:
 
         self._clock, self._real, self.moment = clock, (clock.now, clock.now_iso), start
 
-    def __enter__(self) -> "SimulatedClock":
+    def __enter__(self) -> SimulatedClock:
         self._clock.now = lambda: self.moment
         self._clock.now_iso = lambda: self._clock.iso(self.moment)
         return self
@@ -198,11 +198,11 @@ def populate(repo: str, records: int) -> dict[str, Any]:
     Every record has its `task.checkpoint` event, every task points at its latest checkpoint, and the
     ledger's hash chain is whole: `doctor` should find nothing but what it finds in a real store this size.
     """
-    from majordomus import checkpoint, clock, lifecycle, tasks
+    from majordomus import clock, lifecycle, tasks
     from majordomus import identity as identity_mod
     from majordomus.lite import names
-    from majordomus.store import records as rec
     from majordomus.store import files as store
+    from majordomus.store import records as rec
     from majordomus.workspace import Workspace
 
     ws = Workspace.open(repo)
@@ -215,7 +215,7 @@ def populate(repo: str, records: int) -> dict[str, Any]:
     sim = SimulatedClock(clock.now() - STEP * (records + len(ids)) - timedelta(minutes=1))
     lines = LedgerLines(ws.paths.ledger)
     directory = ws.paths.checkpoints
-    identity: Optional[list[tuple[str, Any]]] = None
+    identity: list[tuple[str, Any]] | None = None
     branch, head, worktree = ws.branch, str(ws.repo.handle.head.target), ws.worktree
     made = 0
     with sim:
@@ -227,7 +227,7 @@ def populate(repo: str, records: int) -> dict[str, Any]:
             if identity is None:  # one status of the work tree for the whole history, like one commit's
                 identity = identity_mod.fields(ws, "checkpoint", task, clock.iso(sim.moment))
             rel = at = None
-            for i in range(share):
+            for _i in range(share):
                 sim.moment += STEP
                 at = clock.iso(sim.moment)
                 fields = [(k, at if k == "timestamp" else task_id if k == "task" else

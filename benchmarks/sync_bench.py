@@ -30,7 +30,7 @@ def git(cwd: Path, *args: str) -> None:
 def majordomus(cwd: Path, *args: str) -> float:
     exe = shutil.which("majordomus", path=str(Path(sys.executable).parent)) or "majordomus"
     start = time.perf_counter()
-    done = subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"majordomus {' '.join(args)} failed ({done.returncode}): {done.stderr}")
@@ -39,9 +39,7 @@ def majordomus(cwd: Path, *args: str) -> float:
 
 def fill(repo: Path, records: int) -> None:
     """N checkpoints and N/10 handoffs, written through the library (the CLI would only add start-up time)."""
-    from majordomus import identity
-    from majordomus import lifecycle
-    from majordomus import checkpoint, clock, tasks
+    from majordomus import checkpoint, clock, identity, lifecycle, tasks
     from majordomus.store import files as store
     from majordomus.workspace import Workspace
 

@@ -1,4 +1,4 @@
-"""The read-only Python API (SPEC §20): tasks, records and the ledger of a repository, for scripts and notebooks.
+"""The read-only Python API (design §20): tasks, records and the ledger of a repository, for scripts and notebooks.
 
     >>> import majordomus.api
     >>> ws = majordomus.api.open(".")
@@ -6,11 +6,11 @@
     ...     print(post["timestamp"], post.content.splitlines()[0])
 
 Records come back as `frontmatter.Post` objects (python-frontmatter): `post.metadata` is the front matter
-majordomus computed from git (SPEC §4), `post.content` the body, `post["head"]` one field. Nothing here
+majordomus computed from git (design §4), `post.content` the body, `post["head"]` one field. Nothing here
 writes: not a record, not a cache, not the ledger. Writing stays with the CLI, where the rules live.
 
 Every file is read as the CLI reads it (`lite.safeio`: no symbolic link followed, no FIFO waited on,
-bounded), so a script meets the same trust boundaries (SPEC §2a). Errors are `MajordomusError`s, whose
+bounded), so a script meets the same trust boundaries (design §2a). Errors are `MajordomusError`s, whose
 `code` is the exit code the CLI would give and whose `hint` says what to do next.
 """
 
@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any, Optional
+from typing import Any
 
 import frontmatter
+from frontmatter.default_handlers import YAMLHandler
 
 from majordomus import tasks as task_store
 from majordomus.checkpoint import list_names
@@ -41,7 +42,7 @@ class Record(frontmatter.Post):
 
     def __init__(self, content: str, metadata: dict[str, Any], path: str, sha256: str) -> None:
         # metadata goes in after construction: a front-matter key named like a parameter must not collide
-        super().__init__(content, handler=frontmatter.YAMLHandler())
+        super().__init__(content, handler=YAMLHandler())
         self.metadata.update(metadata)
         self.path = path
         self.name = os.path.basename(path)
@@ -66,22 +67,22 @@ class Workspace:
         return self._ws.worktree
 
     @property
-    def branch(self) -> Optional[str]:
+    def branch(self) -> str | None:
         """Its branch; None when HEAD is detached."""
         return self._ws.branch
 
     @property
     def state_dir(self) -> str:
-        """`.ai/local/state` of the main worktree, shared by every linked worktree (SPEC §2)."""
+        """`.ai/local/state` of the main worktree, shared by every linked worktree (design §2)."""
         return self._ws.paths.root
 
     def tasks(self) -> list[dict[str, Any]]:
-        """Every task record as a dict of SPEC §5's fields, ordered by id (as `majordomus task list`)."""
+        """Every task record as a dict of design §5's fields, ordered by id (as `majordomus task list`)."""
         if not self._directory(self._ws.paths.tasks):
             return []
         return [task.to_dict() for task in task_store.all_tasks(self._ws)]
 
-    def active_task(self) -> Optional[dict[str, Any]]:
+    def active_task(self) -> dict[str, Any] | None:
         """The task active in this worktree and branch, or None."""
         if not self._state():
             return None
@@ -91,19 +92,19 @@ class Workspace:
         task = task_store.load(self._ws, task_id)
         return task.to_dict() if task.status == "active" else None
 
-    def checkpoints(self, task: Optional[str] = None) -> list[Record]:
+    def checkpoints(self, task: str | None = None) -> list[Record]:
         """Checkpoint records (of `task`, else of every task), newest first."""
         return self._records(self._ws.paths.checkpoints, task)
 
-    def handoffs(self, task: Optional[str] = None) -> list[Record]:
+    def handoffs(self, task: str | None = None) -> list[Record]:
         """Handoff records (of `task`, else of every task), newest first."""
         return self._records(self._ws.paths.handoffs, task)
 
-    def runs(self, task: Optional[str] = None) -> list[Record]:
-        """Execution records of `majordomus run` (SPEC §17), newest first; [] when there are none."""
+    def runs(self, task: str | None = None) -> list[Record]:
+        """Execution records of `majordomus run` (design §17), newest first; [] when there are none."""
         return self._records(os.path.join(self._ws.paths.root, "runs"), task)
 
-    def ledger(self, task: Optional[str] = None) -> list[dict[str, Any]]:
+    def ledger(self, task: str | None = None) -> list[dict[str, Any]]:
         """The ledger's events (of `task`, else all) in the order they were appended, oldest first, as
         `majordomus ledger` prints them. A torn or invalid line is skipped, never fatal."""
         if task is not None:
@@ -112,7 +113,7 @@ class Workspace:
             return []
         return ledger_store.replay(self._ws.paths.ledger, task).events
 
-    def _records(self, directory: str, task: Optional[str]) -> list[Record]:
+    def _records(self, directory: str, task: str | None) -> list[Record]:
         if task is not None:
             task_store.validate_id(task)
         if not self._directory(directory):
@@ -141,7 +142,7 @@ class Workspace:
         return True
 
 
-def _read_record(path: str) -> Optional[Record]:
+def _read_record(path: str) -> Record | None:
     """The record at `path`, None when it went away meanwhile; one without front matter is an error."""
     try:
         data = safeio.read(path, records.MAX_RECORD_BYTES)
@@ -155,6 +156,6 @@ def _read_record(path: str) -> Optional[Record]:
     return Record(body, metadata, path, records.sha256(data))
 
 
-def open(path: str = ".") -> Workspace:  # noqa: A001 - the name SPEC §20 gives it
+def open(path: str = ".") -> Workspace:
     """The state of the repository around `path` (as `majordomus -C PATH` would see it), read-only."""
     return Workspace(_Workspace.open(os.fspath(path)))

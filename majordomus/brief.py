@@ -1,14 +1,13 @@
-"""`majordomus brief` (SPEC §9): what a worker resumes from — records first, recollection never.
+"""`majordomus brief` (design §9): what a worker resumes from — records first, recollection never.
 
 The briefing is the continuity render, the latest handoff's body, the checkpoints since that handoff
 (newest first), the last recorded facts, and — when the work tree moved since the latest record — a
 "Since the last record" section, so that nobody trusts a stale note. Over budget it drops the oldest
-checkpoints first, then continuity in the order of SPEC §8, then the handoff, and says so in its last line.
+checkpoints first, then continuity in the order of design §8, then the handoff, and says so in its last line.
 Pins are working memory: with `context/ID/` gone the briefing still stands on records and the ledger.
 """
 
 from __future__ import annotations
-
 
 from majordomus import claims, continuity, handoff, runs, tasks
 from majordomus import fit as budget
@@ -18,7 +17,7 @@ from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any
 
 
 _LIST_FILES = 10  # dirty paths named in the drift section before "and N more"
@@ -26,13 +25,13 @@ _LIST_COMMITS = 5
 
 
 class Briefing:
-    __slots__ = ("task", "text", "dropped", "drift")
+    __slots__ = ("drift", "dropped", "task", "text")
 
     def __init__(self, task: str, text: str, dropped: list[str], drift: list[str]) -> None:
         self.task, self.text, self.dropped, self.drift = task, text, dropped, drift
 
 
-def build(ws: Workspace, task_id: Optional[str] = None, budget_bytes: Optional[int] = None) -> str:
+def build(ws: Workspace, task_id: str | None = None, budget_bytes: int | None = None) -> str:
     """The briefing text within `budget_bytes` (default `continuity.render_max_bytes`)."""
     return compose(ws, task_id, budget_bytes).text
 
@@ -80,7 +79,7 @@ def drift(ws: Workspace, meta: dict[str, Any]) -> list[str]:
     return out
 
 
-def _head_drift(ws: Workspace, then: Optional[str], now: Optional[str]) -> list[str]:
+def _head_drift(ws: Workspace, then: str | None, now: str | None) -> list[str]:
     if now is None:
         return [f"- HEAD: no commit here now; the record was at {then[:7] if then else '(none)'}"]
     if then is not None and not git.is_commit(ws.place, then):
@@ -99,7 +98,7 @@ def _head_drift(ws: Workspace, then: Optional[str], now: Optional[str]) -> list[
     return lines
 
 
-def _facts(ws: Workspace, task: tasks.Task, last: Optional[handoff.Record]) -> list[str]:
+def _facts(ws: Workspace, task: tasks.Task, last: handoff.Record | None) -> list[str]:
     out = []
     if last is not None:
         m = last.meta
@@ -131,7 +130,7 @@ def _title(ws: Workspace, task: tasks.Task) -> str:
     return line
 
 
-def _continuity(ws: Workspace, task: tasks.Task) -> tuple[dict[str, Any], Optional[str]]:
+def _continuity(ws: Workspace, task: tasks.Task) -> tuple[dict[str, Any], str | None]:
     doc, found = continuity.examine(ws, task.id)
     if doc is not None:
         return doc, None
@@ -142,7 +141,7 @@ def _continuity(ws: Workspace, task: tasks.Task) -> tuple[dict[str, Any], Option
     return rebuilt, "No continuity file (no pins): the objective below comes from the task record."
 
 
-def compose(ws: Workspace, task_id: Optional[str] = None, budget_bytes: Optional[int] = None) -> Briefing:
+def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | None = None) -> Briefing:
     task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
     limit = ws.config.get("continuity", "render_max_bytes") if budget_bytes is None else budget_bytes
     doc, note = _continuity(ws, task)
@@ -151,7 +150,7 @@ def compose(ws: Workspace, task_id: Optional[str] = None, budget_bytes: Optional
     last = since[-1] if since else latest_handoff
 
     parts: list[budget.Part] = [_title(ws, task)]
-    double = claims.brief_section(task.id, task.claims)  # issue 14: a double claim comes first
+    double = claims.brief_section(task.id, task.claims)  # a double claim comes first
     if double:
         parts.append(double)
     if note:
@@ -188,7 +187,7 @@ def compose(ws: Workspace, task_id: Optional[str] = None, budget_bytes: Optional
         parts.append("\n# Since the last record\n" + "\n".join(moved) + "\n")
     elif last is not None:
         parts.append("- work tree here: unchanged since the last record\n")
-    ran = runs.brief_lines(ws, task)  # issue 14: the latest run per label, and what moved since
+    ran = runs.brief_lines(ws, task)  # the latest run per label, and what moved since
     if ran:
         parts.append("\n# Latest runs\n" + "\n".join(ran) + "\n")
 

@@ -1,4 +1,4 @@
-"""`majordomus checkpoint` and `check` (SPEC §6): a few lines of what holds now, with identity from git."""
+"""`majordomus checkpoint` and `check` (design §6): a few lines of what holds now, with identity from git."""
 
 from __future__ import annotations
 
@@ -8,20 +8,20 @@ from majordomus import clock, identity, tasks
 from majordomus.lite import names, safeio
 from majordomus.lite.stdin import read_bounded
 from majordomus.store import files as store
-from majordomus.store import ledger
-from majordomus.store import records
+from majordomus.store import ledger, records
 
 TYPE_CHECKING = False  # a hot path: no typing at run time
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO, Iterator, Optional
+    from collections.abc import Iterator
+    from typing import Any, BinaryIO
 
     from majordomus.workspace import Workspace
 
 
 class Written:
-    __slots__ = ("path", "created", "sha256")
+    __slots__ = ("created", "path", "sha256")
 
-    def __init__(self, path: Optional[str], created: bool, sha256: Optional[str] = None) -> None:
+    def __init__(self, path: str | None, created: bool, sha256: str | None = None) -> None:
         self.path = path  # None for an empty body
         self.created = created
         self.sha256 = sha256
@@ -50,7 +50,7 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
         return Written(path=None, created=False)
     ws.ensure_state()  # the state root, there already while a task is active: the lock lives in it
     with store.locked(ws.paths.lock):
-        # Lock, then check again (SPEC §5): refused here, the write has created nothing at all.
+        # Lock, then check again (design §5): refused here, the write has created nothing at all.
         current = tasks.still_active(ws, task.id)
         ledger.check_writable(ws.paths.ledger)
         ws.ensure_state("tasks", "checkpoints")
@@ -96,7 +96,7 @@ def _index(ws: Workspace, task_id: str, name: str) -> None:
         os.close(fd)
 
 
-def indexed_names(ws: Workspace, task: tasks.Task) -> Optional[list[str]]:
+def indexed_names(ws: Workspace, task: tasks.Task) -> list[str] | None:
     """The task's checkpoint names, oldest first, when its index is whole; None to fall back to a listing."""
     if not task.checkpoint:
         return []
@@ -112,7 +112,7 @@ def indexed_names(ws: Workspace, task: tasks.Task) -> Optional[list[str]]:
     return found
 
 
-def latest(ws: Workspace) -> Optional[str]:
+def latest(ws: Workspace) -> str | None:
     """Path of the newest checkpoint of the active task here; the task record points at it (no scan)."""
     task = tasks.active(ws)
     if not task.checkpoint:

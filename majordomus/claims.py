@@ -1,4 +1,4 @@
-"""Claims (SPEC §18): who holds a task, where, and since when — kept in the task record, so they travel.
+"""Claims (design §18): who holds a task, where, and since when — kept in the task record, so they travel.
 
 A claim is `{id, owner, host, worktree, branch, at}`; giving it up adds `ended_at` and `ended_by`. It is
 recorded when a worker takes a task (`task start`, `task resume`) and ended when that worker lets it go
@@ -7,7 +7,7 @@ holds two live claims on one task: a second live claim can only arrive from anot
 `majordomus sync` — two workers who both resumed a handed-off task before syncing. That is a double
 claim: `doctor` fails (`task.double-claim`) and `brief` opens with it, until one of them releases.
 
-How claims from two machines meet. Task records merge by their newest `updated_at` (SPEC §13), which
+How claims from two machines meet. Task records merge by their newest `updated_at` (design §13), which
 would drop the losing side's claim whole. Two rules keep it:
 - `merge(...)` is the union of claim lists by id, an end on any side winning; a sync that merges two
   versions of a task record should keep the chosen version with the merged claims (`merge_task_data`).
@@ -26,11 +26,11 @@ from majordomus.lite import names, safeio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any
 
     from majordomus.workspace import Workspace
 
-MAX_CLAIMS = 32  # a task record holding more was not written by majordomus (untrusted, SPEC §2a)
+MAX_CLAIMS = 32  # a task record holding more was not written by majordomus (untrusted, design §2a)
 KEEP_ENDED = 8  # ended claims kept in the record: an end must outlive the sync rounds that carry it
 MAX_TEXT = 4096
 _STRINGS = ("id", "owner", "host", "worktree", "at")
@@ -63,7 +63,7 @@ def check(items: Any) -> None:
                 raise ValueError(f"claim {n}: `{key}` is not a UTC time like 2026-09-03T19:45:00Z")
 
 
-def new(owner: str, worktree: str, branch: Optional[str], at: str) -> dict[str, Any]:
+def new(owner: str, worktree: str, branch: str | None, at: str) -> dict[str, Any]:
     import socket
     import uuid  # here, not at the top: the hot paths read claims, only `start`/`resume` make one
 
@@ -153,12 +153,12 @@ def _load(ws: Workspace) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]
     if not isinstance(doc, dict):
         return {}, []
     held: dict[str, dict[str, Any]] = {}
-    raw_held = doc.get("held") if isinstance(doc.get("held"), dict) else {}
-    for task_id, claim in raw_held.items():
+    raw_held = doc.get("held")
+    for task_id, claim in (raw_held.items() if isinstance(raw_held, dict) else ()):
         if names.is_task_id(task_id) and _valid(claim):
             held[task_id] = claim
-    raw_ended = doc.get("ended") if isinstance(doc.get("ended"), list) else []
-    return held, [c for c in raw_ended if _valid(c)]
+    raw_ended = doc.get("ended")
+    return held, [c for c in (raw_ended if isinstance(raw_ended, list) else ()) if _valid(c)]
 
 
 def _valid(claim: Any) -> bool:
@@ -174,7 +174,7 @@ def mine(ws: Workspace) -> dict[str, dict[str, Any]]:
     return _load(ws)[0]
 
 
-def remember(ws: Workspace, task_id: str, claim: Optional[dict[str, Any]], *, ended: Optional[dict[str, Any]] = None) -> None:
+def remember(ws: Workspace, task_id: str, claim: dict[str, Any] | None, *, ended: dict[str, Any] | None = None) -> None:
     """Set (or with None, forget) this machine's live claim on `task_id`, and remember a claim it gave
     up (`ended`) so that no merge brings it back to life. The caller holds the state lock."""
     from majordomus.store import files

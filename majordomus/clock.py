@@ -57,7 +57,7 @@ def is_iso(text: object) -> bool:
     if not (digits.isascii() and digits.isdigit()) or text[4] + text[7] + text[10] + text[13] + text[16] + text[19] != "--T::Z":
         return False
     year, month, day = int(text[0:4]), int(text[5:7]), int(text[8:10])
-    if not (1 <= year and 1 <= month <= 12 and int(text[11:13]) < 24 and int(text[14:16]) < 60
+    if not (year >= 1 and 1 <= month <= 12 and int(text[11:13]) < 24 and int(text[14:16]) < 60
             and int(text[17:19]) < 60):
         return False
     leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)

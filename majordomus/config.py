@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 def _defaults() -> dict[str, Any]:
     """A fresh copy of the documented defaults (a JSON round trip: no `copy` module on the hot path)."""
-    return json.loads(json.dumps(DEFAULTS))
+    copied: dict[str, Any] = json.loads(json.dumps(DEFAULTS))
+    return copied
 
 
 class ConfigError(MajordomusError):
@@ -27,7 +28,7 @@ class ConfigError(MajordomusError):
 class Config:
     """The validated configuration; `unknown_keys` are kept aside for doctor."""
 
-    __slots__ = ("values", "path", "unknown_keys", "signature")
+    __slots__ = ("path", "signature", "unknown_keys", "values")
 
     def __init__(self, values: dict[str, Any], path: str | None = None, unknown_keys: list[str] | None = None,
                  signature: list[Any] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Continuity (SPEC §8): the objective and four kinds of pin a task must not forget, with an integrity hash.
+"""Continuity (design §8): the objective and four kinds of pin a task must not forget, with an integrity hash.
 
 Exactly two writers touch `context/ID/continuity.json`: `task start` (through `seed`) and
 `context pin|unpin`. Everything else only reads it, and a document whose hash does not match was changed
@@ -11,16 +11,16 @@ import json
 import os
 import re
 
-from majordomus.lite import safeio
 from majordomus import clock, secrets, tasks
 from majordomus import fit as budget
-from majordomus.store import files as store
 from majordomus.errors import EnvironmentProblem, MajordomusError, NotFound, Refused, UsageError
+from majordomus.lite import safeio
+from majordomus.store import files as store
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any
 
 
 VERSION = 1
@@ -137,7 +137,7 @@ def _is_pin(pin: Any) -> bool:
             and pin["source"] in SOURCES)
 
 
-def examine(ws: Workspace, task_id: str) -> tuple[Optional[dict[str, Any]], list[str]]:
+def examine(ws: Workspace, task_id: str) -> tuple[dict[str, Any] | None, list[str]]:
     """(document, findings): (None, []) when there is no file — pins are working memory, not authority."""
     path = path_of(ws, task_id)
     limit = int(ws.config.get("continuity", "max_bytes"))
@@ -170,7 +170,7 @@ def validate(ws: Workspace, task_id: str) -> list[str]:
     return examine(ws, task_id)[1]
 
 
-def load(ws: Workspace, task_id: str) -> Optional[dict[str, Any]]:
+def load(ws: Workspace, task_id: str) -> dict[str, Any] | None:
     """The trusted document, None when absent; raises Broken when it cannot be trusted."""
     doc, found = examine(ws, task_id)
     if found:
@@ -203,10 +203,10 @@ def _write(ws: Workspace, task_id: str, doc: dict[str, Any]) -> str:
     ws.ensure_state("context", os.path.join("context", task_id))
     store.replace(path_of(ws, task_id), data)
     store.replace(os.path.join(ws.paths.context_dir(task_id), RENDERED), rendered.encode("utf-8"))
-    return doc["integrity"]["sha256"]
+    return str(doc["integrity"]["sha256"])
 
 
-def seed(ws: Workspace, task: tasks.Task, from_task: Optional[str]) -> None:
+def seed(ws: Workspace, task: tasks.Task, from_task: str | None) -> None:
     """Writer one: `task start` seeds the objective and, with `--from`, the pins of another task.
     Called with the state lock held, before anything else of the start is written."""
     doc = new_doc(ws, task, task.started_at)
@@ -331,7 +331,7 @@ def status(ws: Workspace, task_id: str) -> dict[str, Any]:
         out["pins"] = {key: [{k: p[k] for k in ("id", "text", "source", "createdAt")} for p in doc[key]]
                        for key in PIN_KEYS}
         out["counts"] = {key: len(doc[key]) for key in PIN_KEYS}
-    from majordomus.hooks import journal  # the compaction journal's replay (SPEC §12)
+    from majordomus.hooks import journal  # the compaction journal's replay (design §12)
 
     try:
         out["compaction"] = journal.status(ws, task_id)

@@ -1,4 +1,4 @@
-"""The one error type that reaches the user, and the exit codes of SPEC §14."""
+"""The one error type that reaches the user, and the exit codes of design §14."""
 
 from __future__ import annotations
 

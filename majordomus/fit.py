@@ -1,6 +1,6 @@
 """Fitting a text into a byte budget by dropping whole entries in a stated order, never by cutting one.
 
-The continuity render (SPEC §8) and the briefing (SPEC §9) are both a sequence of blocks — a heading and
+The continuity render (design §8) and the briefing (design §9) are both a sequence of blocks — a heading and
 entries — that must fit `render_max_bytes`. Cutting an entry in the middle would leave a sentence that
 reads as complete and is not, so whole entries go, in the order the caller states, and a closing line
 says what went. Sizes are kept as running sums so that fitting stays linear in the number of entries.
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 class Entry:
-    __slots__ = ("text", "singular", "plural", "whole")
+    __slots__ = ("plural", "singular", "text", "whole")
 
     def __init__(self, text: str, singular: str, plural: str = "", whole: bool = False) -> None:
         self.text = text
@@ -33,7 +33,7 @@ class Entry:
 
 
 class Block:
-    __slots__ = ("heading", "entries")
+    __slots__ = ("entries", "heading")
 
     def __init__(self, heading: str, entries: list[Entry] | None = None) -> None:
         self.heading = heading  # printed only while at least one entry of the block is kept
@@ -43,7 +43,7 @@ class Block:
 
 
 class Fitted:
-    __slots__ = ("text", "dropped", "cut")
+    __slots__ = ("cut", "dropped", "text")
 
     def __init__(self, text: str, dropped: list[str], cut: bool = False) -> None:
         self.text = text

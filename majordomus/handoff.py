@@ -1,4 +1,4 @@
-"""`majordomus handoff` (SPEC §7): the bundle from which another worker continues a task.
+"""`majordomus handoff` (design §7): the bundle from which another worker continues a task.
 
 A handoff is written rarely and must carry every required section; it uses the same identity helper and
 the same exclusive-link discipline as a checkpoint, adds where the previous handoff and the checkpoints
@@ -10,19 +10,19 @@ from __future__ import annotations
 import os
 import re
 
-from majordomus.lite import safeio
-from majordomus import identity, lifecycle
-from majordomus.lite.stdin import read_bounded
-
-from majordomus import checkpoint, clock, tasks
-from majordomus.store import ledger, records
-from majordomus.store import files as store
+from majordomus import checkpoint, clock, identity, lifecycle, tasks
 from majordomus.errors import EnvironmentProblem, NoActiveTask, Refused
+from majordomus.lite import safeio
+from majordomus.lite.stdin import read_bounded
+from majordomus.store import files as store
+from majordomus.store import ledger, records
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO, Optional
+    from typing import Any, BinaryIO, Union
+
+    _Entry = Union["_Named", os.DirEntry[str]]  # a listed file, or a name from the task's index
 
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
@@ -33,7 +33,7 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 class Record:
     """A stored record read back: where it is (relative to the state directory), its front matter and body."""
 
-    __slots__ = ("rel", "path", "meta", "body")
+    __slots__ = ("body", "meta", "path", "rel")
 
     def __init__(self, rel: str, path: str, meta: dict[str, Any], body: str) -> None:
         self.rel, self.path, self.meta, self.body = rel, path, meta, body
@@ -55,8 +55,8 @@ def sections(body: str) -> dict[str, bool]:
     """Each `## Heading` of the body (normalised) and whether any occurrence has non-blank content.
     Headings inside fenced code blocks are content, not headings."""
     found: dict[str, bool] = {}
-    current: Optional[str] = None
-    fence: Optional[str] = None
+    current: str | None = None
+    fence: str | None = None
     for line in body.split("\n"):
         if fence is not None:
             if line.strip().startswith(fence):
@@ -100,7 +100,7 @@ def check_sections(body: str, required: list[str]) -> None:
     )
 
 
-def _candidates(ws: Workspace, task: tasks.Task, previous: Optional[Record]) -> tuple[list[os.DirEntry[str]], set[str]]:
+def _candidates(ws: Workspace, task: tasks.Task, previous: Record | None) -> tuple[list[_Entry], set[str]]:
     """Checkpoint files named from the second of `previous` (the task's start when None) on, oldest first,
     and the paths `previous` already listed. Record names begin with their UTC second, so older names are
     never opened; a checkpoint in the very second of the previous handoff counts unless it was listed."""
@@ -109,6 +109,7 @@ def _candidates(ws: Workspace, task: tasks.Task, previous: Optional[Record]) -> 
     listed = set(previous.meta.get("checkpoints") or []) if previous else set()
     indexed = checkpoint.indexed_names(ws, task)
     try:
+        entries: list[_Entry]
         if indexed is not None:  # the task's own names: no listing of a store of 100,000 records
             entries = [_Named(ws.paths.checkpoints, n) for n in indexed if n[:16] >= lower]
         else:
@@ -132,10 +133,10 @@ class _Named:
         return os.lstat(self.path)
 
 
-def _chronological(entries: list[os.DirEntry[str]]) -> list[os.DirEntry[str]]:
+def _chronological(entries: list[_Entry]) -> list[_Entry]:
     """Oldest first by the second in the name; within one second by mtime — stat only where names tie."""
     entries.sort(key=lambda e: e.name)
-    out: list[os.DirEntry[str]] = []
+    out: list[_Entry] = []
     start = 0
     while start < len(entries):
         end = start + 1
@@ -149,11 +150,11 @@ def _chronological(entries: list[os.DirEntry[str]]) -> list[os.DirEntry[str]]:
     return out
 
 
-def _rel(entry: os.DirEntry[str]) -> str:
+def _rel(entry: _Entry) -> str:
     return os.path.join("checkpoints", entry.name)
 
 
-def _read_if_ours(ws: Workspace, entry: os.DirEntry[str], task_id: str) -> Optional[Record]:
+def _read_if_ours(ws: Workspace, entry: _Entry, task_id: str) -> Record | None:
     try:
         found = read_record(ws, _rel(entry))
     except (OSError, ValueError, UnicodeDecodeError):
@@ -163,7 +164,7 @@ def _read_if_ours(ws: Workspace, entry: os.DirEntry[str], task_id: str) -> Optio
     return None
 
 
-def checkpoints_since(ws: Workspace, task: tasks.Task, previous: Optional[Record]) -> list[Record]:
+def checkpoints_since(ws: Workspace, task: tasks.Task, previous: Record | None) -> list[Record]:
     """This task's checkpoints written since `previous` (the task's start when None), oldest first."""
     entries, listed = _candidates(ws, task, previous)
     out = []
@@ -175,7 +176,7 @@ def checkpoints_since(ws: Workspace, task: tasks.Task, previous: Optional[Record
     return out
 
 
-def recent_checkpoints(ws: Workspace, task: tasks.Task, previous: Optional[Record],
+def recent_checkpoints(ws: Workspace, task: tasks.Task, previous: Record | None,
                        enough: int) -> tuple[list[Record], int]:
     """Like `checkpoints_since`, but read newest first only until the bodies pass `enough` bytes; the
     older ones are only counted. A briefing drops the oldest checkpoints before anything else, so once
@@ -199,7 +200,7 @@ def recent_checkpoints(ws: Workspace, task: tasks.Task, previous: Optional[Recor
     return out, older
 
 
-def _is_ours_cheaply(ws: Workspace, entry: os.DirEntry[str], task_id: str, key: bytes) -> int:
+def _is_ours_cheaply(ws: Workspace, entry: _Entry, task_id: str, key: bytes) -> int:
     """1 when the record belongs to the task, read from its first KiB (front matter puts `task` 4th)."""
     try:
         fd = safeio.open_regular(entry.path, records.MAX_RECORD_BYTES)
@@ -214,7 +215,7 @@ def _is_ours_cheaply(ws: Workspace, entry: os.DirEntry[str], task_id: str, key: 
     return int(_read_if_ours(ws, entry, task_id) is not None)
 
 
-def previous(ws: Workspace, task: tasks.Task) -> Optional[Record]:
+def previous(ws: Workspace, task: tasks.Task) -> Record | None:
     """The task's latest handoff record, or None (also when its file is gone: the ledger still says so)."""
     if not task.handoff:
         return None
@@ -225,7 +226,7 @@ def previous(ws: Workspace, task: tasks.Task) -> Optional[Record]:
 
 
 class Written:
-    __slots__ = ("path", "created", "sha256", "task")
+    __slots__ = ("created", "path", "sha256", "task")
 
     def __init__(self, path: str, created: bool, sha256: str, task: str) -> None:
         self.path, self.created, self.sha256, self.task = path, created, sha256, task
@@ -241,7 +242,7 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
     ws.ensure_state()  # the state root, there already while a task is active: the lock lives in it
     at = clock.now_iso()
     with store.locked(ws.paths.lock):
-        # Lock, then check again (SPEC §5): another worktree may have taken the task over meanwhile, and
+        # Lock, then check again (design §5): another worktree may have taken the task over meanwhile, and
         # refused here the write has created nothing at all.
         current = tasks.still_active(ws, task.id)
         ledger.check_writable(ws.paths.ledger)
@@ -261,7 +262,7 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
     return Written(path=path, created=True, sha256=digest, task=current.id)
 
 
-def latest(ws: Workspace, task_id: Optional[str]) -> Optional[str]:
+def latest(ws: Workspace, task_id: str | None) -> str | None:
     """Path of the newest handoff of the named task, or of the active task here; None when it has none."""
     if task_id is None:
         try:

@@ -1,4 +1,4 @@
-"""The identity every record carries (SPEC §4), computed from the user's own git: the one place it is made.
+"""The identity every record carries (design §4), computed from the user's own git: the one place it is made.
 
 Prose never supplies any of it: `store.records` refuses a body that tries to.
 """
@@ -14,13 +14,13 @@ from majordomus.store.records import SCHEMA_VERSION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any
 
     from majordomus.tasks import Task
     from majordomus.workspace import Workspace
 
 
-def repo_id(ws: Workspace, head: Optional[str]) -> Optional[str]:
+def repo_id(ws: Workspace, head: str | None) -> str | None:
     """The root commit reached by first parents from `head`, cached by head (a miss walks once)."""
     if head is None:
         return None
@@ -38,7 +38,7 @@ def repo_id(ws: Workspace, head: Optional[str]) -> Optional[str]:
 
 
 def fields(ws: Workspace, kind: str, task: Task, at: str) -> list[tuple[str, Any]]:
-    """The front matter of a record written now, in SPEC §4's order."""
+    """The front matter of a record written now, in design §4's order."""
     now = status.status(ws.place)
     limit = ws.config.get("checkpoint", "max_changed_files")
     kept = now.changed[:limit]

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 from importlib import resources
 
-from majordomus.store import paths
 from majordomus.errors import EnvironmentProblem
+from majordomus.store import paths
 from majordomus.workspace import Workspace
 
 
 def _template_files() -> list[tuple[str, bytes]]:
-    root = resources.files("majordomus").joinpath("templates", "ai")
+    root = resources.files("majordomus").joinpath("templates").joinpath("ai")
     out = [("config.yaml", root.joinpath("config.yaml").read_bytes())]
     for entry in sorted(root.joinpath("profiles").iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".md"):
@@ -25,7 +25,7 @@ def init(ws: Workspace) -> list[tuple[str, str]]:
     ai = os.path.join(base, ".ai")
     results = []
     try:
-        paths.make_parent(os.path.join(ai, "profiles"))  # never group- or world-writable (SPEC §2a)
+        paths.make_parent(os.path.join(ai, "profiles"))  # never group- or world-writable (design §2a)
         for rel, data in _template_files():
             target = os.path.join(ai, rel)
             try:

@@ -1,11 +1,10 @@
-"""What happens to a task over its life (SPEC §5): start, resume, done, handoff, release.
+"""What happens to a task over its life (design §5): start, resume, done, handoff, release.
 
 Each change takes the state lock, checks again under it, moves the task record and the active index
 together, and appends its ledger event.
 """
 
 from __future__ import annotations
-
 
 from majordomus import checkpoint, claims, clock, continuity, secrets, tasks
 from majordomus.errors import NotFound, Refused
@@ -15,7 +14,7 @@ from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any
 
 
 
@@ -27,14 +26,14 @@ def _pause_current_here(ws: Workspace, index: dict[str, str], keep: str, at: str
     if task.status == "active":
         task.status = "paused"
         task.updated_at = at
-        _end_mine(ws, task, at, f"paused: task `{keep}` became active here")  # issue 14
+        _end_mine(ws, task, at, f"paused: task `{keep}` became active here")
         tasks.save(ws, task)
         ws.event("task.pause", task.id, at, reason=f"task `{keep}` became active here")
 
 
-# Claims (SPEC §18, issue 14): who holds a task; see `majordomus.claims`.
+# Claims (design §18): who holds a task; see `majordomus.claims`.
 
-def _end_mine(ws: Workspace, task: tasks.Task, at: str, why: str) -> Optional[str]:
+def _end_mine(ws: Workspace, task: tasks.Task, at: str, why: str) -> str | None:
     """End this machine's live claim on `task` (in the record, saved by the caller) and forget it here."""
     held = claims.mine(ws).get(task.id)
     if held is None:
@@ -42,10 +41,10 @@ def _end_mine(ws: Workspace, task: tasks.Task, at: str, why: str) -> Optional[st
     claims.end(task.claims, {held["id"]}, at, why)
     ended = next((c for c in task.claims if c["id"] == held["id"]), dict(held, ended_at=at, ended_by=why))
     claims.remember(ws, task.id, None, ended=ended)
-    return held["id"]
+    return str(held["id"])
 
 
-def _claim(ws: Workspace, task: tasks.Task, at: str, owner: Optional[str] = None) -> dict[str, Any]:
+def _claim(ws: Workspace, task: tasks.Task, at: str, owner: str | None = None) -> dict[str, Any]:
     """A new claim of this worker here on `task` (in the record, saved by the caller)."""
     claim = claims.new(owner or ws.owner(), ws.worktree, ws.branch, at)
     task.claims = claims.prune(task.claims + [claim])
@@ -57,11 +56,11 @@ def start(
     ws: Workspace,
     task_id: str,
     *,
-    title: Optional[str] = None,
-    objective: Optional[str] = None,
-    profile: Optional[str] = None,
-    owner: Optional[str] = None,
-    from_task: Optional[str] = None,
+    title: str | None = None,
+    objective: str | None = None,
+    profile: str | None = None,
+    owner: str | None = None,
+    from_task: str | None = None,
 ) -> tasks.Task:
     tasks.validate_id(task_id)
     for name, text in (("title", title), ("objective", objective)):
@@ -162,7 +161,7 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
     return task
 
 
-def done(ws: Workspace, task_id: Optional[str], *, force: bool = False) -> tasks.Task:
+def done(ws: Workspace, task_id: str | None, *, force: bool = False) -> tasks.Task:
     """Finish a task (terminal). One active in another worktree or branch needs `force`, like `resume`."""
     ws.ensure_state("tasks")
     at = clock.now_iso()
@@ -195,7 +194,7 @@ def _leave_slot(ws: Workspace, task: tasks.Task) -> None:
 
 def release(ws: Workspace, task_id: str) -> bool:
     """After sync imported a version of `task_id` from another machine: put this machine's own claims
-    back into it (issue 14, see `claims.restore_mine`), then forget that the task is active here unless
+    back into it (see `claims.restore_mine`), then forget that the task is active here unless
     the imported version still says it is held here, by our live claim. The caller holds the lock."""
     held_here = _restore_claims(ws, task_id)
     index = tasks.read_index(ws)
@@ -210,7 +209,7 @@ def _restore_claims(ws: Workspace, task_id: str) -> bool:
     """Whether the imported record names this slot as the holder and our claim on it is live."""
     try:
         task = tasks.load(ws, task_id)
-    except Exception:  # noqa: BLE001 - sync checked the record; if it is unreadable now, doctor says so
+    except Exception:
         return False
     restored, done = claims.restore_mine(ws, task_id, task.claims)
     if done:
@@ -224,7 +223,7 @@ def _restore_claims(ws: Workspace, task_id: str) -> bool:
             and (task.worktree, task.branch) == (ours["worktree"], ours["branch"]))
 
 
-def release_claim(ws: Workspace, task_id: Optional[str]) -> tuple[tasks.Task, bool]:
+def release_claim(ws: Workspace, task_id: str | None) -> tuple[tasks.Task, bool]:
     """`task release`: give up this machine's claim on a task (default: the active one here). If the task
     is active here it becomes paused; if it is held elsewhere (a double claim), only our claim ends.
     Returns the task and whether it was paused."""
@@ -254,7 +253,7 @@ def release_claim(ws: Workspace, task_id: Optional[str]) -> tuple[tasks.Task, bo
 def set_handed_off(ws: Workspace, task: tasks.Task, handoff_rel: str, at: str) -> None:
     """Record a handoff on the task: it leaves this slot and waits for `task resume` anywhere."""
     _leave_slot(ws, task)
-    _end_mine(ws, task, at, "handed off")  # issue 14
+    _end_mine(ws, task, at, "handed off")
     task.status = "handed-off"
     task.handoff = handoff_rel
     task.handoff_at = at

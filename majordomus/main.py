@@ -1,7 +1,7 @@
-"""The console entry point: global options, the command table, and the one error boundary (SPEC §14).
+"""The console entry point: global options, the command table, and the one error boundary (design §14).
 
-Like git.c: `-C DIR`, `--version` and `--help` are parsed once here; the command is looked up in one
-table; only that command's module is imported, and its `main(argv) -> int` is called. Every failure
+Like git.c: `-C DIR`, `--version` and `--help` are parsed once here; the command is looked up in the one
+table (`majordomus.commands`); only that command's module is imported, and its `main(argv) -> int` is called. Every failure
 becomes one line and an exit code here, and the agent-runtime hooks (`hook …`) are fail-open: whatever
 happens inside them, they exit 0.
 """
@@ -11,69 +11,11 @@ from __future__ import annotations
 import os
 import sys
 
+from majordomus.commands import COMMANDS, FAIL_OPEN, lookup
+
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: `hook compact` starts here, and typing is not free
 if TYPE_CHECKING:
-    from typing import Callable, NoReturn, Optional
-
-# name -> one line for `majordomus --help`; `_command` below imports the module that serves it.
-COMMANDS = {
-    "init": "Create .ai/config.yaml and .ai/profiles/ from the template; never overwrites",
-    "task": "Start, show, list, resume and finish tasks",
-    "checkpoint": "Record what holds now: a few lines from stdin, identity computed from git",
-    "check": "Is the active task's checkpoint fresh? Exit 0 fresh, 1 stale or none",
-    "handoff": "Write, show and list handoffs: the bundle another worker continues from",
-    "context": "Pin what a task must not forget; show, status and validate its continuity",
-    "brief": "The briefing a worker resumes a task from",
-    "ledger": "Print the ledger's events, or verify its hash chain",
-    "doctor": "Check that the state is whole; exit 1 on any failure (for CI)",
-    "watch": "Report new events, retention and staleness as they happen",
-    "hook": "What agent runtimes run: session-start, stop, compact (always exit 0)",
-    "hooks": "Install or uninstall the hooks of Claude Code, Codex or git",
-    "sync": "Share tasks and records through a git remote: push, pull, status, compact",
-    "run": "Run a command and record its result as evidence: exit status, output digest, last lines",
-    "mcp": "Serve the task's records to MCP clients over stdio (needs majordomus[mcp])",
-    "completion": "Print the completion script of bash, zsh or fish",
-}
-FAIL_OPEN = frozenset(("hook",))
-
-
-def _command(name: str) -> Callable[[list[str]], int]:
-    """The `main` of the module that serves `name` (imported here, and only this one)."""
-    if name == "checkpoint":
-        from majordomus.cli import checkpoint as module
-    elif name == "check":
-        from majordomus.cli import check as module
-    elif name == "hook":
-        from majordomus.cli import hook as module
-    elif name == "task":
-        from majordomus.cli import task as module
-    elif name == "init":
-        from majordomus.cli import init as module
-    elif name == "handoff":
-        from majordomus.cli import handoff as module
-    elif name in ("context", "brief"):
-        from majordomus.cli import context as module
-
-        return module.main if name == "context" else module.brief_main
-    elif name == "ledger":
-        from majordomus.cli import ledger as module
-    elif name in ("doctor", "watch"):
-        from majordomus.cli import doctor as module
-
-        return module.main if name == "doctor" else module.watch_main
-    elif name == "hooks":
-        from majordomus.cli import hooks as module
-    elif name == "run":  # issue 14
-        from majordomus.cli import run as module
-    elif name == "mcp":  # issue 14
-        from majordomus.cli import mcp as module
-    elif name == "completion":
-        from majordomus.cli import completion as module
-
-        return lambda argv: module.main(argv, COMMANDS, _command)  # the table, without importing main
-    else:
-        from majordomus.cli import sync as module
-    return module.main
+    from typing import NoReturn
 
 
 def usage() -> str:
@@ -81,7 +23,7 @@ def usage() -> str:
     lines = ["usage: majordomus [-C DIR] [--version] [--help] COMMAND [ARGS]...", "",
              "Keep the work state of a task in git-native records: checkpoints, handoffs, continuity, briefings.",
              "", "Commands:"]
-    lines += [f"  {name:<{width}}  {summary}" for name, summary in COMMANDS.items()]
+    lines += [f"  {name:<{width}}  {summary}" for name, (_module, _function, summary) in COMMANDS.items()]
     lines += ["", "`majordomus COMMAND --help` and `man majordomus-COMMAND` say more."]
     return "\n".join(lines) + "\n"
 
@@ -90,7 +32,7 @@ class _Usage(Exception):
     pass
 
 
-def parse_global(args: list[str]) -> tuple[list[str], Optional[str], list[str]]:
+def parse_global(args: list[str]) -> tuple[list[str], str | None, list[str]]:
     """(the `-C` directories in order, the command or a global action, its arguments)."""
     dirs: list[str] = []
     i = 0
@@ -137,7 +79,7 @@ def _fail_open(name: str, args: list[str], exc: BaseException) -> int:
     return 0
 
 
-def run(argv: Optional[list[str]] = None) -> int:
+def run(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         dirs, name, rest = parse_global(args)
@@ -173,8 +115,8 @@ def run(argv: Optional[list[str]] = None) -> int:
                                  "pass an existing directory to -C") from exc
         if os.environ.get("MAJORDOMUS_FAULT") == "internal-error":  # test-only, see store/fault.py
             raise RuntimeError("injected by MAJORDOMUS_FAULT=internal-error")
-        return _command(name)(rest)
-    except BaseException as exc:  # noqa: BLE001 - the one boundary
+        return lookup(name)(rest)
+    except BaseException as exc:
         if name in FAIL_OPEN:
             return _fail_open(name, rest, exc)
         return _exit_code(exc)
@@ -201,5 +143,5 @@ def _exit_code(exc: BaseException) -> int:
     raise exc
 
 
-def main(argv: Optional[list[str]] = None) -> NoReturn:
+def main(argv: list[str] | None = None) -> NoReturn:
     sys.exit(run(argv))

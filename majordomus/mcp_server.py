@@ -1,4 +1,4 @@
-"""The MCP server (SPEC §19): the task's records for agents that reach tools through the Model Context
+"""The MCP server (design §19): the task's records for agents that reach tools through the Model Context
 Protocol rather than a shell. It imports the SDK (`mcp`, the optional extra) and nothing here runs
 without it; `cli/mcp.py` checks that it is installed first.
 
@@ -8,7 +8,7 @@ hint, with the exit code the CLI would have given; nothing is written. The repos
 else the client's first root (a `file://` URI), else the server's working directory.
 
 Tools: `checkpoint(body)`, `handoff(body)`, `brief(task)`, `task_status(task)`, `pin(kind, text)`,
-`unpin(pin_id)`, `run_record_list(task)`. The issue named the last one `run_list`; SPEC §19 names it
+`unpin(pin_id)`, `run_record_list(task)`. The issue named the last one `run_list`; design §19 names it
 `run_record_list`, which is the one registered (one name per action: an alias would be a second tool for
 a model to choose between). Resource: `majordomus://brief`, the briefing of the active task.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import os
 import warnings
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from majordomus import errors
@@ -27,12 +27,14 @@ from majordomus.errors import MajordomusError
 INSTALL = "pip install 'majordomus[mcp]'"
 
 try:  # the SDK's 2.x line renamed FastMCP to MCPServer; support whichever `pip install mcp` gave
-    from mcp.server.mcpserver import Context, MCPServer as _Server
+    from mcp.server.mcpserver import Context
+    from mcp.server.mcpserver import MCPServer as _Server
     from mcp.server.mcpserver.exceptions import ToolError
 except ImportError:
     try:  # mcp 1.x
-        from mcp.server.fastmcp import Context, FastMCP as _Server  # type: ignore[no-redef]
-        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
+        from mcp.server.fastmcp import Context  # type: ignore[no-redef, attr-defined, unused-ignore]
+        from mcp.server.fastmcp import FastMCP as _Server  # type: ignore[no-redef, attr-defined, unused-ignore]
+        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef, unused-ignore]
     except ImportError as exc:
         raise errors.EnvironmentProblem(
             f"`majordomus mcp` needs the MCP SDK, which is not installed here ({exc.name or 'mcp'} cannot be imported)",
@@ -56,22 +58,22 @@ def _tool_error(exc: MajordomusError) -> ToolError:
 class Place:
     """Which repository the tools work in, decided once: --repo, else the client's first root, else cwd."""
 
-    def __init__(self, repo: Optional[str]) -> None:
+    def __init__(self, repo: str | None) -> None:
         self.repo = os.path.abspath(repo) if repo else None
 
-    async def resolve(self, ctx: Optional[Context]) -> str:  # type: ignore[type-arg]
+    async def resolve(self, ctx: Context | None) -> str:  # type: ignore[type-arg]
         if self.repo is None:
             self.repo = await _first_root(ctx) or os.getcwd()
         return self.repo
 
-    async def workspace(self, ctx: Optional[Context]) -> Any:  # type: ignore[type-arg]
+    async def workspace(self, ctx: Context | None) -> Any:  # type: ignore[type-arg]
         from majordomus.workspace import Workspace
 
         # Outside a repository, or a broken config: the tool's error says so, as the CLI would.
         return _call(Workspace.open, await self.resolve(ctx))
 
 
-async def _first_root(ctx: Optional[Context]) -> Optional[str]:  # type: ignore[type-arg]
+async def _first_root(ctx: Context | None) -> str | None:  # type: ignore[type-arg]
     """The path of the client's first `file://` root, or None (no roots, no support, no answer in time)."""
     if ctx is None:
         return None
@@ -86,7 +88,7 @@ async def _first_root(ctx: Optional[Context]) -> Optional[str]:  # type: ignore[
             uri = urlparse(str(root.uri))
             if uri.scheme == "file" and uri.path:
                 return unquote(uri.path)
-    except Exception:  # noqa: BLE001 - a client without roots: the working directory applies
+    except Exception:
         return None
     return None
 
@@ -98,11 +100,12 @@ def _call(fn: Any, *args: Any) -> Any:
         raise _tool_error(exc) from exc
 
 
-def build(repo: Optional[str] = None) -> Any:
+def build(repo: str | None = None) -> Any:
     """The server with its tools and resource (not started)."""
     from majordomus import brief as brief_core
     from majordomus import checkpoint as checkpoint_core
-    from majordomus import continuity, handoff as handoff_core, runs, tasks
+    from majordomus import continuity, runs, tasks
+    from majordomus import handoff as handoff_core
 
     place = Place(repo)
     server = _Server(name="majordomus", instructions=INSTRUCTIONS)
@@ -126,12 +129,12 @@ def build(repo: Optional[str] = None) -> Any:
 
     @server.tool(description="The briefing to resume a task from (default: the active task): continuity, "
                  "the latest handoff, checkpoints since, latest runs, and what moved since the last record.")
-    async def brief(ctx: Context, task: Optional[str] = None) -> str:  # type: ignore[type-arg]
+    async def brief(ctx: Context, task: str | None = None) -> str:  # type: ignore[type-arg]
         ws = await place.workspace(ctx)
         return str(_call(brief_core.build, ws, task))
 
     @server.tool(description="The task record (default: the active task here) and where it is active.")
-    async def task_status(ctx: Context, task: Optional[str] = None) -> dict[str, Any]:  # type: ignore[type-arg]
+    async def task_status(ctx: Context, task: str | None = None) -> dict[str, Any]:  # type: ignore[type-arg]
         ws = await place.workspace(ctx)
 
         def status() -> dict[str, Any]:
@@ -154,7 +157,7 @@ def build(repo: Optional[str] = None) -> Any:
 
     @server.tool(description="Execution records of `majordomus run`, newest first (of one task when given): "
                  "label, exit status, head, output digest, as {\"runs\": [...]}.")
-    async def run_record_list(ctx: Context, task: Optional[str] = None) -> dict[str, Any]:  # type: ignore[type-arg]
+    async def run_record_list(ctx: Context, task: str | None = None) -> dict[str, Any]:  # type: ignore[type-arg]
         ws = await place.workspace(ctx)
         if task is not None:
             _call(tasks.validate_id, task)
@@ -169,6 +172,6 @@ def build(repo: Optional[str] = None) -> Any:
     return server
 
 
-def serve(repo: Optional[str]) -> None:
+def serve(repo: str | None) -> None:
     """Serve over stdio until the client closes the connection."""
     build(repo).run("stdio")

@@ -26,7 +26,7 @@ def note(text: str) -> None:
 
 
 def escape(text: str, *, body: bool = False) -> str:
-    """Stored text made safe for a terminal (SPEC §2a): control characters become visible escapes.
+    """Stored text made safe for a terminal (design §2a): control characters become visible escapes.
 
     A record body keeps its newlines and tabs (`body=True`); a one-line field keeps neither. Line
     separators (U+2028/U+2029/U+0085) and the bidirectional controls are escaped too."""

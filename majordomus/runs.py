@@ -1,4 +1,4 @@
-"""Execution records (SPEC §17): `majordomus run -- CMD` runs CMD and keeps evidence of what it did.
+"""Execution records (design §17): `majordomus run -- CMD` runs CMD and keeps evidence of what it did.
 
 "The tests pass" in a note is a claim; a run record is evidence: the identity of the work tree taken
 *before* CMD starts (what was tested), CMD's exit status, the sha256 and size of everything it printed,
@@ -33,10 +33,11 @@ from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
-    from typing import Any, Iterator, Optional
+    from collections.abc import Iterator
+    from typing import Any
 
 
-TAIL_LINES = 20  # SPEC §17: the body holds at most the last 20 lines of output
+TAIL_LINES = 20  # design §17: the body holds at most the last 20 lines of output
 LINE_CHARS = 400  # one body line at most; a longer line keeps its start and says it was cut
 PREFIX = "| "  # output lines are quoted: no line of CMD's can read as front matter or an identity field
 NOT_FOUND, NOT_EXECUTABLE = 127, 126  # what a shell exits with
@@ -99,9 +100,9 @@ def body_line(raw: bytes) -> str:
 
 
 class Outcome:
-    __slots__ = ("status", "signal", "duration_ms", "tail")
+    __slots__ = ("duration_ms", "signal", "status", "tail")
 
-    def __init__(self, status: int, signum: Optional[int], duration_ms: int, tail: Tail) -> None:
+    def __init__(self, status: int, signum: int | None, duration_ms: int, tail: Tail) -> None:
         self.status = status  # what majordomus exits with: CMD's status, 128+N for signal N
         self.signal = signum
         self.duration_ms = duration_ms
@@ -123,14 +124,13 @@ def _write_all(fd: int, data: bytes) -> bool:
 
 def execute(argv: list[str]) -> Outcome:
     """Run CMD with stdin inherited and stdout/stderr teed through majordomus; the terminal untouched."""
+    import selectors
     import signal
     import subprocess
 
-    import selectors
-
     sys.stdout.flush()
     sys.stderr.flush()
-    child: Optional[subprocess.Popen[bytes]] = None
+    child: subprocess.Popen[bytes] | None = None
     interrupted: list[int] = []
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -213,7 +213,7 @@ def _argv_text(arg: str) -> str:
     return "[redacted]" if secrets.looks_secret(arg) else escape(arg)
 
 
-def run(ws: Workspace, argv: list[str], label: Optional[str]) -> tuple[Outcome, Optional[str]]:
+def run(ws: Workspace, argv: list[str], label: str | None) -> tuple[Outcome, str | None]:
     """Run CMD for the active task and record it; (what happened, the record's path)."""
     if not argv:
         raise UsageError("no command to run", "majordomus run [--label L] -- CMD [ARGS...]")
@@ -276,7 +276,7 @@ def _latest_pointers(ws: Workspace, pointers: list[str], rel: str, label: str) -
     return (kept + [rel])[-tasks.MAX_RUN_POINTERS:]
 
 
-def read_meta(ws: Workspace, rel: str) -> Optional[dict[str, Any]]:
+def read_meta(ws: Workspace, rel: str) -> dict[str, Any] | None:
     """The front matter of a stored run record, or None when it is gone or unreadable."""
     try:
         meta, _body = records.split(safeio.read(ws.paths.absolute(rel), records.MAX_RECORD_BYTES))
@@ -289,7 +289,7 @@ SUMMARY_KEYS = ("timestamp", "task", "label", "exit_status", "signal", "argv", "
                 "worktree_state", "duration_ms", "output_sha256", "output_bytes")
 
 
-def summaries(ws: Workspace, task: Optional[str] = None) -> Iterator[dict[str, Any]]:
+def summaries(ws: Workspace, task: str | None = None) -> Iterator[dict[str, Any]]:
     """Every run record, newest first (of `task` when given), one read each."""
     for path in checkpoint.list_paths(ws.paths.runs):
         shown = ws.display(path)
@@ -342,7 +342,7 @@ def brief_lines(ws: Workspace, task: tasks.Task) -> list[str]:
     from majordomus.git import status as git
 
     here = git.status(ws.place)
-    since: dict[Optional[str], str] = {}
+    since: dict[str | None, str] = {}
     lines = []
     for meta in found:
         head = meta.get("head") if isinstance(meta.get("head"), str) else None
@@ -357,7 +357,7 @@ def brief_lines(ws: Workspace, task: tasks.Task) -> list[str]:
     return lines
 
 
-def _head_moved(ws: Workspace, then: Optional[str], now: Optional[str]) -> str:
+def _head_moved(ws: Workspace, then: str | None, now: str | None) -> str:
     from majordomus.git import status as git
 
     if then == now:

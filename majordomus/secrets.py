@@ -1,4 +1,4 @@
-"""What looks like a secret (SPEC §2a): refused in pins, task titles and objectives, redacted in run output.
+"""What looks like a secret (design §2a): refused in pins, task titles and objectives, redacted in run output.
 
 Text majordomus keeps is injected into model context, appended to an append-only ledger and shared
 through remotes; a secret that gets in cannot be taken back. The list errs on the side of refusing.
@@ -10,7 +10,7 @@ from majordomus.lite.lazyre import LazyRe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Optional
+    pass
 
 _PATTERNS = (
     ("a private key", r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"),
@@ -30,7 +30,7 @@ _PATTERNS = (
 _SECRET = LazyRe("|".join(f"(?:{pattern})" for _, pattern in _PATTERNS))
 
 
-def looks_secret(text: str) -> Optional[str]:
+def looks_secret(text: str) -> str | None:
     """What kind of secret `text` seems to hold (`an AWS access key`, …), or None."""
     if not _SECRET.search(text):
         return None

@@ -1,4 +1,4 @@
-"""The task record (SPEC §5): its fields and types, reading and writing it, the active task here, and
+"""The task record (design §5): its fields and types, reading and writing it, the active task here, and
 the one staleness rule. What happens to a task over its life (start, resume, done, handoff) is in
 `lifecycle`, so that continuity can depend on tasks without the reverse."""
 
@@ -16,7 +16,7 @@ from majordomus.store import records
 
 TYPE_CHECKING = False  # the hot paths read tasks: no typing, no dataclasses at run time
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any
 
     from majordomus.workspace import Workspace
 
@@ -28,22 +28,22 @@ INTERACTIVE_OBJECTIVE = "(interactive: the objective comes from the principal)"
 
 FIELDS = ("id", "title", "objective", "profile", "owner", "status", "worktree", "branch", "started_at",
           "updated_at", "checkpoint_at", "handoff_at", "checkpoint", "handoff", "claims", "runs")
-# issue 14: `claims` (SPEC §18, see `majordomus.claims`) and `runs`, the latest run record per label
-# (SPEC §17, pointers like `checkpoint`) are lists, empty when absent, checked by `_check_lists`.
+# `claims` (design §18, see `majordomus.claims`) and `runs`, the latest run record per label
+# (design §17, pointers like `checkpoint`) are lists, empty when absent, checked by `_check_lists`.
 MAX_RUN_POINTERS = 16
 
 
 class Task:
-    """A task record, its fields in SPEC §5's order; `checkpoint`/`handoff` are the paths (relative to the
+    """A task record, its fields in design §5's order; `checkpoint`/`handoff` are the paths (relative to the
     state directory) of its latest records."""
 
     __slots__ = FIELDS
 
     def __init__(self, id: str, title: str, objective: str, profile: str, owner: str, status: str,
-                 worktree: Optional[str], branch: Optional[str], started_at: str, updated_at: str,
-                 checkpoint_at: Optional[str] = None, handoff_at: Optional[str] = None,
-                 checkpoint: Optional[str] = None, handoff: Optional[str] = None,
-                 claims: Optional[list[dict[str, Any]]] = None, runs: Optional[list[str]] = None) -> None:
+                 worktree: str | None, branch: str | None, started_at: str, updated_at: str,
+                 checkpoint_at: str | None = None, handoff_at: str | None = None,
+                 checkpoint: str | None = None, handoff: str | None = None,
+                 claims: list[dict[str, Any]] | None = None, runs: list[str] | None = None) -> None:
         self.id, self.title, self.objective, self.profile, self.owner = id, title, objective, profile, owner
         self.status, self.worktree, self.branch = status, worktree, branch
         self.started_at, self.updated_at, self.checkpoint_at, self.handoff_at = (started_at, updated_at,
@@ -62,7 +62,7 @@ class Task:
         return f"Task({self.id!r}, status={self.status!r})"
 
     @classmethod
-    def from_dict(cls, data: Any) -> "Task":
+    def from_dict(cls, data: Any) -> Task:
         """A task from a stored (untrusted) mapping: every field of its type, or ValueError naming it."""
         if not isinstance(data, dict):
             raise ValueError("not a mapping")
@@ -85,7 +85,7 @@ class Task:
 
 
 def _check_lists(kept: dict[str, Any]) -> None:
-    """`claims` and `runs` (issue 14): absent or null is empty; anything else is checked by type."""
+    """`claims` and `runs`: absent or null is empty; anything else is checked by type."""
     for name in ("claims", "runs"):
         if kept.get(name) is None:
             kept[name] = []
@@ -150,11 +150,11 @@ def write_index(ws: Workspace, index: dict[str, str]) -> None:
     store.replace(ws.paths.active_index, json.dumps(index, indent=1, sort_keys=True).encode("utf-8") + b"\n")
 
 
-def active_id(ws: Workspace) -> Optional[str]:
+def active_id(ws: Workspace) -> str | None:
     return read_index(ws).get(active_index.slot(ws.worktree, ws.branch))
 
 
-def where_active(ws: Workspace, task: Task, index: Optional[dict[str, str]] = None) -> Optional[str]:
+def where_active(ws: Workspace, task: Task, index: dict[str, str] | None = None) -> str | None:
     """For an active task: `here` (this worktree and branch), `elsewhere` (another worktree or branch of
     this machine), `orphaned` (a worktree of this machine that no longer exists), or `remote` (active on
     another machine: its record came through sync). None when the task is not active.
@@ -184,9 +184,9 @@ def active(ws: Workspace) -> Task:
     return task
 
 
-def staleness(task: Task, limit_minutes: int, now: Any) -> Optional[str]:
+def staleness(task: Task, limit_minutes: int, now: Any) -> str | None:
     """None when an active task is fresh, else why not, as `was last checkpointed N minutes ago` or
-    `has no checkpoint N minutes after it started`: the one staleness rule (SPEC §6, §11).
+    `has no checkpoint N minutes after it started`: the one staleness rule (design §6, §11).
 
     Stale means more than `limit_minutes` since its last checkpoint or, never checkpointed, since it
     started; exactly at the limit it is still fresh."""
@@ -200,7 +200,7 @@ def staleness(task: Task, limit_minutes: int, now: Any) -> Optional[str]:
 
 
 def still_active(ws: Workspace, task_id: str) -> Task:
-    """Under the lock, after stdin: the task we write for must still be the one active here (SPEC §5)."""
+    """Under the lock, after stdin: the task we write for must still be the one active here (design §5)."""
     current = active(ws)
     if current.id != task_id:
         raise NoActiveTask(ws.where(), changed_from=task_id)

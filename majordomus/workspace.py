@@ -11,7 +11,7 @@ from majordomus.store import paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any
 
     from majordomus.git.query import Repo
 
@@ -21,16 +21,16 @@ class Workspace:
     hot path."""
 
     def __init__(self, place: dotgit.Place, config: config_mod.Config, cwd: str,
-                 config_problem: Optional[MajordomusError] = None) -> None:
+                 config_problem: MajordomusError | None = None) -> None:
         self.place = place
         self.paths = paths.of(place)
         self.config = config
         self.cwd = cwd
         self.config_problem = config_problem  # set only with lenient_config: the defaults apply meanwhile
-        self._repo: Optional[Repo] = None
+        self._repo: Repo | None = None
 
     @classmethod
-    def open(cls, cwd: Optional[str] = None, *, lenient_config: bool = False) -> "Workspace":
+    def open(cls, cwd: str | None = None, *, lenient_config: bool = False) -> Workspace:
         """The workspace around `cwd`. A broken configuration is exit 12, or with `lenient_config` (doctor,
         the hooks) kept in `config_problem` while the defaults apply."""
         cwd = os.path.realpath(cwd or os.getcwd())
@@ -54,7 +54,7 @@ class Workspace:
         return self.place.worktree
 
     @property
-    def branch(self) -> Optional[str]:
+    def branch(self) -> str | None:
         return self.place.branch
 
     @property
@@ -84,7 +84,7 @@ class Workspace:
             return os.path.relpath(path, self.cwd)
         return path
 
-    def owner(self, explicit: Optional[str] = None) -> str:
+    def owner(self, explicit: str | None = None) -> str:
         """`--owner`, else MAJORDOMUS_OWNER, else git's user.email, else the login name."""
         if explicit:
             return explicit
@@ -103,7 +103,7 @@ class Workspace:
         except (ImportError, KeyError):
             return os.environ.get("USER", "unknown")
 
-    def event(self, name: str, task: Optional[str], at: str, **extra: Any) -> dict[str, Any]:
+    def event(self, name: str, task: str | None, at: str, **extra: Any) -> dict[str, Any]:
         """Append one event of this worktree and branch to the ledger."""
         from majordomus.store import ledger
 

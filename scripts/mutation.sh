@@ -1,5 +1,5 @@
 #!/bin/sh
-# `make mutation`: mutmut over the modules that hold SPEC's rules ([tool.mutmut] in pyproject.toml).
+# `make mutation`: mutmut over the modules that hold the design's rules ([tool.mutmut] in pyproject.toml).
 #
 # mutmut 3 copies the package into `mutants/` and rewrites each function into a trampoline that calls the
 # original or one mutant, chosen by the MUTANT_UNDER_TEST environment variable. It runs the tests in its own

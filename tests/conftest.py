@@ -148,7 +148,7 @@ def run(*args: str, cwd: Path | str, input: bytes | str | None = None, env: dict
     data = input.encode() if isinstance(input, str) else input
     full_env = dict(os.environ, **(env or {}))
     return subprocess.run([MAJORDOMUS, *args], cwd=cwd, input=data, capture_output=True, env=full_env,
-                          timeout=timeout)
+                          timeout=timeout, check=False)
 
 
 _IMPORT_PROBE = """
@@ -161,10 +161,10 @@ print(json.dumps({"code": code, "heavy": sorted(m for m in ("pygit2", "click", "
 
 def import_probe(cwd: Path | str, *args: str, input: bytes = b"") -> dict[str, Any]:
     """`majordomus ARGS` in a fresh interpreter: its exit code, and which of pygit2, click and yaml it imported
-    (SPEC §16: a hot command imports none of them), as {"code": …, "heavy": [...]}."""
+    (design §16: a hot command imports none of them), as {"code": …, "heavy": [...]}."""
     import json
 
-    done = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, *args], cwd=cwd, input=input, capture_output=True)
+    done = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, *args], cwd=cwd, input=input, capture_output=True, check=False)
     assert done.stdout.strip(), done.stderr
     return json.loads(done.stdout.decode().strip().splitlines()[-1])
 
@@ -280,7 +280,7 @@ def state_dir(repo: Path) -> Path:
     return repo / ".ai" / "local" / "state"
 
 
-# ---------------------------------------------------------------- shared helpers (issue 15)
+# ---------------------------------------------------------------- shared helpers
 # One of each, instead of a copy per test file: starting a task, the four-section handoff body, reading
 # the ledger. Each is strict, so that a helper can never hide what a test is about.
 
@@ -344,7 +344,7 @@ def records_in(repo: Path, kind: str = "checkpoints") -> list[str]:
 
 def assert_refused(cli: Any, repo: Path, args: tuple[str, ...] | list[str], code: int, *words: str,
                    input: str | bytes | None = None, cwd: Path | None = None) -> Result:
-    """Run a command that SPEC refuses: its exit code, every word of its message on stderr, the
+    """Run a command that the design refuses: its exit code, every word of its message on stderr, the
     `majordomus: … / hint: …` shape of an error, and nothing written anywhere (the whole repository,
     ledger bytes included)."""
     before, ledger_before = snapshot(repo), ledger_bytes(repo)

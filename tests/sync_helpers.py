@@ -4,7 +4,6 @@ git plumbing (hash-object, update-index on a temporary index, write-tree, commit
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -41,7 +40,7 @@ def remote_files(remote: Path, ref: str) -> list[str]:
 
 
 def layout_path(directory: str, name: str) -> str:
-    """Where SPEC §13 (format 2) puts a record: DIR/YYYY-MM/XX/NAME, XX the first two hex of its digest."""
+    """Where design §13 (format 2) puts a record: DIR/YYYY-MM/XX/NAME, XX the first two hex of its digest."""
     stamp, digest = name[:8], name.rsplit("--", 1)[1][:16]
     return f"{directory}/{stamp[:4]}-{stamp[4:6]}/{digest[:2]}/{name}"
 
@@ -72,7 +71,7 @@ def git_view(repo: Path) -> dict[str, Any]:
 
 
 def write_handoff(repo: Path, body: str = HANDOFF) -> Path:
-    """`majordomus handoff` in `repo` (SPEC §7's whole path), in this process so that freezegun applies; it
+    """`majordomus handoff` in `repo` (design §7's whole path), in this process so that freezegun applies; it
     must succeed. The record it printed."""
     result = run_here("handoff", cwd=repo, input=body)
     assert result.returncode == 0, result.stderr

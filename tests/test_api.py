@@ -1,5 +1,5 @@
-"""`majordomus.api` (SPEC §20): the read-only Python API returns tasks, records as `frontmatter.Post`, and
-the ledger, newest records first; it never writes, and it reads the state as the CLI does (SPEC §2a)."""
+"""`majordomus.api` (design §20): the read-only Python API returns tasks, records as `frontmatter.Post`, and
+the ledger, newest records first; it never writes, and it reads the state as the CLI does (design §2a)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from typing import Any
 
 import frontmatter
 import pytest
-
 from conftest import HANDOFF_BODY, git, snapshot, state_dir
+
 from majordomus import api
 from majordomus.errors import MajordomusError
 
-# SPEC §4: the identity keys, in order.
+# design §4: the identity keys, in order.
 IDENTITY = ["schema_version", "kind", "timestamp", "task", "profile", "owner", "repo_id", "worktree", "branch",
             "head", "worktree_state", "changed_files"]
 

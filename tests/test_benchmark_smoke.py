@@ -1,8 +1,8 @@
-"""The benchmark script must keep working: a tiny run measures every row, against SPEC §16's floors and
+"""The benchmark script must keep working: a tiny run measures every row, against design §16's floors and
 budgets, and the scenarios it generates are what the rows say they are.
 
 No figure is asserted (machines are noisy); what is proven is that `benchmarks/run.py` runs end to end and
-measures (never skips) one row for every measurement issues 6 and 12 ask for, each against the floor SPEC §16
+measures (never skips) one row for every measurement design §16 asks for, each against the floor design §16
 names, fed the same stdin in the same repository; that the 100,000-file scenario (here 200 files) really
 has git's untracked cache; and that the store it generates in bulk reads as a store the CLI wrote: the hash
 chain verifies, every record is listed, and the task points at its newest.
@@ -18,12 +18,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import BIN, MAJORDOMUS
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
-GIT = "python+git status"  # SPEC §16: the interpreter plus one `git status --porcelain=v2 -z --branch ...`
-SCRIPT_FLOOR = "python -c 'import re, sys'"  # SPEC §16: a console script's own floor
+GIT = "python+git status"  # design §16: the interpreter plus one `git status --porcelain=v2 -z --branch ...`
+SCRIPT_FLOOR = "python -c 'import re, sys'"  # design §16: a console script's own floor
 SHA = "sha256sum of the records"
 LOOP = "json.loads loop"
 SESSION = "hook session-start --runtime claude"
@@ -34,7 +33,7 @@ def _scaling(command: str) -> list[tuple[str, str, str, float | None]]:
             (command, "50 records", "same @10", 1.15)]
 
 
-# (command, at, floor, budget): the budgets are SPEC §16's, at the smoke run's sizes (records 10/20/50
+# (command, at, floor, budget): the budgets are design §16's, at the smoke run's sizes (records 10/20/50
 # for 10/1,000/100,000; 100 files for 20,000; 200 for 100,000; 20 records for 10,000).
 ROWS = [
     ("checkpoint", "small repo", GIT, 1.5),
@@ -64,7 +63,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Complete
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--repeat", "1", "--quiet", "--keep",
                            "--dir", str(out), "--json", str(out / "result.json")],
-                          env=env, capture_output=True, text=True, timeout=300)
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     data = json.loads((out / "result.json").read_text())
     return done, data, Path(data["scratch"])
@@ -107,7 +106,7 @@ def test_floors_run_what_spec_names_in_the_same_repository_with_the_same_stdin(s
     # the floor really runs git there: fed a directory that is no repository, it fails (and the row with it)
     floor = next(row for row in judged if row["floor"] == GIT)["floor_run"]
     outside = subprocess.run(floor["argv"], cwd=scratch / "home", stdin=subprocess.DEVNULL, capture_output=True,
-                             env=dict(os.environ, GIT_CEILING_DIRECTORIES=str(scratch)))
+                             env=dict(os.environ, GIT_CEILING_DIRECTORIES=str(scratch)), check=False)
     assert outside.returncode != 0 and b"not a git repository" in outside.stderr
 
 
@@ -138,7 +137,7 @@ def test_every_row_prints_the_command_that_reproduces_it(smoke: tuple) -> None:
     done, data, _ = smoke
     repro = done.stdout.split("\nReproduce", 1)[1]
     assert "export B=" in repro
-    for i, row in enumerate(data["rows"], 1):
+    for i, _row in enumerate(data["rows"], 1):
         assert any(line.strip().startswith(f"{i}  cd ") for line in repro.splitlines()), i
     assert "majordomus checkpoint --show" in repro and "sha256sum" in repro and "json.loads" in repro
     assert '"git", "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all"' in repro
@@ -152,7 +151,7 @@ def test_the_generated_store_reads_as_one_the_cli_wrote(smoke: tuple) -> None:
                GIT_CONFIG_NOSYSTEM="1")
 
     def mj(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([MAJORDOMUS, *args], cwd=store, env=env, capture_output=True, text=True)
+        return subprocess.run([MAJORDOMUS, *args], cwd=store, env=env, capture_output=True, text=True, check=False)
 
     verified = mj("ledger", "--verify", "--json")
     assert verified.returncode == 0, verified.stdout
@@ -176,4 +175,4 @@ def test_the_generated_store_reads_as_one_the_cli_wrote(smoke: tuple) -> None:
     briefing = mj("brief").stdout
     assert f"- last record: checkpoint at {listed[0]['timestamp']}" in briefing
     assert "# Checkpoints, newest first" in briefing and "none yet" not in briefing
-    assert subprocess.run(["git", "status", "--porcelain"], cwd=store, capture_output=True, text=True).stdout == ""
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=store, capture_output=True, text=True, check=False).stdout == ""

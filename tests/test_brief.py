@@ -1,17 +1,16 @@
-"""`majordomus brief` (SPEC §9): records first, drift made visible, a budget kept by a stated drop order."""
+"""`majordomus brief` (design §9): records first, drift made visible, a budget kept by a stated drop order."""
 
 from __future__ import annotations
 
-import os
-
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+from conftest import commit_file, git, run, run_here, snapshot, state_dir
 from freezegun import freeze_time
 
-from conftest import commit_file, git, run, run_here, snapshot, state_dir
 from majordomus import brief
 from majordomus.workspace import Workspace
 
@@ -225,7 +224,7 @@ def test_a_taker_in_another_worktree_learns_the_record_saw_uncommitted_work(
 
 
 def test_the_briefing_reads_the_tasks_own_index_and_falls_back_when_it_is_not_whole(cli: Any, repo: Path) -> None:
-    """SPEC §16: brief stays flat in store size; the per-task index is derived, and never trusted when stale."""
+    """design §16: brief stays flat in store size; the per-task index is derived, and never trusted when stale."""
     from majordomus import checkpoint, handoff, tasks
     from majordomus.workspace import Workspace
 

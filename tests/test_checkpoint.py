@@ -1,4 +1,4 @@
-"""`majordomus checkpoint`: every step of SPEC §6, in-process through click and on real repositories."""
+"""`majordomus checkpoint`: every step of design §6, in-process through click and on real repositories."""
 
 from __future__ import annotations
 
@@ -6,15 +6,23 @@ import json
 import os
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
-from freezegun import freeze_time
-
 from conftest import (
-    BIN, assert_refused, commit_file, events_named, git, ledger_bytes, ledger_events, records_in, run,
-    run_here, snapshot, start_task, state_dir
+    BIN,
+    assert_refused,
+    commit_file,
+    events_named,
+    git,
+    ledger_events,
+    records_in,
+    run,
+    run_here,
+    snapshot,
+    start_task,
+    state_dir,
 )
+from freezegun import freeze_time
 
 NAME = re.compile(r"^\.ai/local/state/checkpoints/(\d{8}T\d{6}Z)--([A-Za-z0-9._-]+)--([0-9a-f]{7})--([0-9a-f]{16})\.md$")
 
@@ -164,7 +172,7 @@ def test_empty_body_moves_checkpoint_at_only(cli, repo):
     assert result.exit_code == 0 and result.stdout == ""
     after = snapshot(repo)
     changed = {path for path in set(before) | set(after) if before.get(path) != after.get(path)}
-    assert changed == {".ai/local/state/tasks/t1.yaml"}  # "Nothing else" (SPEC §6 step 5)
+    assert changed == {".ai/local/state/tasks/t1.yaml"}  # "Nothing else" (design §6 step 5)
     assert records_in(repo) == []
     assert (state_dir(repo) / "ledger.jsonl").read_bytes() == ledger_before
     task = json.loads(cli("task", "show", "--json").stdout)
@@ -352,7 +360,7 @@ def test_repo_id_follows_first_parents_and_is_cached(cli, repo):
 
 
 def test_from_a_subdirectory_the_printed_path_is_relative_to_it(cli, repo):
-    """SPEC §6 step 8: printed as git prints paths, so `cat "$(… | majordomus checkpoint)"` works anywhere."""
+    """design §6 step 8: printed as git prints paths, so `cat "$(… | majordomus checkpoint)"` works anywhere."""
     start_task(cli)
     sub = repo / "src" / "deep"
     sub.mkdir(parents=True)
@@ -362,7 +370,7 @@ def test_from_a_subdirectory_the_printed_path_is_relative_to_it(cli, repo):
     assert printed.startswith("../../.ai/local/state/checkpoints/")
     assert (sub / printed).read_bytes().endswith(b"---\nfrom below\n")
     shell = subprocess.run(["sh", "-c", 'cat "$(echo shell note | majordomus checkpoint)"'], cwd=sub,
-                           capture_output=True, env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"))
+                           capture_output=True, env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"), check=False)
     assert shell.returncode == 0 and shell.stdout.endswith(b"---\nshell note\n"), shell.stderr
     as_json = json.loads(cli("checkpoint", "--show", "--json", cwd=sub).stdout)
     assert (sub / as_json["path"]).exists()

@@ -1,4 +1,4 @@
-"""Claims (SPEC §18): resume records one, release gives it up, two live claims are a doctor fail."""
+"""Claims (design §18): resume records one, release gives it up, two live claims are a doctor fail."""
 
 from __future__ import annotations
 
@@ -8,14 +8,12 @@ from typing import Any
 
 import pytest
 import yaml
-from freezegun import freeze_time
-
 from conftest import HANDOFF_BODY, events_named, snapshot, state_dir
+from freezegun import freeze_time
 from sync_helpers import both_resume, clone
 
 from majordomus import claims, tasks
 from majordomus.store import records
-
 
 
 def record(repo: Path, task: str = "t1") -> dict[str, Any]:

@@ -1,18 +1,17 @@
-"""`--help` of every command and subcommand (issue 13): exits 0, says in one line what it does, and agrees
+"""`--help` of every command and subcommand: exits 0, says in one line what it does, and agrees
 with what the command does."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import invoke_main, snapshot
 
-from conftest import invoke_main, snapshot, state_dir
-from majordomus.main import COMMANDS
+from majordomus.commands import COMMANDS
 
 
 def usage_end(lines: list[str]) -> int:
@@ -73,7 +72,7 @@ def test_the_groups_list_each_subcommand_in_one_whole_line(monkeypatch: pytest.M
 
 def test_the_top_level_help_lists_every_command_with_its_line() -> None:
     text = invoke_main(["--help"]).stdout
-    for name, summary in COMMANDS.items():
+    for name, (_module, _function, summary) in COMMANDS.items():
         assert f"  {name}" in text and summary in text
 
 
@@ -105,4 +104,4 @@ def test_hooks_uninstall_help_says_what_it_removes() -> None:
 
 def test_context_pin_help_names_the_four_kinds() -> None:
     text = invoke_main(["context", "pin", "--help"]).stdout
-    assert "decision, constraint, open-item or next-action" in text  # SPEC §8's four kinds
+    assert "decision, constraint, open-item or next-action" in text  # design §8's four kinds

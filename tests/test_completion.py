@@ -1,4 +1,4 @@
-"""`majordomus completion bash|zsh|fish` (issue 13): the scripts, loaded in the real shells, complete commands,
+"""`majordomus completion bash|zsh|fish`: the scripts, loaded in the real shells, complete commands,
 subcommands, options, their values, task ids, pin ids and remotes; what they offer matches each `--help`."""
 
 from __future__ import annotations
@@ -12,22 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import BIN, git, invoke_main, snapshot
-from majordomus.main import COMMANDS
+
+from majordomus.commands import COMMANDS
 
 BASH = shutil.which("bash")
 ZSH = shutil.which("zsh")
 FISH = shutil.which("fish")
-RUNTIMES = ["claude", "codex", "git"]  # SPEC §12: hooks install|uninstall --runtime claude|codex|git
-KINDS = ["decision", "constraint", "open-item", "next-action"]  # SPEC §8
+RUNTIMES = ["claude", "codex", "git"]  # design §12: hooks install|uninstall --runtime claude|codex|git
+KINDS = ["decision", "constraint", "open-item", "next-action"]  # design §8
 
 
 def shell_env() -> dict[str, str]:
     return dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bash_script() -> str:
     """What `majordomus completion bash` prints, from the installed console script (once per test process)."""
     return subprocess.run(["majordomus", "completion", "bash"], env=shell_env(), capture_output=True, text=True,
@@ -42,7 +42,7 @@ def bash_complete(cwd: Path, *words: str) -> list[str]:
               'COMP_WORDS=(majordomus "$@"); COMP_CWORD=$#\n'
               '_majordomus\nprintf "%s\\n" "${COMPREPLY[@]}"\n')
     done = subprocess.run([BASH, "-c", script, "bash", *words], cwd=cwd, capture_output=True, text=True,
-                          env=dict(shell_env(), COMPLETION_SCRIPT=bash_script()), timeout=60)
+                          env=dict(shell_env(), COMPLETION_SCRIPT=bash_script()), timeout=60, check=False)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     return [line for line in done.stdout.splitlines() if line]
 
@@ -120,8 +120,8 @@ def test_stored_text_is_escaped_in_descriptions(cli: Any, repo: Path) -> None:
 
 @pytest.mark.skipif(ZSH is None, reason="zsh is not installed (apt-get install zsh)")
 def test_zsh_script_parses_and_describes_candidates(tasks: Path) -> None:
-    script = subprocess.run([str(BIN / "majordomus"), "completion", "zsh"], capture_output=True, text=True).stdout
-    assert subprocess.run([ZSH, "-n"], input=script, capture_output=True, text=True).returncode == 0
+    script = subprocess.run([str(BIN / "majordomus"), "completion", "zsh"], capture_output=True, text=True, check=False).stdout
+    assert subprocess.run([ZSH, "-n"], input=script, capture_output=True, text=True, check=False).returncode == 0
     # compinit's functions replaced by ones that print what they are given
     probe = ('compdef() { print -r -- "compdef $*" }\n'
              '_describe() { print -rl -- "${(@P)4}" }\n_path_files() { print -r -- "dirs $*" }\n'
@@ -129,7 +129,7 @@ def test_zsh_script_parses_and_describes_candidates(tasks: Path) -> None:
              'words=(majordomus task resume ""); CURRENT=4; _majordomus\n'
              'words=(majordomus hooks install --runtime=c); CURRENT=4; _majordomus\n'
              'words=(majordomus -C ""); CURRENT=3; _majordomus\n')
-    done = subprocess.run([ZSH, "-f", "-c", probe], cwd=tasks, env=shell_env(), capture_output=True, text=True)
+    done = subprocess.run([ZSH, "-f", "-c", probe], cwd=tasks, env=shell_env(), capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["compdef _majordomus majordomus", "fix-login:paused: fix-login",
                                         "fix-logout:active: fix-logout", "--runtime=claude", "--runtime=codex",
@@ -138,14 +138,14 @@ def test_zsh_script_parses_and_describes_candidates(tasks: Path) -> None:
 
 @pytest.mark.skipif(FISH is None, reason="fish is not installed (apt-get install fish)")
 def test_fish_script_parses_and_completes(tasks: Path) -> None:
-    script = subprocess.run([str(BIN / "majordomus"), "completion", "fish"], capture_output=True, text=True).stdout
-    assert subprocess.run([FISH, "--no-execute"], input=script, capture_output=True, text=True).returncode == 0
+    script = subprocess.run([str(BIN / "majordomus"), "completion", "fish"], capture_output=True, text=True, check=False).stdout
+    assert subprocess.run([FISH, "--no-execute"], input=script, capture_output=True, text=True, check=False).returncode == 0
     (tasks / "subdir").mkdir()
     probe = ('majordomus completion fish | source\n'
              'complete -C "majordomus task resume "\ncomplete -C "majordomus hooks install --runtime="\n'
              'complete -C "majordomus -C sub"\n')
     done = subprocess.run([FISH, "--no-config", "-c", probe], cwd=tasks, env=shell_env(), capture_output=True,
-                          text=True)
+                          text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["fix-login\tpaused: fix-login", "fix-logout\tactive: fix-logout",
                                         "--runtime=claude", "--runtime=codex", "--runtime=git", "subdir/\tDirectory"]

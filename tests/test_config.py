@@ -1,4 +1,4 @@
-"""Configuration (SPEC §3): defaults, validation errors naming key and file, unknown keys kept for doctor."""
+"""Configuration (design §3): defaults, validation errors naming key and file, unknown keys kept for doctor."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Continuity (SPEC §8): the document, its two writers, the integrity hash, and every refusal."""
+"""Continuity (design §8): the document, its two writers, the integrity hash, and every refusal."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import HANDOFF_BODY, events_named, ledger_bytes, run_here, snapshot, state_dir
 from freezegun import freeze_time
 
-from conftest import HANDOFF_BODY, events_named, ledger_bytes, run_here, snapshot, state_dir
 from majordomus import continuity, tasks
 from majordomus.workspace import Workspace
 
@@ -185,7 +185,7 @@ def test_status_counts_pins_by_kind_and_joins_the_journal(cli: Any, repo: Path, 
     assert f"  {pin_id[:8]}  D1" in human and "decisions     1" in human
     assert "compaction    generation 0, pending 0\n" in human
 
-    # The journal written by `hook compact` (issue 4) is what status reports.
+    # The journal written by `hook compact` is what status reports.
     for phase in ("pre", "post", "pre"):
         cli("hook", "compact", "--phase", phase, "--runtime", "claude", input='{"session_id":"s","trigger":"auto"}')
     report = json.loads(cli("context", "status", "--json").stdout)

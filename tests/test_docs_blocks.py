@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import BIN
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,7 +51,7 @@ def fenced_blocks(page: Path) -> list[Block]:
             i += 1
             continue
         fence, lang = opening.groups()
-        closing = re.compile(re.escape(fence[0]) + "{%d,}\\s*$" % len(fence))
+        closing = re.compile(re.escape(fence[0]) + f"{{{len(fence)},}}\\s*$")
         end = i + 1
         while end < len(lines) and not closing.match(lines[end]):
             end += 1
@@ -103,7 +102,7 @@ def test_shell_blocks_run(page: Path, tmp_path: Path):
         script = (f"cd {shlex.quote(str(cwd))}\n"
                   f"trap 'pwd > {shlex.quote(str(cwd_file))}' EXIT\n" + block.text)
         result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=env,
-                                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+                                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, check=False)
         if result.returncode != 0:
             pytest.fail(f"{block.where()}: exit {result.returncode}\n--- block\n{block.text}"
                         f"--- stdout\n{result.stdout[-4000:]}\n--- stderr\n{result.stderr[-4000:]}", pytrace=False)

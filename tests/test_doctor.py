@@ -1,4 +1,4 @@
-"""`majordomus doctor`: every finding of SPEC §11 provoked for real in a scratch repository."""
+"""`majordomus doctor`: every finding of design §11 provoked for real in a scratch repository."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from freezegun import freeze_time
-
 from conftest import HANDOFF_BODY, git, run, run_here, snapshot, start_task, state_dir
+from freezegun import freeze_time
 
 FINDING_KEYS = {"level", "code", "message", "path", "hint"}
 

@@ -1,6 +1,6 @@
 """Durability made observable: a crash at each durable step, and every fsync the write discipline needs.
 
-SPEC §6 step 6 (temp file 0600 → fsync → link to the final name → remove the temp → fsync the directory),
+design §6 step 6 (temp file 0600 → fsync → link to the final name → remove the temp → fsync the directory),
 §10 (the ledger: one write and an fsync under the lock) and STYLE 4 (mutable files: temp + fsync + replace).
 
 `MAJORDOMUS_FAULT=STEP` (majordomus/store/fault.py, test-only, as SQLite's fault injection) makes the real
@@ -23,10 +23,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import (
-    HANDOFF_BODY, MAJORDOMUS, events_named, ledger_bytes, records_in, run, run_here, start_task,
-    start_task_at, state_dir
+    HANDOFF_BODY,
+    MAJORDOMUS,
+    events_named,
+    ledger_bytes,
+    records_in,
+    run,
+    run_here,
+    start_task,
+    start_task_at,
+    state_dir,
 )
 
 STEPS = ("after-temp-write", "after-fsync", "after-link", "after-ledger-write")
@@ -181,7 +188,7 @@ def _ptrace_works() -> bool:
     if shutil.which("strace") is None:
         return False
     return subprocess.run(["strace", "-o", os.devnull, "-e", "trace=none", "true"],
-                          capture_output=True).returncode == 0
+                          capture_output=True, check=False).returncode == 0
 
 
 needs_strace = pytest.mark.skipif(not _ptrace_works(),
@@ -197,7 +204,7 @@ def synced(trace: str, state: Path) -> list[str]:
         match = FSYNC.match(line)
         if match is None:
             continue
-        assert match.group(1) == "fsync", line  # SPEC asks for fsync; fdatasync would skip the metadata
+        assert match.group(1) == "fsync", line  # the design asks for fsync; fdatasync would skip the metadata
         path = match.group(2)
         if path == str(state) or path.startswith(str(state) + "/"):
             rel = os.path.relpath(path, state)
@@ -209,17 +216,17 @@ def traced(repo: Path, *args: str, input: str) -> list[str]:
     """Run the real console script under `strace -f` and return what it fsynced in the state directory."""
     out = repo.parent / "fsync.trace"
     done = subprocess.run(["strace", "-f", "-y", "-qq", "-e", "trace=fsync,fdatasync", "-o", str(out),
-                           MAJORDOMUS, *args], cwd=repo, input=input.encode(), capture_output=True)
+                           MAJORDOMUS, *args], cwd=repo, input=input.encode(), capture_output=True, check=False)
     assert done.returncode == 0, done.stderr
     return synced(out.read_text(), state_dir(repo))
 
 
-# What SPEC's write discipline implies, step by step.
+# What the design's write discipline implies, step by step.
 RECORD = ["{dir}/.tmp", "{dir}"]  # §6 step 6: the temp record, then its directory after the link
 TASK = ["tasks/.tmp", "tasks"]  # the task record (temp + fsync + replace), then its directory
 INDEX = [".tmp", "."]  # active.json, which says which task is active where
 LEDGER = ["ledger.jsonl"]  # §10: one write and an fsync
-CLAIMS = [".tmp", "."]  # claims.json: this machine's claims (SPEC §18), which a handoff ends
+CLAIMS = [".tmp", "."]  # claims.json: this machine's claims (design §18), which a handoff ends
 
 
 @needs_strace
@@ -253,7 +260,7 @@ class Tracer:
     def __init__(self, out: Path) -> None:
         self.out = out
 
-    def __enter__(self) -> "Tracer":
+    def __enter__(self) -> Tracer:
         self.proc = subprocess.Popen(["strace", "-y", "-e", "trace=fsync,fdatasync", "-o", str(self.out),
                                       "-p", str(os.getpid())], stderr=subprocess.PIPE, text=True)
         assert self.proc.stderr is not None

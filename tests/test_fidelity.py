@@ -1,4 +1,4 @@
-"""Issue 12 / SPEC §4, §5, §12: identity from the user's own git, a task lifecycle without holes, and what
+"""design §4, §5, §12: identity from the user's own git, a task lifecycle without holes, and what
 Claude Code, Codex and Husky really do — each against a real repository or a real payload shape."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from pathlib import Path
 import frontmatter
 import pytest
 import yaml
-
 from conftest import FIXTURES, MAJORDOMUS, commit_file, git, invoke_main, run_here, state_dir
 
 
@@ -62,7 +61,7 @@ def test_git_dir_and_git_work_tree_from_another_directory(repo, tmp_path):
 
 def test_a_sha256_repository_records_its_64_hex_head(tmp_path):
     repo = tmp_path / "sha256"
-    done = subprocess.run(["git", "init", "-q", "--object-format=sha256", str(repo)], capture_output=True)
+    done = subprocess.run(["git", "init", "-q", "--object-format=sha256", str(repo)], capture_output=True, check=False)
     if done.returncode != 0:
         pytest.skip(f"this git cannot make sha256 repositories: {done.stderr.decode().strip()}")
     commit_file(repo, "f", "x")
@@ -167,7 +166,7 @@ def utf16_units(text: str) -> int:
 def test_claude_counts_utf16_units_and_the_closing_line_stays_true(repo):
     active_with_profile(repo, "# Profile\n" + "🚀" * 4000 + "\n")  # 4,000 code points, 8,000 UTF-16 units
     context = session_start(repo, "claude", {"session_id": "s1", "source": "startup"})
-    assert utf16_units(context) <= 10_000  # SPEC §3 hooks.max_context_chars
+    assert utf16_units(context) <= 10_000  # design §3 hooks.max_context_chars
     assert len(context.encode("utf-8")) <= 24_576  # continuity.render_max_bytes
     assert context.rstrip().endswith(")")
     assert "(dropped to fit" in context or "(complete:" in context
@@ -176,7 +175,7 @@ def test_claude_counts_utf16_units_and_the_closing_line_stays_true(repo):
 def test_codex_counts_bytes_over_four_and_the_closing_line_stays_true(repo):
     active_with_profile(repo, "# 角色\n" + "在这个仓库里认真工作。" * 250 + "\n")  # CJK: 3 bytes a character
     context = session_start(repo, "codex", {"session_id": "s2", "source": "startup"})
-    assert math.ceil(len(context.encode("utf-8")) / 4) <= 2_500  # SPEC §3 hooks.codex_max_tokens
+    assert math.ceil(len(context.encode("utf-8")) / 4) <= 2_500  # design §3 hooks.codex_max_tokens
     assert "(dropped to fit" in context or "the briefing was cut" in context or "no room left" in context
 
 

@@ -1,4 +1,4 @@
-"""`majordomus handoff` (SPEC §7): sections, identity, the task's release, and every refusal."""
+"""`majordomus handoff` (design §7): sections, identity, the task's release, and every refusal."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import HANDOFF_BODY, git, ledger_bytes, ledger_events, run_here, snapshot, state_dir
 from freezegun import freeze_time
 
-from conftest import HANDOFF_BODY, git, ledger_bytes, ledger_events, run_here, snapshot, state_dir
 from majordomus.store import records
 
 BODY = HANDOFF_BODY

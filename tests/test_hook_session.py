@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, ledger_events, run_here, snapshot, state_dir
 
 PAYLOADS = FIXTURES / "payloads"

@@ -1,4 +1,4 @@
-"""Identity from git (SPEC §4) and where state lives (§2), on the repository shapes users have."""
+"""Identity from git (design §4) and where state lives (§2), on the repository shapes users have."""
 
 from __future__ import annotations
 
@@ -6,13 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import commit_file, git, state_dir
 
 from majordomus import lifecycle
-
 from majordomus.git import status as git_status
 from majordomus.workspace import Workspace
-
-from conftest import commit_file, git, state_dir
 
 
 def meta_of(repo_or_wt: Path, rel: str) -> dict:
@@ -49,8 +47,9 @@ def test_bare_main_worktree_keeps_state_in_common_dir(tmp_path):
     ws = Workspace.open(str(wt))
     assert ws.repo.main_worktree is None
     assert ws.paths.root == str(bare / "majordomus" / "local" / "state")
-    from majordomus import checkpoint, tasks
     import io
+
+    from majordomus import checkpoint
 
     lifecycle.start(ws, "t1")
     written = checkpoint.write(ws, io.BytesIO(b"bare main\n"))

@@ -11,7 +11,6 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-
 from conftest import git
 from test_man_pages import PAGES, man_db
 
@@ -36,7 +35,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     else:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         command = [str(venv / "bin" / "python"), "-m", "pip", *flags]
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                           capture_output=True, text=True, check=True).stdout.strip()
@@ -46,14 +45,14 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_pip_install_into_fresh_venv(venv, repo):
     exe = str(venv / "bin" / "majordomus")
-    init = subprocess.run([exe, "init"], cwd=repo, capture_output=True, text=True)
+    init = subprocess.run([exe, "init"], cwd=repo, capture_output=True, text=True, check=False)
     assert init.returncode == 0, init.stderr
     assert (repo / ".ai" / "config.yaml").read_bytes() == (ROOT / ".ai-template" / "config.yaml").read_bytes()
     assert (repo / ".ai" / "profiles" / "default.md").is_file()
-    again = subprocess.run([exe, "init"], cwd=repo, capture_output=True, text=True)
+    again = subprocess.run([exe, "init"], cwd=repo, capture_output=True, text=True, check=False)
     assert again.returncode == 0 and "kept" in again.stdout and "created" not in again.stdout
-    assert subprocess.run([exe, "task", "start", "t1"], cwd=repo).returncode == 0
-    cp = subprocess.run([exe, "checkpoint"], cwd=repo, input=b"installed\n", capture_output=True)
+    assert subprocess.run([exe, "task", "start", "t1"], cwd=repo, check=False).returncode == 0
+    cp = subprocess.run([exe, "checkpoint"], cwd=repo, input=b"installed\n", capture_output=True, check=False)
     assert cp.returncode == 0, cp.stderr
     site = subprocess.run([str(venv / "bin" / "python"), "-c",
                            "import majordomus, os; print(os.path.dirname(majordomus.__file__))"],
@@ -71,7 +70,7 @@ def test_pip_install_puts_the_pages_where_man_finds_them(venv, tmp_path):
     # man-db finds <prefix>/share/man from <prefix>/bin on PATH: nothing else points it at the venv.
     env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
     names = [page.stem for page in PAGES]
-    found = subprocess.run([man_db(), "-w", *names], capture_output=True, text=True, env=env)
+    found = subprocess.run([man_db(), "-w", *names], capture_output=True, text=True, env=env, check=False)
     assert found.returncode == 0, found.stderr
     assert [Path(line).resolve() for line in found.stdout.split()] == \
         [(installed / f"{name}.1").resolve() for name in names]

@@ -10,8 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from conftest import BIN, FIXTURES, commit_file, git, run_here, snapshot, state_dir
+from conftest import BIN, FIXTURES, git, run_here, snapshot, state_dir
 
 SHAPE = json.loads((FIXTURES / "payloads" / "claude-settings-shape.json").read_text())
 FILES = {"claude": Path(".claude") / "settings.json", "codex": Path(".codex") / "hooks.json"}
@@ -164,7 +163,7 @@ def commit(repo: Path, name: str, env: dict | None = None) -> subprocess.Complet
     (repo / name).write_text(name)
     git(repo, "add", name)
     return subprocess.run(["git", "commit", "-q", "-m", name], cwd=repo, capture_output=True, text=True,
-                          env=dict(os.environ, **(env or {})))
+                          env=dict(os.environ, **(env or {})), check=False)
 
 
 def checkpoint_at(repo: Path) -> str | None:

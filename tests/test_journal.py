@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, run_here, snapshot, start_task_at, state_dir
+
 from majordomus.hooks import journal
 
 PAYLOADS = FIXTURES / "payloads"

@@ -1,25 +1,26 @@
-"""The ledger (SPEC §10): hash chain, sequence, tolerant replay, verify."""
+"""The ledger (design §10): hash chain, sequence, tolerant replay, verify."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-
-from majordomus.store import ledger
+from pathlib import Path
 
 from conftest import ledger_bytes, ledger_events, start_task, state_dir
+
+from majordomus.store import ledger
 
 
 def test_chain_and_sequence(tmp_path):
     path = str(tmp_path / "ledger.jsonl")
     for i in range(5):
         ledger.append(path, "task.checkpoint", {"task": "t", "n": i}, "2026-01-01T00:00:00Z")
-    lines = open(path, "rb").read().splitlines()
+    lines = Path(path).read_bytes().splitlines()
     objs = [json.loads(line) for line in lines]
     assert [o["seq"] for o in objs] == [1, 2, 3, 4, 5]
     assert objs[0]["prev"] is None
     for prev_line, obj in zip(lines, objs[1:]):
-        assert obj["prev"] == hashlib.sha256(prev_line).hexdigest()  # SPEC §10: sha256 of the previous line
+        assert obj["prev"] == hashlib.sha256(prev_line).hexdigest()  # design §10: sha256 of the previous line
     assert list(objs[0])[:4] == ["v", "seq", "at", "event"]
     assert ledger.verify(path).ok
 
@@ -31,7 +32,7 @@ def test_torn_line_is_counted_and_the_chain_continues(tmp_path):
         fh.write(b'{"v":1,"seq":2,"at":"2026')  # a writer killed mid-append
     assert ledger.replay(path).dropped_lines == 1
     ledger.append(path, "b", {}, "2026-01-01T00:00:01Z")
-    raw = open(path, "rb").read()
+    raw = Path(path).read_bytes()
     assert raw.endswith(b"\n") and raw.split(b"\n")[1] == b'{"v":1,"seq":2,"at":"2026'  # the torn line stays alone
     first = raw.split(b"\n")[0]
     assert json.loads(raw.split(b"\n")[2])["prev"] == hashlib.sha256(first).hexdigest()  # chained past the tear

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import commit_file, git, run_here
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import commit_file, git, run_here
 from majordomus import config
 from majordomus.errors import EnvironmentProblem
 from majordomus.lite import active, dotgit, limits, names
@@ -23,7 +23,7 @@ def git_says(cwd: Path, env: dict[str, str] | None = None) -> tuple[str, str | N
     """(top of the work tree, branch or None, common git dir) as git itself reports them."""
     def ask(*args: str, ok: bool = False) -> str:
         done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              env=dict(os.environ, **(env or {})))
+                              env=dict(os.environ, **(env or {})), check=False)
         assert done.returncode == 0 or ok, done.stderr
         return done.stdout.strip()
     top = ask("rev-parse", "--show-toplevel")

@@ -1,4 +1,4 @@
-"""`majordomus mcp` (SPEC §19), driven by the SDK's own stdio client against the installed console script."""
+"""`majordomus mcp` (design §19), driven by the SDK's own stdio client against the installed console script."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import MAJORDOMUS, ledger_events, run, snapshot, state_dir
 
 from majordomus.hooks import mcpjson

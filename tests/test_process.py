@@ -5,7 +5,6 @@ A kill -9 at each durable step of a write is in test_durability.py: deterministi
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -14,7 +13,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import MAJORDOMUS, import_probe, ledger_events, run, snapshot, start_task_at, state_dir
 
 
@@ -23,7 +21,7 @@ def test_console_script_and_python_m(repo):
     result = run("checkpoint", cwd=repo, input="hello\n")
     assert result.returncode == 0 and result.stdout.decode().startswith(".ai/local/state/checkpoints/")
     module = subprocess.run([sys.executable, "-m", "majordomus", "checkpoint", "--show"], cwd=repo,
-                            capture_output=True)
+                            capture_output=True, check=False)
     assert module.returncode == 0 and module.stdout.endswith(b"---\nhello\n")
     assert run("--version", cwd=repo).stdout.decode().strip().endswith("0.1.0")
 
@@ -99,7 +97,7 @@ def test_256_mib_single_line_refused_with_bounded_memory(repo):
     start_task_at(repo)
     before = snapshot(repo)
     result = subprocess.run([sys.executable, "-c", MEASURE, MAJORDOMUS, "checkpoint"], cwd=repo,
-                            capture_output=True, timeout=120)
+                            capture_output=True, timeout=120, check=False)
     code, peak_kib = map(int, result.stdout.split())
     assert code == 10
     assert b"over 16384 bytes" in result.stderr and b"write a handoff instead" in result.stderr
@@ -132,7 +130,7 @@ def _can_mount_read_only(tmp_path: Path) -> bool:
     probe = tmp_path / "probe"
     probe.mkdir()
     r = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind -o ro {probe} {probe}"],
-                       capture_output=True)
+                       capture_output=True, check=False)
     return r.returncode == 0
 
 
@@ -144,14 +142,14 @@ def test_read_only_state_directory_exit_12(repo, tmp_path):
     before = snapshot(repo)
     script = f"mount --bind -o ro {state} {state} && exec {MAJORDOMUS} checkpoint"
     result = subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=repo, input=b"read only\n",
-                            capture_output=True)
+                            capture_output=True, check=False)
     assert result.returncode == 12, result.stderr
     assert b"not writable" in result.stderr or b"Read-only" in result.stderr
     assert snapshot(repo) == before
 
 
 def test_hot_commands_import_no_pygit2_click_or_yaml(repo):
-    """SPEC §16: no hot command imports pygit2 or click, nor yaml when the files are as majordomus wrote them."""
+    """design §16: no hot command imports pygit2 or click, nor yaml when the files are as majordomus wrote them."""
     start_task_at(repo)
     hot = ((["checkpoint"], b"hot\n"), (["checkpoint", "--show"], b""), (["checkpoint", "--list"], b""),
            (["check"], b""), (["check", "--checkpoint"], b""), (["-C", str(repo), "check"], b""),

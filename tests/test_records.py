@@ -9,8 +9,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus.store import records
 from majordomus.errors import Refused
+from majordomus.store import records
 
 scalars = st.one_of(st.none(), st.integers(min_value=-10**9, max_value=10**9),
                     st.text(st.characters(blacklist_categories=("Cs",)), max_size=40))
@@ -62,7 +62,7 @@ def test_more_than_forty_lines_between_non_blank_edges_is_always_refused(lines):
 
 @pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85", "\x7f", "\x9f", "\ufffe"])
 def test_yaml_line_breaks_and_non_printables_are_escaped(char):
-    """SPEC §2a: U+2028, U+2029 and U+0085 are line breaks to a YAML reader; written raw, one value would
+    """design §2a: U+2028, U+2029 and U+0085 are line breaks to a YAML reader; written raw, one value would
     read back as something else (or not at all). Every loader, libyaml's included, reads the value back."""
     import yaml
 
@@ -94,16 +94,16 @@ def test_record_name_and_digest():
     assert records.name_digest("notes.md") is None
 
 
-# SPEC §4's thirteen keys, written out: never taken from `records.IDENTITY_KEYS`, the constant under test.
-SPEC_KEYS = ("schema_version", "kind", "timestamp", "task", "profile", "owner", "repo_id", "worktree", "branch",
+# design §4's thirteen keys, written out: never taken from `records.IDENTITY_KEYS`, the constant under test.
+IDENTITY_KEYS = ("schema_version", "kind", "timestamp", "task", "profile", "owner", "repo_id", "worktree", "branch",
              "head", "worktree_state", "changed_files", "changed_files_omitted")
-assert len(SPEC_KEYS) == 13
+assert len(IDENTITY_KEYS) == 13
 
-# SPEC §6 step 4 and §2a as a regular expression, the oracle the hand-written matcher must agree with: after
+# design §6 step 4 and §2a as a regular expression, the oracle the hand-written matcher must agree with: after
 # indentation and an optional `-`/`*`/`+` bullet, a key whose words are joined by `_`, `-` or spaces, in any
 # case, wrapped in any Markdown emphasis or code marks, then `:`.
 _ORACLE = _re.compile(
-    r"^[ \t]*(?:[-*+][ \t]*)?[*_`~ \t]*(" + "|".join(r"[_\- ]+".join(key.split("_")) for key in SPEC_KEYS)
+    r"^[ \t]*(?:[-*+][ \t]*)?[*_`~ \t]*(" + "|".join(r"[_\- ]+".join(key.split("_")) for key in IDENTITY_KEYS)
     + r")[*_`~ \t]*:", _re.IGNORECASE)
 _line_parts = st.sampled_from([" ", "\t", "-", "*", "+", "_", "`", "~", ":", "repo", "id", "Repo", "ID", "task",
                                "head", "HEAD", "worktree", "state", "changed", "files", "omitted", "x", "Next",
@@ -116,7 +116,7 @@ def test_identity_matcher_agrees_with_the_spec_regex(line):
     assert (records.identity_field(line) is not None) == bool(_ORACLE.match(line)), line
 
 
-@pytest.mark.parametrize("key", SPEC_KEYS)
+@pytest.mark.parametrize("key", IDENTITY_KEYS)
 def test_every_spec_key_is_an_identity_field_however_it_is_written(key):
     words = key.split("_")
     for written in (key, key.upper(), "-".join(words), " ".join(w.capitalize() for w in words),
@@ -124,7 +124,7 @@ def test_every_spec_key_is_an_identity_field_however_it_is_written(key):
         for line in (f"{written}: x", f"  - {written} : x", f"* {written}:x", f"+\t{written}:"):
             assert records.identity_field(line) is not None, line
             assert records.identity_field(line)[0] == key
-    # what a reader sees as the same key (SPEC §2a): a no-break space, a full-width colon, a zero-width space
+    # what a reader sees as the same key (design §2a): a no-break space, a full-width colon, a zero-width space
     for line in (f"{key}\u00a0: x", f"{key}\uff1a x", f"{key[:1]}\u200b{key[1:]}: x", f"\u00a0- {key}: x"):
         assert records.identity_field(line) is not None, ascii(line)
     for line in (f"{key}s: x", f"the {key}: x", f"{key}", f"{key} is: x", f"x{key}: y"):

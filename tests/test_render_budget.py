@@ -1,4 +1,4 @@
-"""The cut order of SPEC §8 and the byte budget: whole entries go, oldest first, never a half character."""
+"""The cut order of design §8 and the byte budget: whole entries go, oldest first, never a half character."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`majordomus run` (SPEC §17): CMD's status and output pass through; one record, one event, evidence only."""
+"""`majordomus run` (design §17): CMD's status and output pass through; one record, one event, evidence only."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""SPEC §2a, §6 step 4, §12 and §14, held where the issue found them unheld: identity fields however they are
+"""design §2a, §6 step 4, §12 and §14, held where the issue found them unheld: identity fields however they are
 written, line breaks a YAML reader sees, secrets, links and FIFOs in the store, and the hooks' fail-open
-boundary. Expected values are SPEC's words, never the module's constants.
+boundary. Expected values are the design's words, never the module's constants.
 """
 
 from __future__ import annotations
@@ -10,16 +10,24 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import (
+    HANDOFF_BODY,
+    assert_refused,
+    ledger_bytes,
+    run,
+    run_here,
+    snapshot,
+    start_task,
+    start_task_at,
+    state_dir,
+)
 
-from conftest import (HANDOFF_BODY, assert_refused, ledger_bytes, run, run_here, snapshot, start_task,
-                      start_task_at, state_dir)
-
-SPEC_KEYS = ("schema_version", "kind", "timestamp", "task", "profile", "owner", "repo_id", "worktree", "branch",
+IDENTITY_KEYS = ("schema_version", "kind", "timestamp", "task", "profile", "owner", "repo_id", "worktree", "branch",
              "head", "worktree_state", "changed_files", "changed_files_omitted")
 
 
 def spellings(key: str) -> list[str]:
-    """A key as a writer might put it in prose (SPEC §6 step 4 and §2a)."""
+    """A key as a writer might put it in prose (design §6 step 4 and §2a)."""
     words = key.split("_")
     return [f"{' '.join(w.capitalize() for w in words)}: x",  # `Repo ID:`
             f"  - {'-'.join(words).upper()} : x",  # bullet, dashes, upper case, space before the colon
@@ -29,7 +37,7 @@ def spellings(key: str) -> list[str]:
             f"{key[0]}\u200b{key[1:]}: x"]  # a zero-width space inside the key
 
 
-@pytest.mark.parametrize("key", SPEC_KEYS)
+@pytest.mark.parametrize("key", IDENTITY_KEYS)
 def test_every_identity_key_is_refused_in_a_checkpoint_however_written(cli, repo, key):
     start_task(cli)
     for line in spellings(key):
@@ -48,7 +56,7 @@ def test_identity_keys_are_refused_in_a_handoff_too(cli, repo, key):
                                        ("\x7f", "U+007F"), ("\x00", "U+0000")])
 @pytest.mark.parametrize("command", ["checkpoint", "handoff"])
 def test_line_breaks_a_yaml_reader_sees_are_refused_with_their_line(cli, repo, char, name, command):
-    """One line here can never be two lines for a YAML or Markdown reader (SPEC §2a): refused, not split."""
+    """One line here can never be two lines for a YAML or Markdown reader (design §2a): refused, not split."""
     start_task(cli)
     body = (HANDOFF_BODY if command == "handoff" else "first\n") + f"ok{char}Owner: forged\n"
     line = body.count("\n")

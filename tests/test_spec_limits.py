@@ -1,8 +1,8 @@
-"""Every number of SPEC §3 tested at `limit` and `limit + 1`, with the values written here from SPEC.
+"""Every number of design §3 tested at `limit` and `limit + 1`, with the values written here from the design (docs/design.md).
 
-Nothing is imported from the module under test to know a limit: each expected value below is SPEC's
+Nothing is imported from the module under test to know a limit: each expected value below is the design's
 number, literally, so a limit moved off by one in the code fails here. Each refusal shows its exit code
-(SPEC §14), its message, and that nothing was written anywhere (`assert_refused`: a snapshot of the whole
+(design §14), its message, and that nothing was written anywhere (`assert_refused`: a snapshot of the whole
 repository and the ledger's bytes).
 """
 
@@ -15,12 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import (
+    HANDOFF_BODY,
+    assert_refused,
+    commit_file,
+    events_named,
+    ledger_bytes,
+    records_in,
+    start_task,
+    state_dir,
+)
 from freezegun import freeze_time
 
-from conftest import (HANDOFF_BODY, assert_refused, commit_file, events_named, ledger_bytes, records_in,
-                      start_task, state_dir)
-
-# SPEC §3, written out: the defaults a repository without .ai/config.yaml gets.
+# design §3, written out: the defaults a repository without .ai/config.yaml gets.
 CHECKPOINT_LINES = 40
 CHECKPOINT_BYTES = 16384
 HANDOFF_BYTES = 65536
@@ -29,7 +36,7 @@ CONTINUITY_BYTES = 131072
 RENDER_BYTES = 24576
 JOURNAL_LINE_BYTES = 16384
 JOURNAL_ROTATE_BYTES = 1048576
-COMPACT_STDIN_BYTES = 1 << 20  # SPEC §12: "stdin read up to 1 MiB"
+COMPACT_STDIN_BYTES = 1 << 20  # design §12: "stdin read up to 1 MiB"
 CHANGED_FILES = 200
 CHECKPOINT_RETENTION = 500
 HANDOFF_RETENTION = 200
@@ -142,7 +149,7 @@ def continuity_file(repo: Path, task: str = "t1") -> Path:
 
 
 def test_continuity_of_exactly_131072_bytes_is_written_and_one_byte_more_is_refused(cli, repo):
-    """The whole file is capped (SPEC §8); its size is what majordomus writes, measured on disk."""
+    """The whole file is capped (design §8); its size is what majordomus writes, measured on disk."""
     start_task(cli)
     path = continuity_file(repo)
     filler = 3000
@@ -167,7 +174,7 @@ def test_continuity_of_exactly_131072_bytes_is_written_and_one_byte_more_is_refu
 
 
 def canonical_sha256(doc: dict[str, Any]) -> str:
-    """SPEC §8's integrity: the canonical JSON (keys sorted recursively, no whitespace, UTF-8) without it."""
+    """design §8's integrity: the canonical JSON (keys sorted recursively, no whitespace, UTF-8) without it."""
     body = {k: v for k, v in doc.items() if k != "integrity"}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"),
                                      ensure_ascii=False).encode("utf-8")).hexdigest()
@@ -179,7 +186,7 @@ def padded(doc: dict[str, Any], size: int) -> bytes:
 
 
 def test_a_continuity_file_over_its_cap_is_untrusted_even_with_a_matching_hash(cli, repo):
-    """SPEC §2a: over the size its only writer could produce, a file was not written by majordomus: never
+    """design §2a: over the size its only writer could produce, a file was not written by majordomus: never
     briefed or injected, `context validate` exits 1, doctor fails, whatever its integrity hash says."""
     start_task(cli, "t1", "--objective", "Obj")
     assert cli("context", "pin", "decision", "--", "Pinned sentence.").exit_code == 0
@@ -268,7 +275,7 @@ def journal_lines(repo: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in journal(repo).read_bytes().splitlines()]
 
 
-WHITELIST = ("session_id", "trigger", "model", "prompt_id", "agent_id", "agent_type")  # SPEC §12, claude
+WHITELIST = ("session_id", "trigger", "model", "prompt_id", "agent_id", "agent_type")  # design §12, claude
 
 
 def payload_for_line_of(cli, repo: Path, size: int) -> bytes:
@@ -365,7 +372,7 @@ def test_changed_files_at_200_and_201(cli, repo, count, omitted):
 
 
 def fake_records(repo: Path, kind: str, count: int) -> None:
-    """`count` well-formed records named by SPEC §6's rule (content digest), written straight to the store."""
+    """`count` well-formed records named by design §6's rule (content digest), written straight to the store."""
     directory = state_dir(repo) / kind
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(directory, 0o700)

@@ -1,5 +1,5 @@
 """The lite layer's grammars and safe reads, and the store's write discipline, held at the unit level with
-SPEC's rules written out (§2, §2a, §6 step 6): a fast test that fails first is what keeps `make mutation`
+the design's rules written out (§2, §2a, §6 step 6): a fast test that fails first is what keeps `make mutation`
 short, and what tells a reader which rule broke."""
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def test_the_index_is_read_whole_or_refused_naming_why(work):
             active.read(str(work))
         assert why in refused.value.message and refused.value.code == 12
         assert refused.value.path == str(work / "active.json")
-        # what to do next (SPEC §14): look with doctor, move the file away, resume the task
+        # what to do next (design §14): look with doctor, move the file away, resume the task
         assert "majordomus doctor" in refused.value.hint and f"mv {work / 'active.json'}" in refused.value.hint
         assert "`majordomus task resume ID`" in refused.value.hint
 
@@ -362,7 +362,6 @@ def test_the_lock_is_exclusive_and_never_a_link(work):
     os.close(fd)
     link = work / "link"
     link.symlink_to(lock)
-    with pytest.raises(EnvironmentProblem) as refused:
-        with files.locked(str(link)):
-            pass
+    with pytest.raises(EnvironmentProblem) as refused, files.locked(str(link)):
+        pass
     assert "symbolic link" in refused.value.message and refused.value.code == 12

@@ -1,4 +1,4 @@
-"""SPEC §5's lifecycle rules that had no test: `done` is terminal, `done` elsewhere needs `--force`, an orphaned
+"""design §5's lifecycle rules that had no test: `done` is terminal, `done` elsewhere needs `--force`, an orphaned
 task is taken over without it, and a write re-checks under the lock that its task is still the active one."""
 
 from __future__ import annotations
@@ -10,9 +10,18 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-
-from conftest import (MAJORDOMUS, assert_refused, events_named, git, ledger_events, records_in, run_here, snapshot,
-                      start_task, start_task_at)
+from conftest import (
+    MAJORDOMUS,
+    assert_refused,
+    events_named,
+    git,
+    ledger_events,
+    records_in,
+    run_here,
+    snapshot,
+    start_task,
+    start_task_at,
+)
 
 
 def test_done_is_terminal_unless_reopened(cli, repo):

@@ -1,4 +1,4 @@
-"""`majordomus sync` (SPEC §13) with local bare repositories as remotes: no network."""
+"""`majordomus sync` (design §13) with local bare repositories as remotes: no network."""
 
 from __future__ import annotations
 
@@ -7,11 +7,23 @@ import stat
 from pathlib import Path
 
 import pytest
-from freezegun import freeze_time
-
 from conftest import commit_file, git, run_here, snapshot, state_dir
-from sync_helpers import (HANDOFF, clone, events, git_view, layout_path, machine_id, machine_ref, read_remote,
-                          record_files, remote_files, remote_refs, rewrite_ref, write_handoff)
+from freezegun import freeze_time
+from sync_helpers import (
+    HANDOFF,
+    clone,
+    events,
+    git_view,
+    layout_path,
+    machine_id,
+    machine_ref,
+    read_remote,
+    record_files,
+    remote_files,
+    remote_refs,
+    rewrite_ref,
+    write_handoff,
+)
 
 
 @pytest.fixture
@@ -424,7 +436,7 @@ def test_only_majordomus_refs_leave_whatever_the_push_configuration(cli, repo, r
 
 
 def _run_record(repo: Path, body: str, kind: str = "run") -> str:
-    """An execution record (SPEC §17) as `majordomus run` stores one: the §4 identity, its own fields."""
+    """An execution record (design §17) as `majordomus run` stores one: the §4 identity, its own fields."""
     import hashlib
 
     from majordomus import clock, identity, tasks

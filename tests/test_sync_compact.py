@@ -1,4 +1,4 @@
-"""`majordomus sync compact` (SPEC §13): retired machines' refs folded into refs/majordomus/state (union,
+"""`majordomus sync compact` (design §13): retired machines' refs folded into refs/majordomus/state (union,
 one commit) and deleted on the remote, atomically and without losing what a machine pushed meanwhile."""
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import MAJORDOMUS, git, snapshot, state_dir
-from sync_helpers import clone, commit_tree, machine_id, machine_ref, record_files, remote_files, remote_refs
+from sync_helpers import clone, machine_id, machine_ref, record_files, remote_files, remote_refs
 
 STATE = "refs/majordomus/state"
 
@@ -32,7 +31,7 @@ def test_compact_folds_a_machine_into_the_state_and_deletes_its_ref(cli, remote,
     c_commit = git(remote, "rev-parse", machine_ref(c))
     result = cli("sync", "compact", "--machine", machine_id(c), cwd=a)
     assert result.exit_code == 0, result.output
-    assert f"folded 1 machine into refs/majordomus/state on origin" in result.stdout
+    assert "folded 1 machine into refs/majordomus/state on origin" in result.stdout
     assert remote_refs(remote) == sorted(["refs/heads/main", STATE, machine_ref(a), machine_ref(b)])
     assert git(remote, "log", "-1", "--format=%P", STATE) == c_commit  # one commit, C's as its parent
     assert {"format", "tasks/tc.yaml"} <= set(remote_files(remote, STATE))
@@ -78,7 +77,7 @@ def test_compact_refusals_change_nothing(cli, remote, machines, args, code, mess
 
 
 def test_a_machine_that_pushes_during_the_compaction_loses_nothing(cli, remote, tmp_path, machines):
-    a, b, c = machines
+    a, _b, c = machines
     # While A compacts, C pushes once more (a pre-push hook of A's lets it in first).
     counter = tmp_path / "c-pushed"
     hook = a / ".git" / "hooks" / "pre-push"

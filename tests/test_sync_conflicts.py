@@ -1,4 +1,4 @@
-"""Task records changed on several machines (SPEC §13): the newest `updated_at` wins, never an older version
+"""Task records changed on several machines (design §13): the newest `updated_at` wins, never an older version
 than a machine already had, and a change made on two machines without either seeing the other's is a
 `sync.conflict` on the machine that sees it."""
 
@@ -8,10 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from freezegun import freeze_time
-
 from conftest import state_dir
-from sync_helpers import both_resume, clone, events, machine_ref, read_remote, write_handoff
+from freezegun import freeze_time
+from sync_helpers import both_resume, clone, events, machine_ref, read_remote
 
 
 @pytest.fixture

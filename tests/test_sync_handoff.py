@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-from freezegun import freeze_time
-
 from conftest import state_dir
+from freezegun import freeze_time
 from sync_helpers import clone, events, git_view, machine_ref, remote_refs
 
 HANDOFF = """## State

@@ -1,4 +1,4 @@
-"""The remote is held to local rules (issue 11, items 7–9; SPEC §2a "the remote").
+"""The remote is held to local rules (design §2a "the remote").
 
 A machine ref is built by hand with git plumbing — hash-object, update-index on a temporary index,
 write-tree, commit-tree, update-ref — holding every bad entry next to good ones. A pull imports the good
@@ -13,7 +13,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import git, snapshot, state_dir
 from sync_helpers import build_tree, clone, commit_tree, events, hash_blob, layout_path
 
@@ -23,7 +22,7 @@ HEAD = "abcdef0123456789abcdef0123456789abcdef01"
 
 def record(kind: str, body: str, *, stamp: str = "2026-03-01T10:00:00Z", extra: str = "",
            task: str = "good") -> tuple[str, bytes]:
-    """(name, bytes) of a record as SPEC §4 and §6 describe one: front matter, body, content-named."""
+    """(name, bytes) of a record as design §4 and §6 describe one: front matter, body, content-named."""
     front = (f'schema_version: 1\nkind: "{kind}"\ntimestamp: "{stamp}"\ntask: "{task}"\nprofile: "default"\n'
              f'owner: "mallory@example.com"\nrepo_id: null\nworktree: "/elsewhere"\nbranch: "main"\n'
              f'head: "{HEAD}"\nworktree_state: "clean"\nchanged_files: []\n{extra}')

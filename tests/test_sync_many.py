@@ -1,4 +1,4 @@
-"""Many machines, one remote (issue 16): twelve clones push at the same moment, as real processes, and all of
+"""Many machines, one remote (design §13): twelve clones push at the same moment, as real processes, and all of
 them land; after one pull each (in this process: a pull writes nothing to the remote), every clone holds
 every record and task of all twelve."""
 

@@ -1,22 +1,32 @@
-"""Remotes in the layout of majordomus before issue 16 (one shared `refs/majordomus/state`, format 1, records
-flat in `checkpoints/NAME.md`) are read, and migrated on the first push (SPEC §13)."""
+"""Remotes in the layout of majordomus before the per-machine layout (one shared `refs/majordomus/state`, format 1, records
+flat in `checkpoints/NAME.md`) are read, and migrated on the first push (design §13)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from freezegun import freeze_time
-
 from conftest import git, state_dir
-from sync_helpers import (FORMAT_1, build_tree, clone, commit_tree, events, layout_path, machine_ref, read_remote,
-                          remote_files, remote_refs, write_handoff)
+from freezegun import freeze_time
+from sync_helpers import (
+    FORMAT_1,
+    build_tree,
+    clone,
+    commit_tree,
+    events,
+    layout_path,
+    machine_ref,
+    read_remote,
+    remote_files,
+    remote_refs,
+    write_handoff,
+)
 
 STATE = "refs/majordomus/state"
 
 
 def old_layout(repo: Path, tmp: Path, *, checkpoints: bool = True) -> dict[str, bytes]:
-    """The tree majordomus before issue 16 pushed for this store: `format`, tasks/, handoffs/, checkpoints/."""
+    """The tree the single-ref layout pushed for this store: `format`, tasks/, handoffs/, checkpoints/."""
     state = state_dir(repo)
     files = {"format": FORMAT_1}
     for directory in ("tasks", "handoffs") + (("checkpoints",) if checkpoints else ()):

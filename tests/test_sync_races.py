@@ -1,4 +1,4 @@
-"""Where a push can still lose a race (SPEC §13, §14): the remote is asked first, the loser folds and retries
+"""Where a push can still lose a race (design §13, §14): the remote is asked first, the loser folds and retries
 with backoff inside a time bound, and exit 75 (busy, nothing lost) — never 12 — when the race stays lost."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import MAJORDOMUS, git, run_here, snapshot, state_dir
 from sync_helpers import clone, events, machine_ref, record_files, remote_files
 

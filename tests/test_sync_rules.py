@@ -1,4 +1,4 @@
-"""The rules an entry passes to enter the store through sync (SPEC §2a, §4, §6), one by one, and the safe
+"""The rules an entry passes to enter the store through sync (design §2a, §4, §6), one by one, and the safe
 YAML load they stand on: no alias, anchor or merge key is ever expanded."""
 
 from __future__ import annotations

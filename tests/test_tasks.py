@@ -1,4 +1,4 @@
-"""Tasks (SPEC §5): one active task per (worktree, branch), pauses, takeovers, and their refusals."""
+"""Tasks (design §5): one active task per (worktree, branch), pauses, takeovers, and their refusals."""
 
 from __future__ import annotations
 

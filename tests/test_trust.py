@@ -1,9 +1,9 @@
-"""Issue 11 / SPEC §2a: hostile state files, a hostile repository, hostile input. Each is reproduced through
+"""design §2a: hostile state files, a hostile repository, hostile input. Each is reproduced through
 `main.run`, the console script's own entry, in this process (`run_here`: a read that blocks fails the test
 at its timeout instead of hanging it), and through the installed console script where only a process shows
 it: `git commit` running the installed hook, exit codes and messages of the console script, a writer racing
 a handoff, umask 000. Hooks exit 0 within seconds and still print what they can; commands exit 12 (or 10/11,
-2 as SPEC says) naming the file; nothing outside the state is read or written; nothing is lost."""
+2 as the design says) naming the file; nothing outside the state is read or written; nothing is lost."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, MAJORDOMUS, git, invoke_main, run, run_here, snapshot, state_dir
 
 PROFILE = "# Profile: default\nYou are the careful engineer of this repository.\n"
@@ -111,7 +110,7 @@ def test_the_installed_post_commit_hook_never_hangs_git_commit(repo):
     git(repo, "add", "f.txt")
     path = f"{Path(MAJORDOMUS).parent}{os.pathsep}{os.environ['PATH']}"
     done = subprocess.run(["git", "commit", "-q", "-m", "with a fifo"], cwd=repo, capture_output=True,
-                          timeout=HOOK_TIMEOUT, env=dict(os.environ, PATH=path))
+                          timeout=HOOK_TIMEOUT, env=dict(os.environ, PATH=path), check=False)
     assert done.returncode == 0, done.stderr
 
 
@@ -305,7 +304,7 @@ def test_a_checkpoint_whose_task_changed_while_reading_stdin_writes_nothing(repo
     assert run("handoff", cwd=repo, input=handoff.encode()).returncode == 0
     assert run("task", "start", "other", cwd=repo).returncode == 0
     records = sorted((state_dir(repo) / "checkpoints").iterdir()) if (state_dir(repo) / "checkpoints").exists() else []
-    out, err = writer.communicate(b"written for t1, which was handed off meanwhile\n", timeout=HOOK_TIMEOUT)
+    _out, err = writer.communicate(b"written for t1, which was handed off meanwhile\n", timeout=HOOK_TIMEOUT)
     assert writer.returncode == 11 and b"no longer the active task" in err
     now = sorted((state_dir(repo) / "checkpoints").iterdir()) if (state_dir(repo) / "checkpoints").exists() else []
     assert now == records
@@ -334,7 +333,7 @@ def test_odd_entries_named_like_records_are_12_for_list_and_fail_for_doctor(repo
 
 def test_umask_000_never_makes_group_or_world_writable_directories(repo):
     result = subprocess.run(["sh", "-c", 'umask 000; "$0" init && "$0" task start t1', MAJORDOMUS],
-                            cwd=repo, capture_output=True)
+                            cwd=repo, capture_output=True, check=False)
     assert result.returncode == 0, result.stderr
     for path in (repo / ".ai", repo / ".ai" / "profiles", repo / ".ai" / "local", state_dir(repo)):
         assert os.stat(path).st_mode & 0o022 == 0, path

@@ -11,9 +11,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from freezegun import freeze_time
-
 from conftest import MAJORDOMUS, run, snapshot, start_task, state_dir
+from freezegun import freeze_time
 
 
 def checkpoint(cli, text):

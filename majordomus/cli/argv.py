@@ -3,7 +3,7 @@
 They run in commit hooks and at every agent session start, where argparse's import and its gettext
 and locale set-up cost more than the rest of the command. They take a handful of flags, so this parses
 exactly those: `--flag`, `--opt VALUE` / `--opt=VALUE` with a fixed set of values, `-h`/`--help`.
-A usage error exits 2, as everywhere (SPEC §14).
+A usage error exits 2, as everywhere (design §14).
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Optional
+    pass
 
 
 class Spec:
     """The options of one command: flags (True when given) and options with their allowed values."""
 
-    def __init__(self, usage: str, flags: tuple[str, ...] = (), choices: Optional[dict] = None,
+    def __init__(self, usage: str, flags: tuple[str, ...] = (), choices: dict[str, tuple[str, ...]] | None = None,
                  exclusive: tuple[str, ...] = ()) -> None:
         self.usage = usage
         self.flags = flags
@@ -30,7 +30,7 @@ class Usage(Exception):
     pass
 
 
-def parse(spec: Spec, argv: list[str]) -> Optional[dict[str, object]]:
+def parse(spec: Spec, argv: list[str]) -> dict[str, object] | None:
     """{"show": True, "runtime": "claude", …}, or None after printing the help (the caller exits 0)."""
     if "-h" in argv or "--help" in argv:
         sys.stdout.write(spec.usage)

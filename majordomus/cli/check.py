@@ -1,4 +1,4 @@
-"""`majordomus check [--checkpoint] [--json]` (SPEC §6): run by the post-commit hook, so it stays light."""
+"""`majordomus check [--checkpoint] [--json]` (design §6): run by the post-commit hook, so it stays light."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 from majordomus.cli import argv as parsing
 
-SPEC = parsing.Spec(
+OPTIONS = parsing.Spec(
     "usage: majordomus check [--checkpoint] [--json]\n\n"
     "Is the active task's checkpoint fresh? Exit 0 fresh, 1 stale or none.\n\n"
     "options:\n"
@@ -17,7 +17,7 @@ SPEC = parsing.Spec(
 
 
 def main(argv: list[str]) -> int:
-    args = parsing.parse(SPEC, argv)
+    args = parsing.parse(OPTIONS, argv)
     if args is None:
         return 0
     from majordomus import clock, tasks
@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
             _json({"task": task.id, "fresh": True, "checkpoint_at": at, "problem": None})
         return 0
     limit = ws.config.get("checkpoint", "stale_after_minutes")
-    # SPEC §6: "1 stale or none": a task never checkpointed has nothing fresh to show yet.
+    # design §6: "1 stale or none": a task never checkpointed has nothing fresh to show yet.
     why = "has no checkpoint yet" if task.checkpoint_at is None else tasks.staleness(task, limit, clock.now())
     problem = None if why is None else f"task `{task.id}` {why} (the limit is {limit} minutes)"
     if args["json"]:
@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _json(data: dict) -> None:
+def _json(data: dict[str, object]) -> None:
     import json
 
     sys.stdout.write(json.dumps(data) + "\n")

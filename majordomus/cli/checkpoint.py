@@ -1,4 +1,4 @@
-"""`majordomus checkpoint [--show | --list] [--json]` (SPEC §6). A hot command: no click, no pygit2."""
+"""`majordomus checkpoint [--show | --list] [--json]` (design §6). A hot command: no click, no pygit2."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from majordomus.workspace import Workspace
 
 
-SPEC = parsing.Spec(
+OPTIONS = parsing.Spec(
     "usage: majordomus checkpoint [--show | --list] [--json]\n\n"
     "Record what holds now: a few lines from stdin, identity computed from git. Over the line cap it is\n"
     "refused, never truncated: write a handoff instead (`majordomus handoff`).\n\n"
@@ -24,7 +24,7 @@ SPEC = parsing.Spec(
 
 
 def main(argv: list[str]) -> int:
-    args = parsing.parse(SPEC, argv)
+    args = parsing.parse(OPTIONS, argv)
     if args is None:
         return 0
     from majordomus import checkpoint

@@ -2,7 +2,7 @@
 
 The scripts are small: at each TAB they ask `majordomus completion --complete SHELL -- WORDS…` (the words
 after `majordomus`, the one being completed last) for the candidates. The answer is worked out here from
-the commands themselves — the command table `majordomus.main` hands over, each click command's parameters,
+the commands themselves — the command table (`majordomus.commands`), each click command's parameters,
 each hot command's `argv.Spec`, else its `--help` — so it stays true as commands change, and the dynamic
 values come from the state as it is now: task ids, pin ids, profiles, and git's remotes. It only reads.
 """
@@ -14,7 +14,7 @@ import os
 import re
 import sys
 from contextlib import redirect_stdout
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 SHELLS = ("bash", "zsh", "fish")
 USAGE = """usage: majordomus completion bash|zsh|fish
@@ -82,10 +82,11 @@ HELP = {"-h": "show help", "--help": "show help"}
 GLOBAL = {"-C": "run as if started in DIR", "--version": "print the version", "--help": "show help"}
 
 
-def main(argv: list[str], commands: dict[str, str], lookup: Callable[[str], Any]) -> int:
-    """`commands` and `lookup` are `majordomus.main`'s table and its `_command` (the CLI never imports main)."""
+def main(argv: list[str]) -> int:
     if argv[:1] == ["--complete"]:
-        return _complete(argv[1:], commands, lookup)
+        from majordomus import commands
+
+        return _complete(argv[1:], commands.summaries(), commands.lookup)
     if argv[:1] in (["-h"], ["--help"]):
         sys.stdout.write(USAGE)
         return 0
@@ -108,10 +109,10 @@ class Node:
         self.subcommands: dict[str, str] = {}
         self.arguments: list[Any] = []  # a kind ("task", …), a tuple of choices, or None (free text)
         self.variadic = False  # the last argument takes any number of words
-        self.child: Any = None  # name -> Node, when there are subcommands
+        self.child: Callable[[str], Node | None] | None = None  # name -> Node, when there are subcommands
 
 
-def command_node(name: str, commands: dict[str, str], lookup: Callable[[str], Any]) -> Optional[Node]:
+def command_node(name: str, commands: dict[str, str], lookup: Callable[[str], Any]) -> Node | None:
     """The node of a top-level command, from the module that serves it."""
     if name not in commands:
         return None
@@ -126,7 +127,7 @@ def command_node(name: str, commands: dict[str, str], lookup: Callable[[str], An
         for value in vars(module).values():
             if isinstance(value, click.Command) and value.name == name:
                 return click_node(value)
-    spec = getattr(module, "SPEC", None)
+    spec = getattr(module, "OPTIONS", None)
     if spec is not None and hasattr(spec, "flags"):
         return spec_node(spec)
     return help_node(entry, [])
@@ -232,7 +233,7 @@ def state_values(kind: str, dirs: list[str]) -> list[tuple[str, str]]:
 
         inner = Workspace.open(cwd)
         found = _VALUES[kind](api.Workspace(inner), inner)
-    except Exception:  # noqa: BLE001 - a completion never complains: it offers nothing instead
+    except Exception:
         return []
     # a value goes onto the command line as it is: nothing a shell or a terminal would act on
     return [(v, d) for v, d in found if v.isprintable() and not any(c.isspace() for c in v)]
@@ -288,7 +289,7 @@ def _complete(argv: list[str], commands: dict[str, str], lookup: Callable[[str],
         # bash split `--opt=value` at the `=` (COMP_WORDBREAKS): it replaces only what follows it
         bare = bool(words) and joined[-1] != words[-1] and "=" in joined[-1]
         found = candidates(joined or [""], commands, lookup)
-    except Exception:  # noqa: BLE001 - a completion never complains
+    except Exception:
         return 0
     if found == [":dirs"]:
         sys.stdout.write(":dirs\n")
@@ -351,7 +352,7 @@ def candidates(words: list[str], commands: dict[str, str], lookup: Callable[[str
 def _in_command(node: Node, before: list[str], current: str, dirs: list[str]) -> list[tuple[str, str]]:
     position = 0
     options_end = False
-    expecting: Optional[tuple[bool, Any, str]] = None
+    expecting: tuple[bool, Any, str] | None = None
     for word in before:
         if expecting is not None:
             expecting = None
@@ -361,9 +362,10 @@ def _in_command(node: Node, before: list[str], current: str, dirs: list[str]) ->
             option = node.options.get(word.split("=", 1)[0])
             expecting = option if option and option[0] and "=" not in word else None
         elif node.child is not None and not node.arguments and position == 0:
-            node = node.child(word)
-            if node is None:
+            found = node.child(word)
+            if found is None:
                 return []
+            node = found
         else:
             position += 1
     if expecting is not None:

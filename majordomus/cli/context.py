@@ -1,14 +1,14 @@
-"""`majordomus context pin|unpin|show|status|validate` (SPEC §8) and `majordomus brief` (SPEC §9)."""
+"""`majordomus context pin|unpin|show|status|validate` (design §8) and `majordomus brief` (design §9)."""
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import Any
 
 import click
 
-from majordomus.lite.limits import MIN_RENDER_BYTES, NUMBER_MAX
 from majordomus.cli.common import CONTEXT, Group, json_option, run, workspace
+from majordomus.lite.limits import MIN_RENDER_BYTES, NUMBER_MAX
 
 KIND_CHOICE = click.Choice(["decision", "constraint", "open-item", "next-action"])
 
@@ -18,7 +18,7 @@ def context() -> None:
     """The objective and the pins a task must not forget: decisions, constraints, open items, next actions."""
 
 
-def _task_id(ws: Any, task_id: Optional[str]) -> str:
+def _task_id(ws: Any, task_id: str | None) -> str:
     """The named task (which must exist), else the active task here; never a guess at "the latest"."""
     from majordomus import tasks
 
@@ -43,7 +43,7 @@ def _default_source() -> str:
 @click.option("--source", type=click.Choice(["principal", "agent", "execution"]),
               help="Who pins it (default: principal at a terminal, agent otherwise).")
 @json_option
-def pin(kind: str, text: tuple[str, ...], source: Optional[str], as_json: bool) -> None:
+def pin(kind: str, text: tuple[str, ...], source: str | None, as_json: bool) -> None:
     """Pin one sentence to the active task.
 
     \b
@@ -86,7 +86,7 @@ def unpin(pin_id: str, as_json: bool) -> None:
 @context.command("show")
 @click.argument("task_id", metavar="[TASK]", required=False)
 @json_option
-def show(task_id: Optional[str], as_json: bool) -> None:
+def show(task_id: str | None, as_json: bool) -> None:
     """Print the rendered continuity of the active (or named) task."""
     from majordomus import continuity
     from majordomus.output import emit, emit_json
@@ -110,7 +110,7 @@ _KIND_NAMES = (("decisions", "decisions"), ("constraints", "constraints"), ("ope
 @context.command("status")
 @click.argument("task_id", metavar="[TASK]", required=False)
 @json_option
-def status(task_id: Optional[str], as_json: bool) -> None:
+def status(task_id: str | None, as_json: bool) -> None:
     """Pins by kind, integrity and compactions of a task.
 
     Of the active task, or of TASK.
@@ -150,7 +150,7 @@ def status(task_id: Optional[str], as_json: bool) -> None:
 @click.argument("task_id", metavar="[TASK]", required=False)
 @json_option
 @click.pass_context
-def validate(ctx: click.Context, task_id: Optional[str], as_json: bool) -> None:
+def validate(ctx: click.Context, task_id: str | None, as_json: bool) -> None:
     """Recompute the integrity hash; exit 1 on any finding."""
     from majordomus import continuity
     from majordomus.output import emit, emit_json
@@ -173,10 +173,10 @@ def validate(ctx: click.Context, task_id: Optional[str], as_json: bool) -> None:
 @click.option("--max-bytes", type=click.IntRange(min=MIN_RENDER_BYTES, max=NUMBER_MAX), metavar="N",
               help="Budget in bytes (default: continuity.render_max_bytes).")
 @json_option
-def brief(task_id: Optional[str], max_bytes: Optional[int], as_json: bool) -> None:
+def brief(task_id: str | None, max_bytes: int | None, as_json: bool) -> None:
     """The briefing a worker resumes from: continuity, latest handoff, checkpoints since, and drift."""
     from majordomus import brief as core
-    from majordomus.output import emit, emit_json
+    from majordomus.output import emit_json
 
     ws = workspace()
     result = core.compose(ws, task_id, max_bytes)

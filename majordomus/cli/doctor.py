@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Optional
+from typing import Any
 
 import click
 
@@ -18,7 +18,7 @@ from majordomus.errors import UsageError
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default=None,
               help="text (default), json, or github (::error/::warning lines for GitHub Actions).")
 @click.pass_context
-def doctor(ctx: click.Context, as_json: bool, strict: bool, fmt: Optional[str]) -> None:
+def doctor(ctx: click.Context, as_json: bool, strict: bool, fmt: str | None) -> None:
     """Check that the state is whole: config, git, modes, records, ledger, continuity, stale tasks.
 
     Exit 0 when nothing fails (warnings allowed), 1 on any failure, and with --strict on any warning."""

@@ -1,9 +1,8 @@
-"""`majordomus handoff`: write, show and list handoff records (SPEC §7)."""
+"""`majordomus handoff`: write, show and list handoff records (design §7)."""
 
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 import click
 
@@ -19,7 +18,7 @@ from majordomus.store.records import MAX_RECORD_BYTES
 @click.option("--list", "list_", is_flag=True, help="List every handoff record, newest first.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print JSON for machines: {path, sha256, created} when writing; the records with --show/--list.")
-def handoff(task_id: Optional[str], show: bool, list_: bool, as_json: bool) -> None:
+def handoff(task_id: str | None, show: bool, list_: bool, as_json: bool) -> None:
     """Hand the active task over: a Markdown body with the required sections from stdin.
 
     \b
@@ -33,11 +32,11 @@ def handoff(task_id: Optional[str], show: bool, list_: bool, as_json: bool) -> N
     level-two heading (`## State`) with content under it. The task becomes handed-off; another worker
     continues it with `majordomus task resume TASK`.
     """
-    from majordomus import checkpoint, handoff as core
-    from majordomus.store import paths
-    from majordomus.store import files as store
+    from majordomus import checkpoint
+    from majordomus import handoff as core
     from majordomus.errors import UsageError
     from majordomus.output import emit, emit_json, note
+    from majordomus.store import paths
 
     if show and list_:
         raise UsageError("--show and --list do not go together", "pick one")

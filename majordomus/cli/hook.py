@@ -1,4 +1,4 @@
-"""`majordomus hook session-start|stop|compact` (SPEC §12): what agent runtimes run. Always exits 0:
+"""`majordomus hook session-start|stop|compact` (design §12): what agent runtimes run. Always exits 0:
 `majordomus.main` keeps this command fail-open, whatever happens in it."""
 
 from __future__ import annotations

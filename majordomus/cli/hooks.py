@@ -1,10 +1,9 @@
-"""`majordomus hooks install|uninstall --runtime claude|codex|git [--mcp]` (SPEC §12, §19)."""
+"""`majordomus hooks install|uninstall --runtime claude|codex|git [--mcp]` (design §12, §19)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import shutil
+from typing import Any, Callable
 
 import click
 
@@ -16,7 +15,7 @@ def hooks() -> None:
     """Install or remove the majordomus hooks of Claude Code, Codex or git."""
 
 
-def runtime_option(verb: str) -> click.Option:
+def runtime_option(verb: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option("--runtime", required=True, type=click.Choice(["claude", "codex", "git"]),
                         help=f"Where to {verb}: .claude/settings.json, .codex/hooks.json, or git's post-commit "
                              "hook (in core.hooksPath when set).")
@@ -33,15 +32,15 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
 
     Nothing already there is clobbered, and running it again changes nothing.
     """
-    from majordomus.hooks import githook as gitinstall
-    from majordomus.hooks import agents as installers
     from majordomus.errors import UsageError
+    from majordomus.hooks import agents as installers
+    from majordomus.hooks import githook as gitinstall
     from majordomus.workspace import Workspace
 
     if runtime == "git" and compact_bridge:
         raise UsageError("--compact-bridge applies to claude and codex, not git",
                          "run `majordomus hooks install --runtime git` without it")
-    if with_mcp and runtime != "claude":  # issue 14
+    if with_mcp and runtime != "claude":
         raise UsageError("--mcp applies to claude (the project's .mcp.json)",
                          f"run `majordomus hooks install --runtime {runtime}` without it")
     ws = Workspace.open()
@@ -67,7 +66,7 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
         click.echo(f"installed: {shown} (the existing hook runs first, from {gitinstall.CHAINED})")
     else:
         click.echo(f"installed: {shown} ({', '.join(result.changed)})")
-    if with_mcp:  # issue 14
+    if with_mcp:
         _report_mcp(ws, install=True)
     if runtime == "codex" and result.how != "already":
         click.echo("note: Codex runs project hooks only in a trusted project with trusted hooks: trust the project "
@@ -88,8 +87,8 @@ def uninstall(runtime: str) -> None:
 
     A file not edited since is put back byte for byte as it was before.
     """
-    from majordomus.hooks import githook as gitinstall
     from majordomus.hooks import agents as installers
+    from majordomus.hooks import githook as gitinstall
     from majordomus.workspace import Workspace
 
     ws = Workspace.open()
@@ -106,7 +105,7 @@ def uninstall(runtime: str) -> None:
         click.echo(f"restored: {shown} (as it was before `hooks install`)")
     else:
         click.echo(f"removed: {shown} ({', '.join(result.changed)})")
-    if runtime == "claude":  # issue 14: the .mcp.json entry of `install --mcp`, if it is there
+    if runtime == "claude":  # the .mcp.json entry of `install --mcp`, if it is there
         _report_mcp(ws, install=False)
 
 

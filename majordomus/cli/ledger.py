@@ -1,14 +1,14 @@
-"""`majordomus ledger [--json] [--task T] [--verify]` (SPEC §10)."""
+"""`majordomus ledger [--json] [--task T] [--verify]` (design §10)."""
 
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 import click
 
 from majordomus.cli.common import CONTEXT, json_option, run, workspace
 from majordomus.output import BlockWriter, emit, emit_json, escape, note
+
 _LEDGER_COMMON = frozenset(("v", "seq", "at", "event", "task", "worktree", "branch", "prev"))
 
 
@@ -17,7 +17,7 @@ _LEDGER_COMMON = frozenset(("v", "seq", "at", "event", "task", "worktree", "bran
 @click.option("--task", "task_id", metavar="T", help="Only the events of task T.")
 @click.option("--verify", is_flag=True, help="Check the hash chain; exit 1 when it is broken.")
 @click.pass_context
-def ledger_cmd(ctx: click.Context, as_json: bool, task_id: Optional[str], verify: bool) -> None:
+def ledger_cmd(ctx: click.Context, as_json: bool, task_id: str | None, verify: bool) -> None:
     """Print the ledger's events, or verify its hash chain."""
     import json
 

@@ -1,8 +1,6 @@
-"""`majordomus mcp [--repo DIR]` (SPEC §19): serve MCP over stdio; the SDK is the optional extra `mcp`."""
+"""`majordomus mcp [--repo DIR]` (design §19): serve MCP over stdio; the SDK is the optional extra `mcp`."""
 
 from __future__ import annotations
-
-from typing import Optional
 
 import click
 
@@ -16,7 +14,7 @@ def main(argv: list[str]) -> int:
 @click.command("mcp", context_settings=CONTEXT)
 @click.option("--repo", metavar="DIR", type=click.Path(file_okay=False),
               help="The repository to serve (default: the client's first root, else the current directory).")
-def mcp_command(repo: Optional[str]) -> None:
+def mcp_command(repo: str | None) -> None:
     """Serve the active task's records to an MCP client over stdio (stdin/stdout carry the protocol)."""
     if repo is not None:
         from majordomus.workspace import Workspace

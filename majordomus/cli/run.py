@@ -1,14 +1,14 @@
-"""`majordomus run [--label L] -- CMD [ARGS…]` and `run --list` (SPEC §17)."""
+"""`majordomus run [--label L] -- CMD [ARGS…]` and `run --list` (design §17)."""
 
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 import click
 
-from majordomus.cli.common import CONTEXT, json_option, run as run_click, workspace
-from majordomus.errors import MajordomusError, UsageError
+from majordomus.cli.common import CONTEXT, json_option, workspace
+from majordomus.cli.common import run as run_click
+from majordomus.errors import UsageError
 from majordomus.output import escape, print_records
 
 
@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
 @click.option("--task", "task_id", metavar="T", help="With --list: only the runs of task T.")
 @json_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
-def run_command(label: Optional[str], listing: bool, task_id: Optional[str], as_json: bool,
+def run_command(label: str | None, listing: bool, task_id: str | None, as_json: bool,
                 command: tuple[str, ...]) -> int:
     """Run CMD for the active task, passing its input and output through, and record the result.
 

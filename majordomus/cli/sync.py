@@ -1,8 +1,8 @@
-"""`majordomus sync push|pull|status|compact`: the click layer over majordomus.sync (SPEC §13)."""
+"""`majordomus sync push|pull|status|compact`: the click layer over majordomus.sync (design §13)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import click
 
@@ -67,7 +67,7 @@ def sync() -> None:
 @click.option("--checkpoints", is_flag=True, help="Share the checkpoint and run records too.")
 @timeout_option
 @json_option
-def push_cmd(remote: Optional[str], checkpoints: bool, timeout: float, as_json: bool) -> None:
+def push_cmd(remote: str | None, checkpoints: bool, timeout: float, as_json: bool) -> None:
     """Push this machine's records to a git remote, on a ref of its own.
 
     They are committed on refs/majordomus/machines/ID, and only that ref is pushed.
@@ -95,7 +95,7 @@ def push_cmd(remote: Optional[str], checkpoints: bool, timeout: float, as_json: 
 @sync.command("pull")
 @click.argument("remote", metavar="[REMOTE]", required=False)
 @json_option
-def pull_cmd(remote: Optional[str], as_json: bool) -> None:
+def pull_cmd(remote: str | None, as_json: bool) -> None:
     """Import what this machine lacks, from every machine at once.
 
     One fetch of refs/majordomus/*; every entry checked as a local write is.
@@ -124,7 +124,7 @@ def pull_cmd(remote: Optional[str], as_json: bool) -> None:
 @click.argument("remote", metavar="[REMOTE]", required=False)
 @click.option("--no-fetch", is_flag=True, help="Compare with the refs fetched last, without asking the remote.")
 @json_option
-def status_cmd(remote: Optional[str], no_fetch: bool, as_json: bool) -> None:
+def status_cmd(remote: str | None, no_fetch: bool, as_json: bool) -> None:
     """Machines seen, what a push sends, what a pull imports."""
     from majordomus.sync import status as syncstatus
 
@@ -169,7 +169,7 @@ def _status_lines(label: str, by_dir: dict[str, list[str]]) -> None:
               help="Fold every other machine that has not pushed for N days.")
 @timeout_option
 @json_option
-def compact_cmd(remote: Optional[str], machines: tuple[str, ...], idle_days: Optional[float], timeout: float,
+def compact_cmd(remote: str | None, machines: tuple[str, ...], idle_days: float | None, timeout: float,
                 as_json: bool) -> None:
     """Fold retired machines' refs into refs/majordomus/state.
 

@@ -1,8 +1,8 @@
-"""`majordomus task start|show|list|resume|release|done` (SPEC §5, §18)."""
+"""`majordomus task start|show|list|resume|release|done` (design §5, §18)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import click
 
@@ -42,8 +42,8 @@ def _task_lines(task: Any) -> str:
 @click.option("--profile", help="The worker profile (default: config `profile`).")
 @click.option("--owner", help="Who owns it (default: MAJORDOMUS_OWNER, git user.email, login).")
 @click.option("--from", "from_task", metavar="TASK", help="Seed continuity with the pins of TASK.")
-def task_start(task_id: str, title: Optional[str], objective: Optional[str], profile: Optional[str],
-               owner: Optional[str], from_task: Optional[str]) -> None:
+def task_start(task_id: str, title: str | None, objective: str | None, profile: str | None,
+               owner: str | None, from_task: str | None) -> None:
     """Start task ID in this worktree and branch.
 
     The task active here, if any, is paused; at most one task is active in a worktree and branch.
@@ -59,7 +59,7 @@ def task_start(task_id: str, title: Optional[str], objective: Optional[str], pro
 @task_group.command("show", context_settings=CONTEXT)
 @click.argument("task_id", metavar="[ID]", required=False)
 @json_option
-def task_show(task_id: Optional[str], as_json: bool) -> None:
+def task_show(task_id: str | None, as_json: bool) -> None:
     """Show a task (default: the active task here)."""
     from majordomus import tasks
 
@@ -120,7 +120,7 @@ def task_resume(task_id: str, force: bool, reopen: bool) -> None:
 
 @task_group.command("release", context_settings=CONTEXT)
 @click.argument("task_id", metavar="[ID]", required=False)
-def task_release(task_id: Optional[str]) -> None:
+def task_release(task_id: str | None) -> None:
     """Give up this machine's claim on a task.
 
     Default: the active task here, which becomes paused. A task held elsewhere (a double claim) only
@@ -134,7 +134,7 @@ def task_release(task_id: Optional[str]) -> None:
 @task_group.command("done", context_settings=CONTEXT)
 @click.argument("task_id", metavar="[ID]", required=False)
 @click.option("--force", is_flag=True, help="Finish a task that is active in another worktree or branch.")
-def task_done(task_id: Optional[str], force: bool) -> None:
+def task_done(task_id: str | None, force: bool) -> None:
     """Mark a task done (default: the active task here)."""
     from majordomus import lifecycle
 

@@ -1,4 +1,4 @@
-"""Doctor's checks of the trust boundaries (SPEC §2a): what an attacker or an accident can leave where
+"""Doctor's checks of the trust boundaries (design §2a): what an attacker or an accident can leave where
 majordomus reads — the active index, the committed profiles, who owns the state, orphaned tasks."""
 
 from __future__ import annotations

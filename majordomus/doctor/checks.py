@@ -1,28 +1,27 @@
-"""`majordomus doctor` (SPEC §11): is the state whole? Findings from one pass over the store and the ledger."""
+"""`majordomus doctor` (design §11): is the state whole? Findings from one pass over the store and the ledger."""
 
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
 
 from majordomus import claims, clock, continuity, tasks
-from majordomus.output import escape
-from majordomus.git import query as git
-from majordomus.store import ledger
 from majordomus.doctor import boundaries
+from majordomus.doctor.findings import FAIL, OK, WARN, Finding, exit_code
 from majordomus.doctor.scan import CHECKED_DIRS, RECORD_DIRS, Scan, scan_state
 from majordomus.errors import MajordomusError
+from majordomus.git import query as git
 from majordomus.lite.limits import CONFIG_RELPATH
-from majordomus.doctor.findings import FAIL, OK, WARN, Finding, exit_code
+from majordomus.output import escape
+from majordomus.store import ledger
 from majordomus.workspace import Workspace
 
-__all__ = ["Finding", "exit_code", "open_workspace", "run", "retention", "stale"]
+__all__ = ["Finding", "exit_code", "open_workspace", "retention", "run", "stale"]
 
 RETENTION = {"checkpoints": "checkpoint", "handoffs": "handoff"}  # record directory -> config section
 STATE_PREFIX = ".ai/local/"
 
 
-def open_workspace(cwd: Optional[str] = None) -> tuple[Workspace, list[Finding]]:
+def open_workspace(cwd: str | None = None) -> tuple[Workspace, list[Finding]]:
     """The workspace, with its configuration checked: a broken config is a finding and the defaults apply."""
     ws = Workspace.open(cwd, lenient_config=True)
     where = os.path.join(ws.paths.config_root, CONFIG_RELPATH) if ws.paths.config_root else None
@@ -95,7 +94,7 @@ def check_ledger(ws: Workspace, scan: Scan) -> list[Finding]:
     shown = ws.display(path)
     chain = ledger.Chain()
     dropped: list[int] = []
-    named: dict[str, tuple[int, Optional[str]]] = {}
+    named: dict[str, tuple[int, str | None]] = {}
     events = 0
     try:
         for number, line in enumerate(ledger.iter_lines(path), 1):
@@ -149,7 +148,7 @@ def check_ledger(ws: Workspace, scan: Scan) -> list[Finding]:
     return found
 
 
-def stale(ws: Workspace, task: tasks.Task) -> Optional[Finding]:
+def stale(ws: Workspace, task: tasks.Task) -> Finding | None:
     """An active task gone quiet, by the one staleness rule (`tasks.staleness`)."""
     limit = ws.config.get("checkpoint", "stale_after_minutes")
     try:
@@ -169,7 +168,7 @@ def check_tasks(ws: Workspace, task_ids: list[str]) -> list[Finding]:
     for task_id in sorted(task_ids):
         try:
             task = tasks.load(ws, task_id)
-        except Exception as exc:  # noqa: BLE001 - a broken record is a finding; yaml's errors escape tasks.load
+        except Exception as exc:
             shown = ws.display(ws.paths.task_file(task_id))
             message = exc.message if isinstance(exc, MajordomusError) else f"the task record {shown} is unreadable: " \
                 f"{type(exc).__name__}"
@@ -180,7 +179,7 @@ def check_tasks(ws: Workspace, task_ids: list[str]) -> list[Finding]:
             finding = stale(ws, task)
             if finding is not None:
                 found.append(finding)
-        double = claims.double_claim(task.claims)  # issue 14 (SPEC §18)
+        double = claims.double_claim(task.claims)  # design §18
         if double:
             found.append(Finding(FAIL, "task.double-claim", f"task `{task.id}` is held by {len(double)} workers "
                                  "at once: " + "; ".join(escape(claims.describe(c)) for c in double),
@@ -209,7 +208,7 @@ def check_continuity(ws: Workspace, task_ids: list[str]) -> list[Finding]:
 
 
 def run(ws: Workspace, config_findings: list[Finding]) -> list[Finding]:
-    """Every check of SPEC §11, in a stable order."""
+    """Every check of design §11, in a stable order."""
     scan = scan_state(ws)
     found = list(config_findings)
     found += check_git(ws, scan.exists)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import Any
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 LEVELS = (FAIL, WARN, OK)
@@ -18,8 +18,8 @@ class Finding:
     level: str  # ok | warn | fail
     code: str
     message: str
-    path: Optional[str] = None
-    hint: Optional[str] = None
+    path: str | None = None
+    hint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

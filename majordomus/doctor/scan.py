@@ -5,18 +5,18 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
 
-from majordomus.store import records
+from majordomus.doctor.findings import FAIL, WARN, Finding
+from majordomus.lite import safeio
 from majordomus.store import files as store
 from majordomus.store import paths as paths_mod
-from majordomus.lite import safeio
-from majordomus.doctor.findings import FAIL, WARN, Finding
+from majordomus.store import records
 from majordomus.workspace import Workspace
 
 RECORD_DIRS = ("checkpoints", "handoffs")  # the record kinds with a retention setting
-CHECKED_DIRS = RECORD_DIRS + ("runs",)  # issue 14: run records (SPEC §17) are checked like checkpoints
+CHECKED_DIRS = RECORD_DIRS + ("runs",)  # run records (design §17) are checked like checkpoints
 
 
 @dataclass
@@ -25,7 +25,7 @@ class Scan:
 
     exists: bool = False
     findings: list[Finding] = field(default_factory=list)
-    records: dict[str, Optional[str]] = field(default_factory=dict)  # "checkpoints/NAME.md" -> sha256
+    records: dict[str, str | None] = field(default_factory=dict)  # "checkpoints/NAME.md" -> sha256
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CHECKED_DIRS, 0))
     tasks: list[str] = field(default_factory=list)
     continuity: list[str] = field(default_factory=list)  # task ids with a context/ID/continuity.json

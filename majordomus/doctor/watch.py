@@ -1,4 +1,4 @@
-"""`majordomus watch` (SPEC §11): new ledger events, and conditions reported once when they begin and once when they clear."""
+"""`majordomus watch` (design §11): new ledger events, and conditions reported once when they begin and once when they clear."""
 
 from __future__ import annotations
 
@@ -7,17 +7,16 @@ import signal
 import stat
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from majordomus import clock, tasks
-from majordomus.doctor import checks as doctor
-from majordomus.store import ledger
-from majordomus.store import records
 from majordomus import config as config_mod
-from majordomus.lite.limits import CONFIG_RELPATH
-from majordomus.store import paths as paths_mod
-from majordomus.doctor.scan import RECORD_DIRS
+from majordomus.doctor import checks as doctor
 from majordomus.doctor.findings import FAIL, OK, Finding
+from majordomus.doctor.scan import RECORD_DIRS
+from majordomus.lite.limits import CONFIG_RELPATH
+from majordomus.store import ledger, records
+from majordomus.store import paths as paths_mod
 from majordomus.workspace import Workspace
 
 _CHUNK = 1 << 20
@@ -31,11 +30,11 @@ class Report:
     at: str
     code: str = ""
     message: str = ""
-    level: Optional[str] = None
-    path: Optional[str] = None
-    hint: Optional[str] = None
-    event: Optional[dict[str, Any]] = None
-    tick: Optional[int] = None
+    level: str | None = None
+    path: str | None = None
+    hint: str | None = None
+    event: dict[str, Any] | None = None
+    tick: int | None = None
 
 
 class Tail:
@@ -43,7 +42,7 @@ class Tail:
 
     def __init__(self, path: str, from_end: bool = True) -> None:
         self.path = path
-        self.fd: Optional[int] = None
+        self.fd: int | None = None
         self.offset = 0
         self.mark = b""
         if self._open() and from_end:
@@ -123,12 +122,12 @@ class Watcher:
     tail: Tail
     conditions: dict[str, Finding] = field(default_factory=dict)
     counted: dict[str, tuple[tuple[int, int], int]] = field(default_factory=dict)
-    config_stamp: Optional[tuple[int, int, int]] = None
-    config_problem: Optional[Finding] = None
+    config_stamp: tuple[int, int, int] | None = None
+    config_problem: Finding | None = None
     ticks: int = 0
 
     @classmethod
-    def open(cls, cwd: Optional[str] = None, from_end: bool = True) -> "Watcher":
+    def open(cls, cwd: str | None = None, from_end: bool = True) -> Watcher:
         ws, findings = doctor.open_workspace(cwd)
         paths_mod.check_readable(ws.paths)  # never read through a link where the state should be
         watcher = cls(ws=ws, tail=Tail(ws.paths.ledger, from_end=from_end))
@@ -136,7 +135,7 @@ class Watcher:
         watcher.config_problem = next((f for f in findings if f.code == "config.invalid"), None)
         return watcher
 
-    def _config_stamp(self) -> Optional[tuple[int, int, int]]:
+    def _config_stamp(self) -> tuple[int, int, int] | None:
         root = self.ws.paths.config_root
         try:
             st = os.stat(os.path.join(root, CONFIG_RELPATH)) if root else None
@@ -189,7 +188,7 @@ class Watcher:
         for task_id in sorted(set(tasks.read_index(self.ws).values())):
             try:
                 task = tasks.load(self.ws, task_id)
-            except Exception:  # noqa: BLE001 - a task record being replaced or broken is doctor's business
+            except Exception:
                 continue
             stale = doctor.stale(self.ws, task) if task.status == "active" else None
             if stale is not None:

@@ -1,4 +1,4 @@
-"""Sync's objects (SPEC §13) through pygit2: blobs, trees read and edited a subtree at a time, commits, and
+"""Sync's objects (design §13) through pygit2: blobs, trees read and edited a subtree at a time, commits, and
 majordomus's own refs moved by compare-and-swap. Never HEAD, the index, the work tree or any branch.
 
 Trees are handed out as `TreeView`s: a walk that stops at the first subtree whose id it has already seen
@@ -7,8 +7,8 @@ is what keeps a sync proportional to what changed, not to what is stored."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
 
 import pygit2
 
@@ -43,7 +43,7 @@ class Entry:
 class TreeView:
     """A tree object, read lazily. Entry names that are not UTF-8 come back as None (never a path)."""
 
-    __slots__ = ("repo", "_tree")
+    __slots__ = ("_tree", "repo")
 
     def __init__(self, repo: Repo, tree: pygit2.Tree) -> None:
         self.repo = repo
@@ -59,24 +59,24 @@ class TreeView:
     def __contains__(self, name: str) -> bool:
         return name in self._tree
 
-    def entries(self) -> Iterator[tuple[Optional[str], Entry, bytes]]:
+    def entries(self) -> Iterator[tuple[str | None, Entry, bytes]]:
         """(name or None, entry, raw name) for every entry, in git's order."""
         for item in self._tree:
             raw = item.raw_name or b""
             try:
-                name: Optional[str] = raw.decode("utf-8")
+                name: str | None = raw.decode("utf-8")
             except UnicodeDecodeError:
                 name = None
             yield name, Entry(str(item.id), int(item.filemode)), raw
 
-    def get(self, name: str) -> Optional[Entry]:
+    def get(self, name: str) -> Entry | None:
         try:
             item = self._tree[name]
         except (KeyError, ValueError, TypeError):
             return None
         return Entry(str(item.id), int(item.filemode))
 
-    def sub(self, name: str) -> Optional["TreeView"]:
+    def sub(self, name: str) -> TreeView | None:
         """The subtree `name`, or None when absent or not a tree."""
         try:
             item = self._tree[name]
@@ -85,12 +85,12 @@ class TreeView:
         return TreeView(self.repo, item) if isinstance(item, pygit2.Tree) else None
 
 
-def tree(repo: Repo, oid: str) -> Optional[TreeView]:
+def tree(repo: Repo, oid: str) -> TreeView | None:
     obj = repo.handle.get(oid)
     return TreeView(repo, obj) if isinstance(obj, pygit2.Tree) else None
 
 
-def kind(repo: Repo, oid: str) -> Optional[str]:
+def kind(repo: Repo, oid: str) -> str | None:
     """`commit`, `tree`, `blob`, `tag`, or None when the object is not here."""
     try:
         obj = repo.handle.get(oid)
@@ -108,7 +108,7 @@ class Commit:
     message: str
 
 
-def commit(repo: Repo, oid: str) -> Optional[Commit]:
+def commit(repo: Repo, oid: str) -> Commit | None:
     """The commit `oid`, or None when it is missing or another kind of object."""
     obj = repo.handle.get(oid)
     if not isinstance(obj, pygit2.Commit):
@@ -117,7 +117,7 @@ def commit(repo: Repo, oid: str) -> Optional[Commit]:
                   obj.message)
 
 
-def ref_target(repo: Repo, name: str) -> Optional[str]:
+def ref_target(repo: Repo, name: str) -> str | None:
     try:
         ref = repo.handle.references[name]
     except (KeyError, pygit2.InvalidSpecError, ValueError):
@@ -139,10 +139,10 @@ def refs_under(repo: Repo, prefix: str) -> dict[str, str]:
 
 def _git_ref(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=repo.worktree, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, check=False)
 
 
-def update_ref(repo: Repo, name: str, new: str, old: Optional[str], message: str) -> None:
+def update_ref(repo: Repo, name: str, new: str, old: str | None, message: str) -> None:
     """Move `name` to `new` only if it still points at `old` (None: must not exist), atomically (git's CAS)."""
     done = _git_ref(repo, "update-ref", "-m", message, name, new, old or ZERO_OID)
     if done.returncode != 0:
@@ -157,7 +157,7 @@ def delete_ref(repo: Repo, name: str, old: str) -> None:
     _git_ref(repo, "update-ref", "-d", name, old)
 
 
-def blob_size(repo: Repo, oid: str) -> Optional[int]:
+def blob_size(repo: Repo, oid: str) -> int | None:
     """A blob's size from its header, without inflating it; None when it is not a blob here."""
     try:
         kind_, size = repo.handle.odb.read_header(pygit2.Oid(hex=oid))
@@ -186,7 +186,7 @@ class TreeWriter:
     """Edits of a tree (`put` a blob or subtree at a path); `write` rebuilds only the trees on edited paths
     and reuses every other subtree as it is."""
 
-    def __init__(self, repo: Repo, base: Optional[str]) -> None:
+    def __init__(self, repo: Repo, base: str | None) -> None:
         self.repo = repo
         self.base = base
         self._edits: dict[str, object] = {}  # name -> Entry, or a nested dict of edits
@@ -207,7 +207,7 @@ class TreeWriter:
     def write(self) -> str:
         return self._write(self.base, self._edits)
 
-    def _write(self, base: Optional[str], edits: dict[str, object]) -> str:
+    def _write(self, base: str | None, edits: dict[str, object]) -> str:
         handle = self.repo.handle
         base_tree = handle.get(base) if base else None
         builder = handle.TreeBuilder(base_tree) if isinstance(base_tree, pygit2.Tree) else handle.TreeBuilder()
@@ -250,7 +250,7 @@ def remote_names(repo: Repo) -> list[str]:
         return []
 
 
-def upstream_remote(repo: Repo) -> Optional[str]:
+def upstream_remote(repo: Repo) -> str | None:
     """The remote of this branch's upstream (`branch.NAME.remote`), unless it is `.` (a local upstream)."""
     branch = repo.branch
     if branch is None:

@@ -1,4 +1,4 @@
-"""What the user's own git says about the work tree (SPEC §4), through the `git` command.
+"""What the user's own git says about the work tree (design §4), through the `git` command.
 
 One `git status --porcelain=v2 -z --branch --untracked-files=all` gives branch, head and changed files,
 honouring everything git honours (sparse checkout, skip-worktree, GIT_DIR/GIT_WORK_TREE, the untracked
@@ -14,7 +14,6 @@ from majordomus.errors import EnvironmentProblem, MajordomusError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Optional
 
     from majordomus.lite.dotgit import Place
 
@@ -54,7 +53,7 @@ def git(place: Place, *args: str, ok: tuple[int, ...] = (0,)) -> bytes:
 
     try:
         done = subprocess.run(["git", *args], cwd=place.worktree, env=env, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                              capture_output=True, check=False)
     except OSError as exc:
         raise EnvironmentProblem(f"cannot run git: {exc.strerror}", "install git, or put it on PATH") from exc
     if done.returncode not in ok:
@@ -69,9 +68,9 @@ def git(place: Place, *args: str, ok: tuple[int, ...] = (0,)) -> bytes:
 class Status:
     """Branch, head and changed paths of the work tree, as `git status` reports them."""
 
-    __slots__ = ("branch", "head", "changed")
+    __slots__ = ("branch", "changed", "head")
 
-    def __init__(self, branch: Optional[str], head: Optional[str], changed: list[str]) -> None:
+    def __init__(self, branch: str | None, head: str | None, changed: list[str]) -> None:
         self.branch = branch  # None when detached
         self.head = head  # None on an unborn branch
         self.changed = changed  # sorted
@@ -79,8 +78,8 @@ class Status:
 
 def parse_status(out: bytes) -> Status:
     """Parse `git status --porcelain=v2 -z --branch` output (a rename lists both its paths)."""
-    branch: Optional[str] = None
-    head: Optional[str] = None
+    branch: str | None = None
+    head: str | None = None
     changed: set[str] = set()
     fields = out.split(b"\0")
     i = 0
@@ -120,7 +119,7 @@ def root_commit(place: Place, head: str) -> str:
     return out[-1].decode("ascii")
 
 
-def config_get(place: Place, key: str) -> Optional[str]:
+def config_get(place: Place, key: str) -> str | None:
     """`git config --get KEY` as the user's git resolves it (includes, conditional includes); None if unset."""
     out = git(place, "config", "--get", key, ok=(0, 1)).strip()
     return out.decode("utf-8", "replace") if out else None
@@ -140,7 +139,7 @@ def is_commit(place: Place, oid: str) -> bool:
     return out.strip() == b"commit"
 
 
-def divergence(place: Place, old: str, new: str) -> Optional[tuple[int, int]]:
+def divergence(place: Place, old: str, new: str) -> tuple[int, int] | None:
     """(commits in `new` not in `old`, commits in `old` not in `new`); None when either is unknown here."""
     if not (is_commit(place, old) and is_commit(place, new)):
         return None
@@ -148,7 +147,7 @@ def divergence(place: Place, old: str, new: str) -> Optional[tuple[int, int]]:
     return int(out[0]), int(out[1])
 
 
-def commits_since(place: Place, old: Optional[str], new: str, limit: int) -> tuple[list[tuple[str, str]], int]:
+def commits_since(place: Place, old: str | None, new: str, limit: int) -> tuple[list[tuple[str, str]], int]:
     """Up to `limit` (short id, summary) of commits reachable from `new` but not `old`, newest first, and
     how many there are in all (counting stops at 10,000: enough to say "a lot")."""
     spec = [new] + ([f"^{old}"] if old else [])

@@ -1,4 +1,4 @@
-"""`hooks install|uninstall` for Claude Code and Codex (SPEC §12): merge into their JSON hook settings.
+"""`hooks install|uninstall` for Claude Code and Codex (design §12): merge into their JSON hook settings.
 
 Install adds only what is missing (idempotent) and never rewrites what is there. It leaves a receipt in
 the state directory (`hooks/`) with the file's bytes from before: uninstall restores those bytes exactly
@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import stat
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 from majordomus.errors import EnvironmentProblem, Refused
 from majordomus.lite import safeio
@@ -24,15 +24,15 @@ SETTINGS_MAX_BYTES = 4 << 20
 
 class Entry(NamedTuple):
     event: str
-    matcher: Optional[str]
+    matcher: str | None
     command: str
-    timeout: Optional[int]
+    timeout: int | None
 
 
 def entries(runtime: str, compact_bridge: bool) -> list[Entry]:
     """What majordomus registers: the shape of fixtures/payloads/claude-settings-shape.json."""
     out = [
-        # No matcher: every source the runtime has (Codex also has `fork`), now and later (SPEC §12).
+        # No matcher: every source the runtime has (Codex also has `fork`), now and later (design §12).
         Entry("SessionStart", None, f"majordomus hook session-start --runtime {runtime}", 30),
         Entry("Stop", None, "majordomus hook stop", 30),
     ]
@@ -59,12 +59,12 @@ class Result(NamedTuple):
 # ---------------------------------------------------------------- reading and writing the file
 
 
-def _read(path: str) -> Optional[bytes]:
+def _read(path: str) -> bytes | None:
     _refuse_links(path)
     return safeio.read_optional(path, SETTINGS_MAX_BYTES)
 
 
-def _parse(data: Optional[bytes], path: str) -> dict[str, Any]:
+def _parse(data: bytes | None, path: str) -> dict[str, Any]:
     if data is None or not data.strip():
         return {}
     try:
@@ -86,7 +86,7 @@ def _parse(data: Optional[bytes], path: str) -> dict[str, Any]:
     return doc
 
 
-def _style(data: Optional[bytes]) -> dict[str, Any]:
+def _style(data: bytes | None) -> dict[str, Any]:
     """How the file is laid out, so that a rewrite looks like the file it replaces."""
     if not data or not data.strip():
         return {"indent": 2, "separators": (",", ": "), "ensure_ascii": False, "newline": True}
@@ -111,7 +111,7 @@ def _dump(doc: dict[str, Any], style: dict[str, Any]) -> bytes:
     return (text + ("\n" if style["newline"] else "")).encode("utf-8")
 
 
-def write_file(path: str, data: bytes, mode: Optional[int]) -> None:
+def write_file(path: str, data: bytes, mode: int | None) -> None:
     """Atomic replace, keeping the old file's mode (a new file gets 0666 & ~umask): the store's one writer."""
     _refuse_links(path)
     files.replace(path, data, mode=mode)
@@ -124,11 +124,11 @@ def _refuse_links(path: str) -> None:
             raise EnvironmentProblem(
                 f"{candidate} is a symbolic link; majordomus does not write through it (it could lead to your "
                 "own global settings); nothing was written",
-                f"replace the link with a real directory or file, or add the hooks by hand",
+                "replace the link with a real directory or file, or add the hooks by hand",
             )
 
 
-def _mode(path: str) -> Optional[int]:
+def _mode(path: str) -> int | None:
     try:
         return stat.S_IMODE(os.lstat(path).st_mode)
     except FileNotFoundError:
@@ -200,7 +200,7 @@ def remove(doc: dict[str, Any], commands: set[str]) -> list[str]:
 # ---------------------------------------------------------------- receipts
 
 
-def _digest(data: Optional[bytes]) -> Optional[str]:
+def _digest(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
@@ -208,7 +208,7 @@ def receipt_path(ws: Any, runtime: str, path: str) -> str:
     return os.path.join(ws.paths.root, "hooks", f"{runtime}-{hashlib.sha256(path.encode()).hexdigest()[:16]}.json")
 
 
-def load_receipt(ws: Any, runtime: str, path: str) -> Optional[dict[str, Any]]:
+def load_receipt(ws: Any, runtime: str, path: str) -> dict[str, Any] | None:
     try:
         data = json.loads(safeio.read(receipt_path(ws, runtime, path), SETTINGS_MAX_BYTES * 2 + 4096))
     except (OSError, ValueError, safeio.UnsafeFile):

@@ -1,4 +1,4 @@
-"""`hook compact` (SPEC §12): one raw line per PreCompact/PostCompact in the active task's journal.
+"""`hook compact` (design §12): one raw line per PreCompact/PostCompact in the active task's journal.
 
 It runs at every compaction, so it imports only the `lite` layer (no pygit2, click or yaml; a test probes
 it): it appends one line and does nothing else. Normalising happens on replay (`journal`).
@@ -19,7 +19,7 @@ from majordomus.lite.stdin import read_capped
 
 TYPE_CHECKING = False  # annotations only: every import on this path is paid at every compaction
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO, Optional
+    from typing import Any, BinaryIO
 
 STDIN_MAX = 1 << 20  # more than this is a parseError line, and none of it is kept
 VALUE_MAX = 256  # characters per kept value
@@ -45,7 +45,7 @@ def _value(value: Any) -> Any:
 _DROP = object()
 
 
-def build_line(raw: Optional[bytes], phase: str, runtime: str, at: str) -> bytes:
+def build_line(raw: bytes | None, phase: str, runtime: str, at: str) -> bytes:
     """The journal line for one payload; phase and runtime come from argv, never from the payload."""
     line: dict[str, Any] = {"v": 1, "at": at, "phase": phase, "runtime": runtime}
     payload: Any = None
@@ -115,7 +115,7 @@ def append(directory: str, line: bytes, rotate_bytes: int) -> str:
             os.close(fd)
 
 
-def record(phase: str, runtime: str, stdin: Optional[BinaryIO], cwd: str) -> Optional[str]:
+def record(phase: str, runtime: str, stdin: BinaryIO | None, cwd: str) -> str | None:
     """Journal one compaction event for the task active at `cwd`; None (and nothing written) when none."""
     raw = read_capped(stdin, STDIN_MAX)
     place = dotgit.locate(cwd)
@@ -142,7 +142,7 @@ def record(phase: str, runtime: str, stdin: Optional[BinaryIO], cwd: str) -> Opt
     return append(directory, line, bounds["rotate_bytes"])
 
 
-def _parse_argv(argv: list[str]) -> tuple[str, str, Optional[str]]:
+def _parse_argv(argv: list[str]) -> tuple[str, str, str | None]:
     """(phase, runtime, problem): argv is all this path trusts for phase and runtime."""
     opts: dict[str, str] = {}
     i = 0
@@ -181,7 +181,7 @@ def main(argv: list[str]) -> int:
             return 0
         stdin = sys.stdin.buffer if sys.stdin is not None and not sys.stdin.isatty() else None
         record(phase, runtime, stdin, os.getcwd())
-    except BaseException as exc:  # noqa: BLE001 - fail-open: a compaction never waits on our bookkeeping
+    except BaseException as exc:
         if os.environ.get("MAJORDOMUS_DEBUG") == "1":
             import traceback
 

@@ -12,8 +12,8 @@ import os
 import stat
 from typing import Any
 
-from majordomus.hooks import agents as installers
 from majordomus.errors import EnvironmentProblem, Refused
+from majordomus.hooks import agents as installers
 from majordomus.lite import safeio
 
 HOOK = "post-commit"

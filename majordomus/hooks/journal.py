@@ -1,4 +1,4 @@
-"""The compaction journal's tolerant replay (SPEC §12), for `context status`: generation, pending, last.
+"""The compaction journal's tolerant replay (design §12), for `context status`: generation, pending, last.
 
 Writing lives in `compact`, which must stay light; this module only reads what it wrote.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Optional
+from typing import Any
 
 from majordomus import tasks
 from majordomus.hooks.compact import FILE, PHASES, ROTATED, WHITELIST
@@ -22,7 +22,7 @@ def _lines(path: str) -> list[bytes]:
     return [] if data is None else data.split(b"\n")
 
 
-def _event(line: bytes) -> Optional[dict[str, Any]]:
+def _event(line: bytes) -> dict[str, Any] | None:
     """A valid journal event, normalised; None for a torn or foreign line."""
     try:
         obj = json.loads(line)
@@ -108,7 +108,7 @@ def replay(directory: str) -> dict[str, Any]:
     return result
 
 
-def status(ws: Any, task_id: Optional[str] = None) -> dict[str, Any]:
+def status(ws: Any, task_id: str | None = None) -> dict[str, Any]:
     """The compaction status of a task (default: the active one here), for `context status`."""
     if task_id is None:
         task_id = tasks.active(ws).id

@@ -1,4 +1,4 @@
-"""`hooks install --runtime claude --mcp` (SPEC §19): the MCP server in the project's `.mcp.json`.
+"""`hooks install --runtime claude --mcp` (design §19): the MCP server in the project's `.mcp.json`.
 
 The same discipline as the hook installers in `agents` (whose file helpers and receipts this reuses):
 merged into whatever the file holds, idempotent, and uninstall removes exactly what install added — the

@@ -1,7 +1,7 @@
 """`state/active.json`, the one reader: which task is active in each (worktree, branch) of this machine.
 
 The index maps `json.dumps([worktree, branch])` to a task id. It is read by hot paths (checkpoint, the
-hooks) and by every task command alike, and it is untrusted input (SPEC §2a): a file that is not a
+hooks) and by every task command alike, and it is untrusted input (design §2a): a file that is not a
 regular file, not a JSON object of strings, or names anything but a valid task id is refused whole
 (`CorruptIndex`, exit 12), never half-read and never rewritten around.
 """
@@ -16,7 +16,7 @@ from majordomus.lite import names, safeio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Optional
+    pass
 
 FILE = "active.json"
 MAX_BYTES = 1 << 20
@@ -32,11 +32,11 @@ class CorruptIndex(EnvironmentProblem):
         self.path = path
 
 
-def slot(worktree: str, branch: Optional[str]) -> str:
+def slot(worktree: str, branch: str | None) -> str:
     return json.dumps([worktree, branch])
 
 
-def unslot(key: str) -> Optional[tuple[str, Optional[str]]]:
+def unslot(key: str) -> tuple[str, str | None] | None:
     """(worktree, branch) of a slot key, or None when the key is not one."""
     try:
         value = json.loads(key)
@@ -69,6 +69,6 @@ def read(state_root: str) -> dict[str, str]:
     return index
 
 
-def active_id(state_root: str, worktree: str, branch: Optional[str]) -> Optional[str]:
+def active_id(state_root: str, worktree: str, branch: str | None) -> str | None:
     """The id of the task active in this worktree and branch, or None."""
     return read(state_root).get(slot(worktree, branch))

@@ -6,7 +6,7 @@ pygit2 or running a command. It honours what git honours when it locates a repos
 git directory (linked worktrees, `--separate-git-dir`), `commondir`, `core.worktree` and `core.bare`.
 
 The state lives in the main worktree, `<main>/.ai/local/state`, or `<common dir>/majordomus/local/state`
-when the main worktree is bare (SPEC §2). Files are read with `safeio`, so a FIFO never blocks us.
+when the main worktree is bare (design §2). Files are read with `safeio`, so a FIFO never blocks us.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from majordomus.lite import safeio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Optional
+    pass
 
 _SMALL = 64 << 10
 
@@ -25,11 +25,20 @@ _SMALL = 64 << 10
 class Place:
     """Where a command runs: its worktree and branch, the git directories, and the state's location."""
 
-    __slots__ = ("worktree", "branch", "gitdir", "common_dir", "main_worktree", "local", "state_root",
-                 "config_root", "git_env")
+    __slots__ = (
+        "branch",
+        "common_dir",
+        "config_root",
+        "git_env",
+        "gitdir",
+        "local",
+        "main_worktree",
+        "state_root",
+        "worktree",
+    )
 
-    def __init__(self, worktree: str, branch: Optional[str], gitdir: str, common_dir: str,
-                 main_worktree: Optional[str], git_env: dict) -> None:
+    def __init__(self, worktree: str, branch: str | None, gitdir: str, common_dir: str,
+                 main_worktree: str | None, git_env: dict[str, str]) -> None:
         self.worktree = worktree
         self.branch = branch
         self.gitdir = gitdir
@@ -47,7 +56,7 @@ class Place:
         return f"Place({self.worktree!r}, {self.branch!r}, {self.gitdir!r}, {self.state_root!r})"
 
 
-def _text(path: str) -> Optional[str]:
+def _text(path: str) -> str | None:
     try:
         data = safeio.read_optional(path, _SMALL)
     except (OSError, safeio.EnvironmentProblem):
@@ -55,7 +64,7 @@ def _text(path: str) -> Optional[str]:
     return None if data is None else data.decode("utf-8", "replace")
 
 
-def _gitdir_of(dotgit: str) -> Optional[str]:
+def _gitdir_of(dotgit: str) -> str | None:
     """The git directory a `.git` entry names, or None when it is not a usable one."""
     if os.path.isdir(dotgit):
         gitdir = dotgit
@@ -92,11 +101,11 @@ def core_config(common_dir: str) -> dict[str, str]:
     return out
 
 
-def _is_true(value: Optional[str]) -> bool:
+def _is_true(value: str | None) -> bool:
     return value is not None and value.lower() in ("true", "yes", "on", "1", "")
 
 
-def _discover(start: str) -> tuple[Optional[str], Optional[str]]:
+def _discover(start: str) -> tuple[str | None, str | None]:
     """(gitdir, the directory holding `.git`) around `start`, walking up; (None, None) outside."""
     path = start
     while True:
@@ -116,24 +125,25 @@ def _common_dir(gitdir: str) -> str:
     return os.path.realpath(os.path.join(gitdir, commondir.strip()))
 
 
-def locate(start: str, environ: Optional[dict] = None) -> Optional[Place]:
+def locate(start: str, environ: dict[str, str] | None = None) -> Place | None:
     """The place around `start` (an absolute directory); None outside a git work tree (or in a bare one)."""
     env = os.environ if environ is None else environ
     start = os.path.realpath(start)
     env_dir, env_tree = env.get("GIT_DIR"), env.get("GIT_WORK_TREE")
     if env_dir:
-        gitdir: Optional[str] = os.path.realpath(os.path.join(start, env_dir))
-        top: Optional[str] = start  # git: with GIT_DIR and nothing else said, the current directory is the top
-        if not os.path.isfile(os.path.join(gitdir, "HEAD")):
+        found = os.path.realpath(os.path.join(start, env_dir))
+        gitdir: str | None = found
+        top: str | None = start  # git: with GIT_DIR and nothing else said, the current directory is the top
+        if not os.path.isfile(os.path.join(found, "HEAD")):
             return None
     else:
         gitdir, top = _discover(start)
-        if gitdir is None:
-            return None
+    if gitdir is None:
+        return None
     common = _common_dir(gitdir)
     core = core_config(common)
     if env_tree:
-        worktree: Optional[str] = os.path.realpath(os.path.join(start, env_tree))
+        worktree: str | None = os.path.realpath(os.path.join(start, env_tree))
     elif core.get("worktree") and common == gitdir:
         worktree = os.path.realpath(os.path.join(gitdir, core["worktree"]))
     elif _is_true(core.get("bare")) and common == gitdir:
@@ -146,7 +156,7 @@ def locate(start: str, environ: Optional[dict] = None) -> Optional[Place]:
     head = (_text(os.path.join(gitdir, "HEAD")) or "").strip()
     branch = head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else None
     if common == gitdir:
-        main: Optional[str] = worktree
+        main: str | None = worktree
     elif _is_true(core.get("bare")):
         main = None  # as libgit2 decides for the main repository
     elif core.get("worktree"):

@@ -1,4 +1,4 @@
-"""The configuration's documented defaults (SPEC §3), and the two journal limits `hook compact` reads.
+"""The configuration's documented defaults (design §3), and the two journal limits `hook compact` reads.
 
 `config.py` validates `.ai/config.yaml` against `DEFAULTS` with a real YAML parser. `hook compact` runs at
 every compaction and cannot afford yaml, so `journal_limits` reads its two numbers with a deliberately
@@ -8,14 +8,13 @@ tiny parser; a value it cannot read keeps its default here, and every other comm
 from __future__ import annotations
 
 import os
-import re
 
-from majordomus.lite.lazyre import LazyRe
 from majordomus.lite import safeio
+from majordomus.lite.lazyre import LazyRe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any
 
 DEFAULTS: dict[str, Any] = {
     "checkpoint": {
@@ -51,7 +50,7 @@ DEFAULTS: dict[str, Any] = {
 MINIMUMS = {"continuity.render_max_bytes": 256, "hooks.max_context_chars": 256, "hooks.codex_max_tokens": 64}
 MIN_RENDER_BYTES = MINIMUMS["continuity.render_max_bytes"]
 CONFIG_RELPATH = os.path.join(".ai", "config.yaml")
-CONFIG_MAX_BYTES = 64 << 10  # SPEC §2a: a committed config is read up to this bound
+CONFIG_MAX_BYTES = 64 << 10  # design §2a: a committed config is read up to this bound
 PROFILE_MAX_BYTES = 64 << 10
 NUMBER_MAX = 1 << 31  # a configured number above this is refused, naming the key
 
@@ -61,7 +60,7 @@ _ENTRY = LazyRe(r"""(?P<q>["']?)(?P<key>[A-Za-z_]+)(?P=q)[ \t]*:[ \t]*(?P<value>
 _INT = LazyRe(r"\+?[0-9][0-9_]*")
 
 
-def _int_or_none(text: str) -> Optional[int]:
+def _int_or_none(text: str) -> int | None:
     if not _INT.fullmatch(text):
         return None
     value = int(text.replace("_", ""))
@@ -101,7 +100,7 @@ def parse_journal_limits(text: str) -> dict[str, int]:
     return {key: found.get(key, default) for key, default in defaults.items()}
 
 
-def journal_limits(config_root: Optional[str]) -> dict[str, int]:
+def journal_limits(config_root: str | None) -> dict[str, int]:
     if config_root is None:
         return dict(DEFAULTS["journal"])
     try:

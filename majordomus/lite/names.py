@@ -1,4 +1,4 @@
-"""The grammars of identifiers and record names (SPEC §2a, §5, §6): one each, always a full match.
+"""The grammars of identifiers and record names (design §2a, §5, §6): one each, always a full match.
 
 A `$` in a pattern accepts a trailing newline, so every check here is `fullmatch`; an id is checked
 before it ever becomes part of a path.
@@ -12,7 +12,7 @@ from majordomus.lite.lazyre import LazyRe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any
 
 TASK_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 PROFILE_NAME = LazyRe(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -36,47 +36,47 @@ def is_pin_id(value: Any) -> bool:
     return isinstance(value, str) and PIN_ID.fullmatch(value) is not None
 
 
-def branch_slug(branch: Optional[str]) -> str:
+def branch_slug(branch: str | None) -> str:
     if branch is None:
         return "detached"
     return _SLUG_OUT.sub("-", branch)[:64] or "-"
 
 
-def record_name(timestamp_compact: str, branch: Optional[str], head: Optional[str], digest: str) -> str:
+def record_name(timestamp_compact: str, branch: str | None, head: str | None, digest: str) -> str:
     """The file name of a record: `RecordName` parses exactly what this builds."""
     head7 = (head or "0" * 7)[:7]
     return f"{timestamp_compact}--{branch_slug(branch)}--{head7}--{digest[:16]}.md"
 
 
-class RecordName(tuple):  # a named tuple without importing typing or collections on the hot path
+class RecordName(tuple[str, str, str, str]):  # a named tuple without importing typing or collections on the hot path
     """A parsed record file name: (timestamp, slug, head7, digest16)."""
 
     __slots__ = ()
 
     @property
     def timestamp(self) -> str:
-        return self[0]
+        return str(self[0])
 
     @property
     def slug(self) -> str:
-        return self[1]
+        return str(self[1])
 
     @property
     def head7(self) -> str:
-        return self[2]
+        return str(self[2])
 
     @property
     def digest(self) -> str:
-        return self[3]
+        return str(self[3])
 
     @classmethod
-    def parse(cls, name: str) -> Optional["RecordName"]:
+    def parse(cls, name: str) -> RecordName | None:
         """The parts of a record name, or None when `name` is not one (no `/`, no `..`, nothing else)."""
         match = RECORD_NAME.fullmatch(name) if isinstance(name, str) else None
         return cls(match.groups()) if match else None
 
 
-def name_digest(name: str) -> Optional[str]:
+def name_digest(name: str) -> str | None:
     """The 16-hex digest a record's file name claims, or None when the name is not a record name."""
     parsed = RecordName.parse(name)
     return parsed[3] if parsed is not None else None

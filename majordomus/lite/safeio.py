@@ -1,4 +1,4 @@
-"""The one way a state file or a committed `.ai/` file is opened (SPEC §2a).
+"""The one way a state file or a committed `.ai/` file is opened (design §2a).
 
 Anything in the state directory or the committed `.ai/` may have been replaced by a symlink, a FIFO, a
 device, a directory or a huge file. Every read here opens with O_NOFOLLOW | O_NONBLOCK (nothing waits
@@ -12,11 +12,11 @@ import errno
 import os
 import stat
 
-from majordomus.errors import EnvironmentProblem
+from majordomus.errors import EnvironmentProblem as EnvironmentProblem  # re-exported: callers catch it here
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Optional
+    pass
 
 DEFAULT_MAX = 16 << 20  # a state file with no limit of its own
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -97,7 +97,7 @@ def read(path: str, limit: int = DEFAULT_MAX) -> bytes:
         os.close(fd)
 
 
-def read_optional(path: str, limit: int = DEFAULT_MAX) -> Optional[bytes]:
+def read_optional(path: str, limit: int = DEFAULT_MAX) -> bytes | None:
     """`read`, or None when nothing is there."""
     try:
         return read(path, limit)

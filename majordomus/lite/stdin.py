@@ -4,12 +4,12 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import BinaryIO, Optional
+    from typing import BinaryIO
 
 _DRAIN_MAX = 64 << 20  # read (and drop) at most this much past a bound, so the writer is not cut off
 
 
-def read_bounded(stream: Optional[BinaryIO], limit: int) -> bytes:
+def read_bounded(stream: BinaryIO | None, limit: int) -> bytes:
     """At most `limit` + 1 bytes: one more than allowed is enough to refuse. No stream reads as empty."""
     if stream is None:
         return b""
@@ -24,7 +24,7 @@ def read_bounded(stream: Optional[BinaryIO], limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_capped(stream: Optional[BinaryIO], limit: int) -> Optional[bytes]:
+def read_capped(stream: BinaryIO | None, limit: int) -> bytes | None:
     """At most `limit` bytes; None when there was more (the rest is read and dropped, bounded)."""
     data = read_bounded(stream, limit)
     if len(data) <= limit:

@@ -14,7 +14,7 @@ _STEP = os.environ.get("MAJORDOMUS_FAULT")
 
 
 def point(step: str) -> None:
-    if _STEP is not None and _STEP == step:
+    if _STEP is not None and step == _STEP:
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)

@@ -117,11 +117,11 @@ def write_derived(path: str, data: bytes) -> None:
         _unlink_quietly(tmp)
 
 
-class locked:  # noqa: N801 - used as `with locked(path):`, like a function
+class locked:
     """Hold the exclusive lock that serialises changes to mutable state (a plain class: contextlib is
     not free on the hot paths)."""
 
-    __slots__ = ("path", "fd")
+    __slots__ = ("fd", "path")
 
     def __init__(self, path: str) -> None:
         self.path = path

@@ -1,4 +1,4 @@
-"""The append-only, hash-chained event log (SPEC §10): one whole line per write, under `flock`."""
+"""The append-only, hash-chained event log (design §10): one whole line per write, under `flock`."""
 
 from __future__ import annotations
 
@@ -16,14 +16,15 @@ from majordomus.store.paths import FILE_MODE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterator
+    from collections.abc import Iterator
+    from typing import Any
 
 _TAIL_CHUNK = 65536
 MAX_BYTES = 1 << 40  # the ledger only grows and its reads stream: no bound but a sane one
 
 
 class Replay:
-    __slots__ = ("events", "dropped_lines")
+    __slots__ = ("dropped_lines", "events")
 
     def __init__(self, events: list[dict[str, Any]], dropped_lines: int = 0) -> None:
         self.events = events
@@ -31,7 +32,7 @@ class Replay:
 
 
 class Verification:
-    __slots__ = ("events", "dropped_lines", "breaks")
+    __slots__ = ("breaks", "dropped_lines", "events")
 
     def __init__(self, events: int, dropped_lines: int, breaks: list[str]) -> None:
         self.events = events

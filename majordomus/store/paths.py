@@ -1,4 +1,4 @@
-"""Where state lives (SPEC §2), and the directories it needs, created 0700 and never through a symlink."""
+"""Where state lives (design §2), and the directories it needs, created 0700 and never through a symlink."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ if TYPE_CHECKING:
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 SUBDIRS = ("tasks", "checkpoints", "handoffs", "runs", "context", "cache")
-PARENT_MODE = 0o755  # `.ai` and the like: never group- or world-writable, whatever the umask (SPEC §2a)
+PARENT_MODE = 0o755  # `.ai` and the like: never group- or world-writable, whatever the umask (design §2a)
 
 
 class StatePaths:
     """Every on-disk location of the state, resolved in one place."""
 
-    __slots__ = ("local", "root", "config_root")
+    __slots__ = ("config_root", "local", "root")
 
     def __init__(self, local: str, root: str, config_root: str | None) -> None:
         self.local = local  # .ai/local (or <common dir>/majordomus/local when the main worktree is bare)
@@ -54,7 +54,7 @@ class StatePaths:
 
     @property
     def runs(self) -> str:
-        """Execution records of `majordomus run` (SPEC §17, issue 14)."""
+        """Execution records of `majordomus run` (design §17)."""
         return os.path.join(self.root, "runs")
 
     @property
@@ -143,10 +143,7 @@ def _mkdir(path: str) -> None:
 
 def check_readable(paths: StatePaths) -> bool:
     """For read-only commands: True when the state exists; refuse links on the way."""
-    for path in (os.path.dirname(paths.local), paths.local, paths.root):
-        if not _refuse_symlink(path):
-            return False
-    return True
+    return all(_refuse_symlink(path) for path in (os.path.dirname(paths.local), paths.local, paths.root))
 
 
 def ensure(paths: StatePaths, *subdirs: str) -> None:

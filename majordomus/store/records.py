@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 import re
 
-from majordomus.lite.lazyre import LazyRe
 from majordomus.errors import Refused
-from majordomus.lite.names import branch_slug, name_digest, record_name  # noqa: F401  (re-exported)
+from majordomus.lite.lazyre import LazyRe
+from majordomus.lite.names import branch_slug as branch_slug  # re-exported
+from majordomus.lite.names import name_digest as name_digest
+from majordomus.lite.names import record_name as record_name
 
 TYPE_CHECKING = False  # the hot paths read and write records: no typing at run time
 if TYPE_CHECKING:
-    from typing import Any, Iterable
+    from collections.abc import Iterable
+    from typing import Any
 
 SCHEMA_VERSION = 1
-MAX_RECORD_BYTES = 16 << 20  # a stored record is read up to this bound (SPEC §2a)
+MAX_RECORD_BYTES = 16 << 20  # a stored record is read up to this bound (design §2a)
 IDENTITY_KEYS = (
     "schema_version",
     "kind",
@@ -44,7 +47,7 @@ def identity_field(line: str) -> tuple[str, str] | None:
     """(field, as written) when the line's first word, after indentation and an optional `-`/`*`/`+`
     bullet, is an identity key followed by `:`; `_`, `-` or spaces may join its words, in any case.
 
-    Read as a person or a YAML/Markdown reader would see it (SPEC §2a): look-alikes are folded first
+    Read as a person or a YAML/Markdown reader would see it (design §2a): look-alikes are folded first
     (NFKC turns a full-width colon or a no-break space into the plain one), invisible characters and
     Markdown emphasis around the key do not hide it."""
     if not line.isascii():
@@ -65,7 +68,7 @@ def identity_field(line: str) -> tuple[str, str] | None:
 
 
 class Body:
-    __slots__ = ("text", "lines")
+    __slots__ = ("lines", "text")
 
     def __init__(self, text: str, lines: int) -> None:
         self.text = text  # normalised, without a trailing newline
@@ -73,7 +76,7 @@ class Body:
 
 
 def normalise(raw: bytes, *, what: str, max_lines: int | None, max_bytes: int) -> Body:
-    """Apply the body rules of SPEC §6 steps 2–4, in order; refuse rather than repair."""
+    """Apply the body rules of design §6 steps 2–4, in order; refuse rather than repair."""
     if len(raw) > max_bytes:
         raise Refused(
             f"the {what} body is over {max_bytes} bytes (the limit is {max_bytes}); nothing was written",
@@ -115,7 +118,7 @@ def normalise(raw: bytes, *, what: str, max_lines: int | None, max_bytes: int) -
 
 
 # C0 and C1 controls but tab, and the line and paragraph separators that YAML and many Markdown readers
-# split on (so that one line here can never be two lines there, SPEC §2a).
+# split on (so that one line here can never be two lines there, design §2a).
 _CONTROL = LazyRe("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 
 
@@ -129,7 +132,7 @@ def _shorter_hint(what: str) -> str:
 
 
 def refuse_identity(lines: list[str], what: str) -> None:
-    """Prose does not get to write its own identity (SPEC §6 step 4)."""
+    """Prose does not get to write its own identity (design §6 step 4)."""
     if lines and lines[0].strip() == "---":
         raise Refused(
             f"the {what} body starts with `---` (front matter); majordomus computes the front matter itself; "
@@ -154,11 +157,11 @@ def _scalar(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    # A mapping (a claim in a task record, issue 14) as a JSON object: a YAML flow mapping too.
+    # A mapping (a claim in a task record) as a JSON object: a YAML flow mapping too.
     text = json.dumps(value if isinstance(value, dict) else str(value), ensure_ascii=False)
     if text.isascii() and "\x7f" not in text:
         return text
-    return _NOT_YAML_PRINTABLE.sub(_escape, text)
+    return str(_NOT_YAML_PRINTABLE.sub(_escape, text))
 
 
 # JSON leaves these raw, but YAML either refuses them or reads them as line breaks: escape them.
@@ -197,7 +200,7 @@ def parse_yaml(text: str) -> dict[str, Any]:
 
 
 def load_yaml(text: str | bytes) -> Any:
-    """YAML loaded safely, refusing aliases, anchors and merge keys before anything is expanded (SPEC §2a):
+    """YAML loaded safely, refusing aliases, anchors and merge keys before anything is expanded (design §2a):
     a few hundred bytes of nested aliases must not become gigabytes. ValueError says what and where."""
     import yaml
 

@@ -1,4 +1,4 @@
-"""Bringing the store up to a plan (SPEC §13): records linked in exclusively, task records replaced under the
+"""Bringing the store up to a plan (design §13): records linked in exclusively, task records replaced under the
 lock, one ledger event each, and then what this machine settled on moves (`refs/majordomus/synced`).
 
 The settled ref moves last, so an interrupted pull repeats cleanly: whatever was linked in is found present.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from majordomus import lifecycle
 from majordomus.git import odb as git
@@ -32,7 +32,7 @@ WORKERS = 16
 class Imported:
     kind: str  # task, handoff, checkpoint or run
     path: str  # relative to the state directory
-    task: Optional[str]
+    task: str | None
     ref: str  # the remote ref it came from
     replaced: bool = False
 
@@ -73,7 +73,7 @@ def import_tasks(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Impo
         for item in plan.tasks:
             file = ws.paths.task_file(item.task)
             try:
-                now: Optional[str] = git.blob_id(safeio.read(file, TASK_MAX_BYTES))
+                now: str | None = git.blob_id(safeio.read(file, TASK_MAX_BYTES))
             except FileNotFoundError:
                 now = None
             if now != item.disk:
@@ -102,7 +102,7 @@ def record_conflicts(ws: Workspace, remote: str, plan: Plan, at: str) -> None:
 
 
 def _convert_legacy(ws: Workspace, writer: git.TreeWriter, view: git.TreeView) -> None:
-    """A format-1 settled tree (this machine's own, from before issue 16) into format 2."""
+    """A format-1 settled tree (this machine's own, from before the per-machine layout) into format 2."""
     for directory in rules.RECORD_KINDS:
         for found in layout.new_records(view, 1, None, directory, []):
             writer.put(layout.record_path(directory, found.name), found.entry)
@@ -110,7 +110,7 @@ def _convert_legacy(ws: Workspace, writer: git.TreeWriter, view: git.TreeView) -
         writer.put(("tasks", f"{task_id}.yaml"), entry)
 
 
-def settle(ws: Workspace, remote: str, plan: Plan, refs: list[RemoteRef]) -> Optional[str]:
+def settle(ws: Workspace, remote: str, plan: Plan, refs: list[RemoteRef]) -> str | None:
     """Move `refs/majordomus/synced` to what this machine holds of the remote now; its parents are the remote
     commits it took in, so that this machine's next push says what it had seen."""
     repo = ws.repo

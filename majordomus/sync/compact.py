@@ -1,4 +1,4 @@
-"""`majordomus sync compact` (SPEC §13): fold retired machines' refs into refs/majordomus/state.
+"""`majordomus sync compact` (design §13): fold retired machines' refs into refs/majordomus/state.
 
 One commit: the union of the folded refs and the state (records by name, each task's newest version), its
 parents the state and every folded machine's commit. The state moves and the folded refs are deleted in one
@@ -11,13 +11,13 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Optional
 
 from majordomus import clock
 from majordomus.errors import EnvironmentProblem, Refused, UsageError
 from majordomus.git import odb as git
 from majordomus.store import files as store
-from majordomus.sync import machine, remote as remotes, transport
+from majordomus.sync import machine, transport
+from majordomus.sync import remote as remotes
 from majordomus.sync.fold import Folder
 from majordomus.sync.layout import Refusal
 from majordomus.sync.push import FIRST_DELAY, MAX_DELAY, TIMEOUT, busy, lock_path
@@ -29,12 +29,12 @@ from majordomus.workspace import Workspace
 class CompactResult:
     remote: str
     folded: list[str] = field(default_factory=list)  # machine ids
-    commit: Optional[str] = None
+    commit: str | None = None
     attempts: int = 0
     refused: list[Refusal] = field(default_factory=list)
 
 
-def choose(found: Seen, own: Optional[str], ids: list[str], idle_days: Optional[float], now: float) -> list[RemoteRef]:
+def choose(found: Seen, own: str | None, ids: list[str], idle_days: float | None, now: float) -> list[RemoteRef]:
     """The machine refs to fold: those named, and those that have not pushed for `idle_days`."""
     machines = {r.machine: r for r in found.refs if r.machine is not None}
     for mid in ids:
@@ -51,7 +51,7 @@ def choose(found: Seen, own: Optional[str], ids: list[str], idle_days: Optional[
     return [chosen[mid] for mid in sorted(chosen)]
 
 
-def _fold(ws: Workspace, state: Optional[RemoteRef], folded: list[RemoteRef], result: CompactResult) -> str:
+def _fold(ws: Workspace, state: RemoteRef | None, folded: list[RemoteRef], result: CompactResult) -> str:
     base = state.view if state is not None and state.fmt == 2 else None
     folder = Folder(ws, base)
     if state is not None and state.fmt != 2:
@@ -64,7 +64,7 @@ def _fold(ws: Workspace, state: Optional[RemoteRef], folded: list[RemoteRef], re
     return git.write_commit(ws.repo, folder.write(), parents, f"majordomus state: folded {names}")
 
 
-def compact(ws: Workspace, name: Optional[str], ids: list[str], idle_days: Optional[float],
+def compact(ws: Workspace, name: str | None, ids: list[str], idle_days: float | None,
             timeout: float = TIMEOUT) -> CompactResult:
     if not ids and idle_days is None:
         raise UsageError("name the machines to fold: --machine ID (repeatable) or --idle-days N",

@@ -6,8 +6,6 @@ rules of a local write first, as on a pull.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from majordomus.git import odb as git
 from majordomus.sync import layout, rules
 from majordomus.sync.layout import Refusal
@@ -20,7 +18,7 @@ from majordomus.workspace import Workspace
 class Folder:
     """A format-2 tree being built from `base` (a trusted format-2 tree, or None) and the refs folded in."""
 
-    def __init__(self, ws: Workspace, base: Optional[git.TreeView]) -> None:
+    def __init__(self, ws: Workspace, base: git.TreeView | None) -> None:
         self.ws = ws
         self.base = base
         self.writer = git.TreeWriter(ws.repo, base.oid if base is not None else None)

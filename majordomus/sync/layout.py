@@ -1,4 +1,4 @@
-"""The shared state as git trees (SPEC §13): where each entry lives, and walks that skip what is known.
+"""The shared state as git trees (design §13): where each entry lives, and walks that skip what is known.
 
 Format 2 (this version writes it)::
 
@@ -8,14 +8,14 @@ Format 2 (this version writes it)::
     checkpoints/YYYY-MM/XX/NAME.md           two hex digits of its digest: a month that is over never
     runs/YYYY-MM/XX/NAME.md                  changes again, and a new record rewrites one small tree
 
-Format 1 (majordomus before issue 16, read only): `format` is "majordomus-state 1\\n" and records sit flat
+Format 1 (majordomus before the per-machine layout, read only): `format` is "majordomus-state 1\\n" and records sit flat
 in `handoffs/NAME.md`, `checkpoints/NAME.md`. Nothing here trusts a name before the grammar accepted it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
 
 from majordomus.git import odb as git
 from majordomus.lite import names
@@ -38,7 +38,7 @@ class Refusal:
     path: str  # where the entry is (tree path, or the ref's name), for the user
     reason: str
     side: str = "remote"  # or "local": an entry here that will not be shared
-    ref: Optional[str] = None  # the remote ref it came from
+    ref: str | None = None  # the remote ref it came from
 
 
 @dataclass(frozen=True)
@@ -76,20 +76,20 @@ def format_of(view: git.TreeView) -> int:
     return FORMATS[data]
 
 
-def _shown(parts: list[str], raw: bytes, name: Optional[str]) -> str:
+def _shown(parts: list[str], raw: bytes, name: str | None) -> str:
     return "/".join([*parts, name if name is not None else raw.decode("utf-8", "replace")])
 
 
-def _is_month(name: Optional[str]) -> bool:
+def _is_month(name: str | None) -> bool:
     return (name is not None and len(name) == 7 and name[4] == "-" and name[:4].isdigit() and name[5:].isdigit()
             and name.isascii())
 
 
-def _is_bucket(name: Optional[str]) -> bool:
+def _is_bucket(name: str | None) -> bool:
     return name is not None and len(name) == 2 and all(c in "0123456789abcdef" for c in name)
 
 
-def new_records(view: git.TreeView, fmt: int, base: Optional[git.TreeView], directory: str,
+def new_records(view: git.TreeView, fmt: int, base: git.TreeView | None, directory: str,
                 refused: list[Refusal]) -> Iterator[Found]:
     """Records of `view` in `directory` that `base` (a format-2 tree) does not hold under the same id.
 
@@ -142,7 +142,7 @@ def new_records(view: git.TreeView, fmt: int, base: Optional[git.TreeView], dire
                 yield Found(directory, name, leaf, where)
 
 
-def _flat(top: git.TreeView, base_top: Optional[git.TreeView], directory: str,
+def _flat(top: git.TreeView, base_top: git.TreeView | None, directory: str,
           refused: list[Refusal]) -> Iterator[Found]:
     for name, leaf, raw in top.entries():
         where = _shown([directory], raw, name)
@@ -156,7 +156,7 @@ def _flat(top: git.TreeView, base_top: Optional[git.TreeView], directory: str,
         yield Found(directory, name, leaf, where)
 
 
-def lookup(view: Optional[git.TreeView], parts: tuple[str, ...]) -> Optional[git.Entry]:
+def lookup(view: git.TreeView | None, parts: tuple[str, ...]) -> git.Entry | None:
     """The entry at `parts` below `view`, or None."""
     for part in parts[:-1]:
         if view is None:
@@ -165,7 +165,7 @@ def lookup(view: Optional[git.TreeView], parts: tuple[str, ...]) -> Optional[git
     return view.get(parts[-1]) if view is not None else None
 
 
-def holds(view: Optional[git.TreeView], directory: str, name: str, fmt: int = 2) -> Optional[git.Entry]:
+def holds(view: git.TreeView | None, directory: str, name: str, fmt: int = 2) -> git.Entry | None:
     """The entry of record `name` in a state tree of either format."""
     if view is None:
         return None
@@ -174,7 +174,7 @@ def holds(view: Optional[git.TreeView], directory: str, name: str, fmt: int = 2)
     return lookup(view, record_path(directory, name))
 
 
-def task_entries(view: git.TreeView, base: Optional[git.TreeView],
+def task_entries(view: git.TreeView, base: git.TreeView | None,
                  refused: list[Refusal]) -> Iterator[tuple[str, git.Entry, str]]:
     """(task id, entry, path) of every task record in `view` whose id `base` does not hold the same way."""
     top = view.sub("tasks")
@@ -202,7 +202,7 @@ def unknown_top(view: git.TreeView) -> list[str]:
             if name not in DIRS and name != FORMAT_PATH]
 
 
-def count(view: Optional[git.TreeView]) -> dict[str, int]:
+def count(view: git.TreeView | None) -> dict[str, int]:
     """How many task records and records a format-2 tree holds, by directory (lengths of the bucket trees)."""
     out = {d: 0 for d in DIRS}
     if view is None:

@@ -1,4 +1,4 @@
-"""This machine's stable id (SPEC §13): created once in the state, the name of the one ref it pushes.
+"""This machine's stable id (design §13): created once in the state, the name of the one ref it pushes.
 
 One writer per ref is what lets any number of machines push at the same moment without a race: each
 writes `refs/majordomus/machines/<id>` and nothing else. The id is the host name (as a slug, for people
@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import socket
-from typing import Optional
 
 from majordomus.errors import EnvironmentProblem
 from majordomus.lite import safeio
@@ -35,7 +34,7 @@ def _path(ws: Workspace) -> str:
     return os.path.join(ws.paths.root, FILE)
 
 
-def read(ws: Workspace) -> Optional[str]:
+def read(ws: Workspace) -> str | None:
     """This machine's id, or None when it has none yet; a file that is not one is exit 12 naming it."""
     path = _path(ws)
     data = safeio.read_optional(path, 128)

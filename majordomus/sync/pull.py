@@ -1,15 +1,15 @@
-"""`majordomus sync pull` (SPEC §13): fetch every majordomus ref of the remote in one fetch and import the
+"""`majordomus sync pull` (design §13): fetch every majordomus ref of the remote in one fetch and import the
 union of all of them in one pass — each entry held to the rules of a local write, refused one by one."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from majordomus import clock
 from majordomus.errors import EnvironmentProblem, NotFound
 from majordomus.store import files as store
-from majordomus.sync import apply, machine, remote as remotes, union
+from majordomus.sync import apply, machine, union
+from majordomus.sync import remote as remotes
 from majordomus.sync.apply import Imported
 from majordomus.sync.layout import Refusal
 from majordomus.sync.push import lock_path
@@ -25,11 +25,11 @@ class PullResult:
     conflicts: list[Conflict] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
     released: list[str] = field(default_factory=list)  # tasks that stopped being active here
-    settled: Optional[str] = None  # refs/majordomus/synced after the pull
-    problem: Optional[EnvironmentProblem] = None  # refs that could not be read at all (exit 12 after the rest)
+    settled: str | None = None  # refs/majordomus/synced after the pull
+    problem: EnvironmentProblem | None = None  # refs that could not be read at all (exit 12 after the rest)
 
 
-def pull(ws: Workspace, name: Optional[str]) -> PullResult:
+def pull(ws: Workspace, name: str | None) -> PullResult:
     """Fetch refs/majordomus/* and import what this machine lacks."""
     remote = remotes.resolve_remote(ws, name)
     result = PullResult(remote=remote)

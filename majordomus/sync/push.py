@@ -1,4 +1,4 @@
-"""`majordomus sync push` (SPEC §13): commit what this machine holds on its own ref and push that ref only.
+"""`majordomus sync push` (design §13): commit what this machine holds on its own ref and push that ref only.
 
 One writer per ref: nothing races on a push, however many machines push at once. Where a push can still
 lose (two copies of one state pushing one ref, a remote ref rewound by hand, an old-layout state migrating
@@ -12,13 +12,13 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Optional
 
 from majordomus import clock, errors
 from majordomus.errors import EnvironmentProblem, MajordomusError
 from majordomus.git import odb as git
 from majordomus.store import files as store
-from majordomus.sync import machine, remote as remotes, transport
+from majordomus.sync import machine, transport
+from majordomus.sync import remote as remotes
 from majordomus.sync.fold import Folder
 from majordomus.sync.layout import DIRS, Refusal
 from majordomus.sync.snapshot import snapshot
@@ -32,9 +32,9 @@ FIRST_DELAY, MAX_DELAY = 0.05, 2.0
 @dataclass
 class PushResult:
     remote: str
-    machine: Optional[str] = None
-    ref: Optional[str] = None
-    commit: Optional[str] = None
+    machine: str | None = None
+    ref: str | None = None
+    commit: str | None = None
     pushed: bool = False
     attempts: int = 0
     migrated: bool = False  # the remote's format-1 state was rewritten in format 2
@@ -91,7 +91,7 @@ def _merge_own(ws: Workspace, remote: str, ref: str, tip: str, result: PushResul
     return merged
 
 
-def _migration(ws: Workspace, remote: str, state: Optional[str], result: PushResult) -> Optional[str]:
+def _migration(ws: Workspace, remote: str, state: str | None, result: PushResult) -> str | None:
     """A format-2 commit of the remote's format-1 state (its child: older majordomus then asks to upgrade)."""
     if state is None:
         return None
@@ -109,15 +109,15 @@ def _migration(ws: Workspace, remote: str, state: Optional[str], result: PushRes
 
 
 def busy(remote: str, ref: str, seconds: float, attempts: int, command: str = "push") -> MajordomusError:
-    """Exit 75 (SPEC §14): another writer won every round inside the time bound; nothing was lost."""
+    """Exit 75 (design §14): another writer won every round inside the time bound; nothing was lost."""
     return MajordomusError(
         f"{remote} kept changing {ref} for {seconds:.0f} s ({attempts} attempts): still busy. Nothing was lost "
         + ("(this machine's state is committed on its local ref)" if command == "push" else "(nothing was changed)"),
         f"run `majordomus sync {command}` again", code=errors.BUSY)
 
 
-def push(ws: Workspace, name: Optional[str], *, checkpoints: bool = False, timeout: float = TIMEOUT) -> PushResult:
-    """Commit this machine's state on refs/majordomus/machines/ID and push that ref (SPEC §13)."""
+def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout: float = TIMEOUT) -> PushResult:
+    """Commit this machine's state on refs/majordomus/machines/ID and push that ref (design §13)."""
     remote = remotes.resolve_remote(ws, name)
     result = PushResult(remote=remote)
     if machine.read(ws) is None and not os.path.isdir(ws.paths.tasks):

@@ -4,7 +4,6 @@ and which are refused before anything of them is read (not a commit, a newer for
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from majordomus.errors import EnvironmentProblem, NotFound
 from majordomus.git import odb as git
@@ -16,7 +15,7 @@ from majordomus.workspace import Workspace
 @dataclass
 class RemoteRef:
     name: str  # as the remote calls it: refs/majordomus/machines/ID or refs/majordomus/state
-    machine: Optional[str]  # the machine id; None for the folded state
+    machine: str | None  # the machine id; None for the folded state
     commit: git.Commit
     view: git.TreeView
     fmt: int
@@ -30,15 +29,15 @@ class Seen:
     refused: list[Refusal] = field(default_factory=list)  # refs refused by name: exit 10
     ignored: list[str] = field(default_factory=list)  # other refs under refs/majordomus/ (not ours to read)
 
-    def mine(self, machine_id: Optional[str]) -> Optional[RemoteRef]:
+    def mine(self, machine_id: str | None) -> RemoteRef | None:
         return next((r for r in self.refs if machine_id is not None and r.machine == machine_id), None)
 
     @property
-    def state(self) -> Optional[RemoteRef]:
+    def state(self) -> RemoteRef | None:
         return next((r for r in self.refs if r.machine is None), None)
 
 
-def resolve_remote(ws: Workspace, name: Optional[str]) -> str:
+def resolve_remote(ws: Workspace, name: str | None) -> str:
     """REMOTE, else the branch's upstream remote, else `origin`; a remote that is not configured is an error."""
     names = git.remote_names(ws.repo)
     if name:
@@ -64,7 +63,7 @@ def fetch(ws: Workspace, remote: str) -> None:
                                  f"check the remote and your access to it (`git fetch {remote}`), then try again")
 
 
-def read(ws: Workspace, remote: str, name: str, oid: str) -> tuple[Optional[RemoteRef], Optional[Refusal]]:
+def read(ws: Workspace, remote: str, name: str, oid: str) -> tuple[RemoteRef | None, Refusal | None]:
     """The remote ref `name` (fetched, at `oid`) if it can be read; else why not, and how badly."""
     what = git.kind(ws.repo, oid)
     if what != "commit":
@@ -102,7 +101,7 @@ def seen(ws: Workspace, remote: str) -> Seen:
     return out
 
 
-def refs_problem(found: Seen) -> Optional[EnvironmentProblem]:
+def refs_problem(found: Seen) -> EnvironmentProblem | None:
     """Exit 12 for refs that could not be read at all, after everything else was done."""
     if not found.broken:
         return None

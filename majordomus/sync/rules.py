@@ -1,4 +1,4 @@
-"""What an entry must be to enter the store through sync (SPEC §2a "the remote", §4, §5, §6).
+"""What an entry must be to enter the store through sync (design §2a "the remote", §4, §5, §6).
 
 Every task record and record that comes from a remote — or leaves this machine for one — passes exactly the
 rules of a local write: the record-name grammar, the digest in the name, front matter keys and types of §4,
@@ -8,7 +8,7 @@ entry is refused (one line, naming the field), or None; none of them raises on h
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from majordomus import clock, secrets, tasks
 from majordomus.config import Config
@@ -65,12 +65,13 @@ _HANDOFF: dict[str, Callable[[Any], bool]] = {
 
 def _flat_value(value: Any) -> bool:
     """What `emit_yaml` writes: a scalar, or a list of scalars (a run's argv)."""
-    scalar = (lambda v: v is None or isinstance(v, bool) or _text(v)
-              or (isinstance(v, int) and -MAX_INT * MAX_INT < v < MAX_INT * MAX_INT))
+    def scalar(v: Any) -> bool:
+        return bool(v is None or isinstance(v, bool) or _text(v)
+                  or (isinstance(v, int) and -MAX_INT * MAX_INT < v < MAX_INT * MAX_INT))
     return scalar(value) or (isinstance(value, list) and all(scalar(item) for item in value))
 
 
-def front_matter(directory: str, meta: dict[str, Any], parsed: names.RecordName) -> Optional[str]:
+def front_matter(directory: str, meta: dict[str, Any], parsed: names.RecordName) -> str | None:
     """Why this front matter is not what majordomus writes for a record of `directory`, or None."""
     expected = RECORD_KINDS[directory]
     if meta.get("kind") != expected:
@@ -81,7 +82,7 @@ def front_matter(directory: str, meta: dict[str, Any], parsed: names.RecordName)
                 continue
             return f"its front matter has no `{key}`"
         if not check(meta[key]):
-            return f"its front matter `{key}` is not of the type SPEC §4 gives it"
+            return f"its front matter `{key}` is not of the type design §4 gives it"
     extra = {k: v for k, v in meta.items() if k not in _IDENTITY}
     if directory == "handoffs":
         for key in _HANDOFF_KEYS:
@@ -106,7 +107,7 @@ def key_dir(key: str) -> str:
     return "handoffs" if key == "previous_handoff" else "checkpoints"
 
 
-def _caps(directory: str, config: Config) -> tuple[Optional[int], int]:
+def _caps(directory: str, config: Config) -> tuple[int | None, int]:
     """(line cap, byte cap) of a body, as this machine's configuration sets them for a local write."""
     if directory == "checkpoints":
         return config.get("checkpoint", "max_body_lines"), config.get("checkpoint", "max_body_bytes")
@@ -116,7 +117,7 @@ def _caps(directory: str, config: Config) -> tuple[Optional[int], int]:
     return config.get("checkpoint", "max_body_lines"), config.get("handoff", "max_bytes")
 
 
-def body(directory: str, text: str, config: Config) -> Optional[str]:
+def body(directory: str, text: str, config: Config) -> str | None:
     """Why a stored body breaks the body rules of §6 (control characters, caps, identity fields), or None."""
     max_lines, max_bytes = _caps(directory, config)
     try:
@@ -129,12 +130,12 @@ def body(directory: str, text: str, config: Config) -> Optional[str]:
     return None
 
 
-def check_record(directory: str, name: str, data: bytes, config: Config) -> Optional[str]:
+def check_record(directory: str, name: str, data: bytes, config: Config) -> str | None:
     """Why a record may not enter the store (or leave this machine), or None."""
     return inspect_record(directory, name, data, config)[0]
 
 
-def inspect_record(directory: str, name: str, data: bytes, config: Config) -> tuple[Optional[str], dict[str, Any]]:
+def inspect_record(directory: str, name: str, data: bytes, config: Config) -> tuple[str | None, dict[str, Any]]:
     """`check_record`'s answer, and the front matter it read (empty when it could not)."""
     parsed = names.RecordName.parse(name)
     if parsed is None:
@@ -147,12 +148,12 @@ def inspect_record(directory: str, name: str, data: bytes, config: Config) -> tu
                 f"the content hashes to {actual[:16]})"), {}
     try:
         meta, text = records.split(data)
-    except Exception as exc:  # noqa: BLE001 - whatever a remote sends, unreadable is a refusal, not a crash
+    except Exception as exc:
         return f"its front matter is unreadable ({_short(exc)})", {}
     return front_matter(directory, meta, parsed) or body(directory, text, config), meta
 
 
-def check_task(name: str, data: bytes) -> Optional[str]:
+def check_task(name: str, data: bytes) -> str | None:
     """Why a task record may not enter the store (or leave this machine), or None."""
     task_id = name[: -len(".yaml")] if name.endswith(".yaml") else ""
     if not names.is_task_id(task_id):
@@ -161,7 +162,7 @@ def check_task(name: str, data: bytes) -> Optional[str]:
         return f"{len(data)} bytes, over the {tasks.MAX_BYTES}-byte bound of a task record"
     try:
         task = tasks.Task.from_dict(records.parse_yaml(data.decode("utf-8")))
-    except Exception as exc:  # noqa: BLE001 - whatever a remote sends, unreadable is a refusal, not a crash
+    except Exception as exc:
         return f"unreadable ({_short(exc)})"
     if task.id != task_id:
         return f"it names task `{task.id}`, not `{task_id}`"

@@ -1,5 +1,5 @@
 """What this machine holds, as edits of its last pushed tree: only entries the tree lacks are read, checked
-and written, so a push costs what changed, not what is stored (SPEC §13).
+and written, so a push costs what changed, not what is stored (design §13).
 
 Task records are few and mutable: each is read and compared by blob id. Records are immutable and named
 by their digest: a name the tree holds is the same record, and the names of a directory listing are
@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import stat
-from typing import Optional
 
 from majordomus.errors import EnvironmentProblem
 from majordomus.git import odb as git
@@ -36,7 +35,7 @@ def local_names(directory: str) -> list[str]:
         return []
 
 
-def read_local(path: str, rel: str, limit: int, refused: list[Refusal]) -> Optional[bytes]:
+def read_local(path: str, rel: str, limit: int, refused: list[Refusal]) -> bytes | None:
     try:
         return safeio.read(path, limit)
     except FileNotFoundError:
@@ -51,7 +50,7 @@ def read_local(path: str, rel: str, limit: int, refused: list[Refusal]) -> Optio
 class Edits:
     """The snapshot's edits of the previous tree; with `dry`, blob ids are computed and nothing is written."""
 
-    def __init__(self, ws: Workspace, base: Optional[str], dry: bool, cache: "MonthCache") -> None:
+    def __init__(self, ws: Workspace, base: str | None, dry: bool, cache: MonthCache) -> None:
         self.ws = ws
         self.cache = cache
         self.writer = git.TreeWriter(ws.repo, base)
@@ -67,7 +66,7 @@ class Edits:
         self.added.append((f"{path[0]}/{path[-1]}", oid))
 
 
-def _tasks(ws: Workspace, previous: Optional[git.TreeView], edits: Edits) -> None:
+def _tasks(ws: Workspace, previous: git.TreeView | None, edits: Edits) -> None:
     refused = edits.refused
     held = previous.sub("tasks") if previous is not None else None
     for name in sorted(local_names(ws.paths.tasks)):
@@ -90,7 +89,7 @@ def _digest(found: list[str]) -> str:
     return hashlib.sha1("\n".join(sorted(found)).encode("utf-8")).hexdigest()
 
 
-def _records(ws: Workspace, directory: str, previous: Optional[git.TreeView], edits: Edits) -> None:
+def _records(ws: Workspace, directory: str, previous: git.TreeView | None, edits: Edits) -> None:
     """New records of `directory`: a month whose names are the ones pushed last time is not looked at again,
     nor a bucket of the month that changed, so the cost follows what changed, not the size of the store."""
     months: dict[str, list[str]] = {}
@@ -117,10 +116,10 @@ def _records(ws: Workspace, directory: str, previous: Optional[git.TreeView], ed
             edits.cache.keep(key, digest)
 
 
-def _month(ws: Workspace, directory: str, top: Optional[git.TreeView], found: list[str], edits: Edits) -> bool:
+def _month(ws: Workspace, directory: str, top: git.TreeView | None, found: list[str], edits: Edits) -> bool:
     """Put the records among `found` the tree lacks; True when every name is a record the tree now holds."""
     clean = True
-    buckets: dict[tuple[str, str], Optional[git.TreeView]] = {}
+    buckets: dict[tuple[str, str], git.TreeView | None] = {}
     for name in found:
         parsed = names.RecordName.parse(name)
         if parsed is None:  # not a record (doctor's to report): never shared
@@ -152,7 +151,7 @@ class MonthCache:
 
     FILE = "sync-months.json"
 
-    def __init__(self, ws: Workspace, commit: Optional[str]) -> None:
+    def __init__(self, ws: Workspace, commit: str | None) -> None:
         self.path = os.path.join(ws.paths.root, "cache", self.FILE)
         self.old: dict[str, str] = {}
         self.new: dict[str, str] = {}
@@ -174,7 +173,7 @@ class MonthCache:
             store.write_derived(self.path, json.dumps({"commit": commit, "months": self.new}).encode("utf-8"))
 
 
-def snapshot(ws: Workspace, previous: Optional[git.Commit], checkpoints: bool, *, dry: bool = False) -> Edits:
+def snapshot(ws: Workspace, previous: git.Commit | None, checkpoints: bool, *, dry: bool = False) -> Edits:
     """Edits that bring `previous` (this machine's last commit) up to the store: what they send, and the local
     entries that will not be shared, with why. `dry` writes no object (for `sync status`)."""
     view = git.tree(ws.repo, previous.tree) if previous is not None else None

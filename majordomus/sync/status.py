@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from majordomus import clock
-from majordomus.git import odb as git
 from majordomus.store import paths
-from majordomus.sync import layout, machine, remote as remotes, union
+from majordomus.sync import layout, machine, union
+from majordomus.sync import remote as remotes
 from majordomus.sync.layout import DIRS, Refusal
 from majordomus.sync.snapshot import snapshot
 from majordomus.sync.union import Conflict
@@ -19,7 +19,7 @@ from majordomus.workspace import Workspace
 
 @dataclass
 class MachineSeen:
-    id: Optional[str]  # None: the folded state (refs/majordomus/state)
+    id: str | None  # None: the folded state (refs/majordomus/state)
     ref: str
     commit: str
     pushed_at: str  # when its commit was made (UTC), as its writer's clock said
@@ -31,7 +31,7 @@ class MachineSeen:
 class Status:
     remote: str
     fetched: bool
-    machine: Optional[str]  # this machine's id (None until its first push)
+    machine: str | None  # this machine's id (None until its first push)
     machines: list[MachineSeen] = field(default_factory=list)
     ahead: dict[str, list[str]] = field(default_factory=dict)  # not delivered: what `sync push` would send
     behind: dict[str, list[str]] = field(default_factory=dict)  # what `sync pull` would import
@@ -58,7 +58,7 @@ def _iso(seconds: int) -> str:
     return time.strftime(clock.ISO, time.gmtime(seconds))
 
 
-def status(ws: Workspace, name: Optional[str], *, fetch: bool = True) -> Status:
+def status(ws: Workspace, name: str | None, *, fetch: bool = True) -> Status:
     """Compare this machine's state with the remote's (fetched first unless `fetch` is False)."""
     remote = remotes.resolve_remote(ws, name)
     paths.check_readable(ws.paths)  # refuses a state directory reached through a symlink

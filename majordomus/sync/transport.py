@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass, field
-from typing import Optional
 
 from majordomus.errors import EnvironmentProblem
 
@@ -41,7 +40,7 @@ class Update:
 
     src: str
     dst: str
-    expect: Optional[str] = None
+    expect: str | None = None
 
 
 @dataclass
@@ -54,7 +53,7 @@ class Pushed:
 
 def _git(cwd: str, *args: str) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
     except OSError as exc:
         raise EnvironmentProblem(f"cannot run git: {exc.strerror}", "install git and make sure it is on PATH") from exc
 

@@ -1,4 +1,4 @@
-"""The N-way union (SPEC §13): every machine ref and the folded state, against what this machine settled on
+"""The N-way union (design §13): every machine ref and the folded state, against what this machine settled on
 at its last pull (`refs/majordomus/synced`), in one pass, each entry held to the rules of a local write.
 
 Records are immutable and named by their digest: the union is every valid record any ref holds. A task
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Optional
 
 from majordomus import claims
 from majordomus.git import odb as git
@@ -25,18 +24,18 @@ from majordomus.tasks import MAX_BYTES as TASK_MAX_BYTES
 from majordomus.workspace import Workspace
 
 SYNCED_REF = "refs/majordomus/synced"  # what this machine settled on at its last pull (never pushed itself)
-LEGACY_REF = "refs/majordomus/state"  # the same, as majordomus before issue 16 kept it here
+LEGACY_REF = "refs/majordomus/state"  # the same, as majordomus before the per-machine layout kept it here
 
 
 @dataclass
 class Conflict:
     task: str
     kept: str  # "local" or "remote"
-    local_updated_at: Optional[str]
-    remote_updated_at: Optional[str]
+    local_updated_at: str | None
+    remote_updated_at: str | None
     local_sha256: str
     remote_sha256: str
-    machine: Optional[str]  # the remote ref whose version competed
+    machine: str | None  # the remote ref whose version competed
 
 
 @dataclass
@@ -46,7 +45,7 @@ class RecordIn:
     oid: str
     data: bytes
     ref: str
-    task: Optional[str]  # as its front matter says
+    task: str | None  # as its front matter says
 
 
 @dataclass
@@ -55,7 +54,7 @@ class TaskIn:
     oid: str
     data: bytes
     ref: str
-    disk: Optional[str]  # blob id of the file here when planned (None: absent); changed since: not replaced
+    disk: str | None  # blob id of the file here when planned (None: absent); changed since: not replaced
     ours: bool = False  # this machine's version stays, with claims merged in: nothing is held elsewhere
 
 
@@ -69,7 +68,7 @@ class Plan:
     refused: list[Refusal] = field(default_factory=list)
 
 
-def base_view(ws: Workspace) -> tuple[Optional[str], Optional[git.TreeView], int]:
+def base_view(ws: Workspace) -> tuple[str | None, git.TreeView | None, int]:
     """(commit, tree, format) of what this machine settled on last; the pre-issue-16 ref when that is all."""
     for name in (SYNCED_REF, LEGACY_REF):
         tip = git.ref_target(ws.repo, name)
@@ -87,7 +86,7 @@ def key(data: bytes) -> tuple[str, str]:
     """What orders two versions of a task: `updated_at`, then the digest (every machine decides alike)."""
     try:
         updated = records.parse_yaml(data.decode("utf-8")).get("updated_at")
-    except Exception:  # noqa: BLE001 - only valid versions are compared; this is belt and braces
+    except Exception:
         updated = None
     return (updated if isinstance(updated, str) else ""), records.sha256(data)
 
@@ -96,7 +95,7 @@ def _refuse(plan: Plan, ref: RemoteRef, where: str, reason: str) -> None:
     plan.refused.append(Refusal(where, reason, ref=ref.name))
 
 
-def read_entry(ws: Workspace, entry: git.Entry, limit: int) -> tuple[Optional[bytes], Optional[str]]:
+def read_entry(ws: Workspace, entry: git.Entry, limit: int) -> tuple[bytes | None, str | None]:
     """A blob entry's bytes, or why it is refused: not a regular file, or over `limit` (told by the header)."""
     if not entry.is_blob:
         return None, "not a regular file"
@@ -108,16 +107,16 @@ def read_entry(ws: Workspace, entry: git.Entry, limit: int) -> tuple[Optional[by
     return git.read_blob(ws.repo, entry.oid), None
 
 
-def _local(path: str, limit: int) -> Optional[bytes]:
+def _local(path: str, limit: int) -> bytes | None:
     try:
         return safeio.read_optional(path, limit)
     except OSError:
         return None
-    except Exception:  # noqa: BLE001 - an unsafe file here is doctor's to report; sync leaves it alone
+    except Exception:
         return None
 
 
-def plan_records(ws: Workspace, refs: list[RemoteRef], base: Optional[git.TreeView], plan: Plan) -> None:
+def plan_records(ws: Workspace, refs: list[RemoteRef], base: git.TreeView | None, plan: Plan) -> None:
     for directory in rules.RECORD_KINDS:
         full = os.path.join(ws.paths.root, directory)
         try:
@@ -167,7 +166,7 @@ class _Version:
     ref: RemoteRef
 
 
-def plan_tasks(ws: Workspace, refs: list[RemoteRef], base: Optional[git.TreeView], my_ref: Optional[RemoteRef],
+def plan_tasks(ws: Workspace, refs: list[RemoteRef], base: git.TreeView | None, my_ref: RemoteRef | None,
                plan: Plan) -> None:
     """Tasks sit at `tasks/ID.yaml` in both formats: `base` may be either."""
     versions: dict[str, dict[str, _Version]] = {}
@@ -192,15 +191,15 @@ def plan_tasks(ws: Workspace, refs: list[RemoteRef], base: Optional[git.TreeView
             _decide(ws, task_id, list(found.values()), base, my_ref, plan)
 
 
-def _blob_key(ws: Workspace, entry: Optional[git.Entry]) -> Optional[tuple[str, str]]:
+def _blob_key(ws: Workspace, entry: git.Entry | None) -> tuple[str, str] | None:
     if entry is None or not entry.is_blob:
         return None
     data, _reason = read_entry(ws, entry, TASK_MAX_BYTES)
     return key(data) if data is not None else None
 
 
-def _decide(ws: Workspace, task_id: str, found: list[_Version], base: Optional[git.TreeView],
-            my_ref: Optional[RemoteRef], plan: Plan) -> None:
+def _decide(ws: Workspace, task_id: str, found: list[_Version], base: git.TreeView | None,
+            my_ref: RemoteRef | None, plan: Plan) -> None:
     name = f"{task_id}.yaml"
     tasks_view = base.sub("tasks") if base is not None else None
     base_entry = tasks_view.get(name) if tasks_view is not None else None
@@ -211,7 +210,7 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: Optional[g
     local_oid = git.blob_id(local) if local is not None else None
     fresh = [v for v in found if v.oid != local_oid and (floor is None or v.key > floor)]
     # Versions as recent as what this machine settled on (the same `updated_at` with other claims, too):
-    # their claims are merged in whichever version is kept (SPEC §18). Older ones are history.
+    # their claims are merged in whichever version is kept (design §18). Older ones are history.
     current = [v for v in found if v.oid != local_oid and (floor is None or v.key[0] >= floor[0])]
     if not fresh:
         kept = claims.merge_task_data(local, [v.data for v in current]) if local is not None and current else local
@@ -239,13 +238,13 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: Optional[g
         _take(plan, task_id, newest.data, others, newest.ref.name, local_oid)
         return
     kept = claims.merge_task_data(local, [v.data for v in current])
-    if kept != local:  # ours stays, with the claims the other versions carry (SPEC §18)
+    if kept != local:  # ours stays, with the claims the other versions carry (design §18)
         plan.tasks.append(TaskIn(task_id, git.blob_id(kept), kept, newest.ref.name, local_oid, ours=True))
     plan.settled[task_id] = git.blob_id(kept)
 
 
-def _take(plan: Plan, task_id: str, chosen: bytes, others: list[bytes], ref: str, disk: Optional[str]) -> None:
-    """Import the chosen version, with the claims of every other version merged in (SPEC §18): the newest
+def _take(plan: Plan, task_id: str, chosen: bytes, others: list[bytes], ref: str, disk: str | None) -> None:
+    """Import the chosen version, with the claims of every other version merged in (design §18): the newest
     record wins, and nobody's claim is dropped with the record that lost."""
     data = claims.merge_task_data(chosen, others)
     plan.tasks.append(TaskIn(task_id, git.blob_id(data), data, ref, disk))
@@ -257,11 +256,11 @@ class _History:
     an older one of ours held by an idle machine is no conflict — and which push first carried the version
     it holds now — a version written by a machine that had seen that push was built on ours."""
 
-    def __init__(self, ws: Workspace, my_ref: Optional[RemoteRef], name: str, local_oid: str,
+    def __init__(self, ws: Workspace, my_ref: RemoteRef | None, name: str, local_oid: str,
                  oldest: tuple[str, str]) -> None:
         self.ws = ws
         self.versions: set[str] = set()
-        self.carried: Optional[str] = None  # the first push of the unbroken run, up to the last, with ours
+        self.carried: str | None = None  # the first push of the unbroken run, up to the last, with ours
         tip = my_ref.commit.oid if my_ref is not None else None
         unbroken, last = True, None
         for _ in range(10_000):
@@ -285,7 +284,7 @@ class _History:
         return self.carried is not None and git.contains(self.ws.repo, ref.commit.oid, self.carried)
 
 
-def plan(ws: Workspace, refs: list[RemoteRef], my_ref: Optional[RemoteRef]) -> Plan:
+def plan(ws: Workspace, refs: list[RemoteRef], my_ref: RemoteRef | None) -> Plan:
     """What a pull imports, settles and refuses; reads the store and the refs, writes nothing."""
     _tip, base, base_fmt = base_view(ws)
     result = Plan()

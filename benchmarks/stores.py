@@ -201,7 +201,7 @@ def populate(repo: str, records: int) -> dict[str, Any]:
     from majordomus import clock, lifecycle, tasks
     from majordomus import identity as identity_mod
     from majordomus.lite import names
-    from majordomus.store import files as store
+    from majordomus.store import files
     from majordomus.store import records as rec
     from majordomus.workspace import Workspace
 
@@ -244,7 +244,7 @@ def populate(repo: str, records: int) -> dict[str, Any]:
                                                   "path": rel, "sha256": digest, "lines": body.count("\n") + 1})
             lines.flush()
             if rel is not None and at is not None:
-                with store.locked(ws.paths.lock):  # what checkpoint.write does after its last record
+                with files.locked(ws.paths.lock):  # what checkpoint.write does after its last record
                     current = tasks.load(ws, task_id)
                     current.checkpoint, current.checkpoint_at, current.updated_at = rel, at, at
                     tasks.save(ws, current)

@@ -40,7 +40,7 @@ def majordomus(cwd: Path, *args: str) -> float:
 def fill(repo: Path, records: int) -> None:
     """N checkpoints and N/10 handoffs, written through the library (the CLI would only add start-up time)."""
     from majordomus import checkpoint, clock, identity, lifecycle, tasks
-    from majordomus.store import files as store
+    from majordomus.store import files
     from majordomus.workspace import Workspace
 
     ws = Workspace.open(str(repo))
@@ -53,7 +53,7 @@ def fill(repo: Path, records: int) -> None:
         at = clock.iso(clock.now())
         fields = identity.fields(ws, "handoff", task, at) + [("previous_handoff", None), ("checkpoints", [])]
         path, _created, digest = checkpoint.store_record(ws, ws.paths.handoffs, fields, HANDOFF.format(i=i).strip())
-        with store.locked(ws.paths.lock):
+        with files.locked(ws.paths.lock):
             tasks.save(ws, task)
         ws.event("task.handoff", "bench", at, path=ws.paths.relative(path), sha256=digest)
 

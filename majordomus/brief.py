@@ -9,9 +9,8 @@ Pins are working memory: with `context/ID/` gone the briefing still stands on re
 
 from __future__ import annotations
 
-from majordomus import claims, continuity, handoff, runs, tasks
-from majordomus import fit as budget
-from majordomus.git import status as git
+from majordomus import budget, claims, continuity, handoff, runs, tasks
+from majordomus.git import status
 from majordomus.store import ledger
 from majordomus.workspace import Workspace
 
@@ -61,7 +60,7 @@ def drift(ws: Workspace, meta: dict[str, Any]) -> list[str]:
         out.append(f"- worktree: this is {ws.worktree}; the record was written in {meta['worktree']}")
     if meta.get("branch") != ws.branch:
         out.append(f"- branch: now {ws.branch or '(detached)'}; the record was on {meta.get('branch') or '(detached)'}")
-    here = git.status(ws.place)
+    here = status.status(ws.place)
     then, now = meta.get("head"), here.head
     if then != now:
         out.extend(_head_drift(ws, then, now))
@@ -82,13 +81,13 @@ def drift(ws: Workspace, meta: dict[str, Any]) -> list[str]:
 def _head_drift(ws: Workspace, then: str | None, now: str | None) -> list[str]:
     if now is None:
         return [f"- HEAD: no commit here now; the record was at {then[:7] if then else '(none)'}"]
-    if then is not None and not git.is_commit(ws.place, then):
+    if then is not None and not status.is_commit(ws.place, then):
         return [f"- HEAD: now {now[:7]}; the recorded head {then[:7]} is not in this repository"]
-    shown, total = git.commits_since(ws.place, then, now, _LIST_COMMITS)
+    shown, total = status.commits_since(ws.place, then, now, _LIST_COMMITS)
     lines = [f"- HEAD: now {now[:7]}, {total} commit{'s' if total != 1 else ''} since the recorded "
              f"{then[:7] if then else '(unborn branch)'}"]
     if then is not None:
-        apart = git.divergence(ws.place, then, now)
+        apart = status.divergence(ws.place, then, now)
         if apart and apart[1]:
             lines[0] += (f"; {apart[1]} recorded commit{'s are' if apart[1] != 1 else ' is'} not in HEAD "
                          "(history rewritten, or another line of work)")

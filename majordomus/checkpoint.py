@@ -7,8 +7,7 @@ import os
 from majordomus import clock, identity, tasks
 from majordomus.lite import names, safeio
 from majordomus.lite.stdin import read_bounded
-from majordomus.store import files as store
-from majordomus.store import ledger, records
+from majordomus.store import files, ledger, records
 
 TYPE_CHECKING = False  # a hot path: no typing at run time
 if TYPE_CHECKING:
@@ -33,7 +32,7 @@ def store_record(ws: Workspace, directory: str, fields: list[tuple[str, Any]], b
     data = records.render(fields, body)
     digest = records.sha256(data)
     name = names.record_name(clock.compact_of(meta["timestamp"]), meta["branch"], meta["head"], digest)
-    path, created = store.link_in(directory, name, data)
+    path, created = files.link_in(directory, name, data)
     return path, created, digest
 
 
@@ -49,7 +48,7 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
         tasks.touch(ws, task.id, at)
         return Written(path=None, created=False)
     ws.ensure_state()  # the state root, there already while a task is active: the lock lives in it
-    with store.locked(ws.paths.lock):
+    with files.locked(ws.paths.lock):
         # Lock, then check again (design §5): refused here, the write has created nothing at all.
         current = tasks.still_active(ws, task.id)
         ledger.check_writable(ws.paths.ledger)
@@ -80,7 +79,7 @@ def index_path(ws: Workspace, task_id: str) -> str:
 
 def start_index(ws: Workspace, task_id: str) -> None:
     """An empty index, made when the task starts here: only an index that saw every checkpoint is whole."""
-    store.write_derived(index_path(ws, task_id), b"")
+    files.write_derived(index_path(ws, task_id), b"")
 
 
 def _index(ws: Workspace, task_id: str, name: str) -> None:

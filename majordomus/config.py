@@ -171,7 +171,7 @@ def _write_cache(cache_path: str, signature: list[Any], config: Config) -> None:
     """Best effort: only where the state's cache directory already exists; a failure costs a parse."""
     import stat
 
-    from majordomus.store import files as store
+    from majordomus.store import files
 
     try:
         if not stat.S_ISDIR(os.lstat(os.path.dirname(cache_path)).st_mode):
@@ -179,4 +179,4 @@ def _write_cache(cache_path: str, signature: list[Any], config: Config) -> None:
     except OSError:
         return
     data = json.dumps({"signature": signature, "values": config.values, "unknown_keys": config.unknown_keys})
-    store.write_derived(cache_path, data.encode("utf-8"))
+    files.write_derived(cache_path, data.encode("utf-8"))

@@ -11,11 +11,10 @@ import json
 import os
 import re
 
-from majordomus import clock, secrets, tasks
-from majordomus import fit as budget
+from majordomus import budget, clock, secretscan, tasks
 from majordomus.errors import EnvironmentProblem, MajordomusError, NotFound, Refused, UsageError
 from majordomus.lite import safeio
-from majordomus.store import files as store
+from majordomus.store import files
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -89,7 +88,7 @@ def pin_text(ws: Workspace, text: str) -> str:
             f"the pin is {size} bytes; the limit is {limit} (continuity.pin_max_bytes); nothing was written",
             "a pin is one sentence, not a summary: shorten it, or write a handoff (`majordomus handoff`)",
         )
-    what = secrets.looks_secret(cleaned)
+    what = secretscan.looks_secret(cleaned)
     if what is not None:
         raise Refused(
             f"the pin looks like it carries a secret ({what}); nothing was written",
@@ -201,8 +200,8 @@ def _write(ws: Workspace, task_id: str, doc: dict[str, Any]) -> str:
         )
     rendered = render_doc(doc, task_id, ws.config.get("continuity", "render_max_bytes")).text
     ws.ensure_state("context", os.path.join("context", task_id))
-    store.replace(path_of(ws, task_id), data)
-    store.replace(os.path.join(ws.paths.context_dir(task_id), RENDERED), rendered.encode("utf-8"))
+    files.replace(path_of(ws, task_id), data)
+    files.replace(os.path.join(ws.paths.context_dir(task_id), RENDERED), rendered.encode("utf-8"))
     return str(doc["integrity"]["sha256"])
 
 
@@ -229,7 +228,7 @@ def _modify(ws: Workspace, change: Any) -> tuple[tasks.Task, Any, str, str]:
     tasks.active(ws)  # refuse before anything is created
     at = clock.now_iso()
     ws.ensure_state("context")
-    with store.locked(ws.paths.lock):
+    with files.locked(ws.paths.lock):
         task = tasks.active(ws)  # lock, then check again: a handoff or takeover may have come first
         doc = load(ws, task.id)
         if doc is None:  # context/ID/ was removed: the task record still knows the objective

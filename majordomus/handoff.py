@@ -14,8 +14,7 @@ from majordomus import checkpoint, clock, identity, lifecycle, tasks
 from majordomus.errors import EnvironmentProblem, NoActiveTask, Refused
 from majordomus.lite import safeio
 from majordomus.lite.stdin import read_bounded
-from majordomus.store import files as store
-from majordomus.store import ledger, records
+from majordomus.store import files, ledger, records
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -241,7 +240,7 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
     check_sections(body.text, ws.config.get("handoff", "required_sections"))
     ws.ensure_state()  # the state root, there already while a task is active: the lock lives in it
     at = clock.now_iso()
-    with store.locked(ws.paths.lock):
+    with files.locked(ws.paths.lock):
         # Lock, then check again (design §5): another worktree may have taken the task over meanwhile, and
         # refused here the write has created nothing at all.
         current = tasks.still_active(ws, task.id)

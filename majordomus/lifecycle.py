@@ -6,10 +6,10 @@ together, and appends its ledger event.
 
 from __future__ import annotations
 
-from majordomus import checkpoint, claims, clock, continuity, secrets, tasks
+from majordomus import checkpoint, claims, clock, continuity, secretscan, tasks
 from majordomus.errors import NotFound, Refused
 from majordomus.lite import active as active_index
-from majordomus.store import files as store
+from majordomus.store import files
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -64,7 +64,7 @@ def start(
 ) -> tasks.Task:
     tasks.validate_id(task_id)
     for name, text in (("title", title), ("objective", objective)):
-        what = secrets.looks_secret(text) if text else None
+        what = secretscan.looks_secret(text) if text else None
         if what is not None:
             raise Refused(f"the {name} looks like it carries a secret ({what}); nothing was written",
                           "never put secrets in a task: its title and objective reach the ledger, the agent's "
@@ -73,7 +73,7 @@ def start(
         tasks.validate_id(from_task)
     ws.ensure_state("tasks")
     at = clock.now_iso()
-    with store.locked(ws.paths.lock):
+    with files.locked(ws.paths.lock):
         if tasks.exists(ws, task_id):
             raise Refused(
                 f"task `{task_id}` already exists; nothing was written",
@@ -116,7 +116,7 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
     tasks.validate_id(task_id)
     ws.ensure_state("tasks")
     at = clock.now_iso()
-    with store.locked(ws.paths.lock):
+    with files.locked(ws.paths.lock):
         task = tasks.load(ws, task_id)
         here = (ws.worktree, ws.branch)
         index = tasks.read_index(ws)
@@ -165,7 +165,7 @@ def done(ws: Workspace, task_id: str | None, *, force: bool = False) -> tasks.Ta
     """Finish a task (terminal). One active in another worktree or branch needs `force`, like `resume`."""
     ws.ensure_state("tasks")
     at = clock.now_iso()
-    with store.locked(ws.paths.lock):
+    with files.locked(ws.paths.lock):
         task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
         if task.status == "done":
             return task
@@ -229,7 +229,7 @@ def release_claim(ws: Workspace, task_id: str | None) -> tuple[tasks.Task, bool]
     Returns the task and whether it was paused."""
     ws.ensure_state("tasks")
     at = clock.now_iso()
-    with store.locked(ws.paths.lock):
+    with files.locked(ws.paths.lock):
         task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
         held = tasks.where_active(ws, task)
         ours = claims.mine(ws).get(task.id)

@@ -23,12 +23,11 @@ import os
 import sys
 import time
 
-from majordomus import checkpoint, clock, identity, secrets, tasks
+from majordomus import checkpoint, clock, identity, secretscan, tasks
 from majordomus.errors import EnvironmentProblem, MajordomusError, UsageError
 from majordomus.lite import names, safeio
 from majordomus.output import escape
-from majordomus.store import files as store
-from majordomus.store import records
+from majordomus.store import files, records
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -93,7 +92,7 @@ def body_line(raw: bytes) -> str:
     return), a secret-looking line replaced whole, control characters escaped, cut at LINE_CHARS."""
     text = raw.decode("utf-8", errors="replace").rstrip("\r")
     text = text.rsplit("\r", 1)[-1]
-    if secrets.looks_secret(text):
+    if secretscan.looks_secret(text):
         return "[redacted]"
     text = escape(text, body=True)
     return text if len(text) <= LINE_CHARS else text[:LINE_CHARS] + "…"
@@ -210,7 +209,7 @@ def check_label(label: str) -> str:
 
 
 def _argv_text(arg: str) -> str:
-    return "[redacted]" if secrets.looks_secret(arg) else escape(arg)
+    return "[redacted]" if secretscan.looks_secret(arg) else escape(arg)
 
 
 def run(ws: Workspace, argv: list[str], label: str | None) -> tuple[Outcome, str | None]:
@@ -255,7 +254,7 @@ class RecordFailed(Exception):
 
 def _store(ws: Workspace, task_id: str, meta: dict[str, Any], fields: list[tuple[str, Any]], body: str) -> str:
     """Link the record in, point the task at it as the latest of its label, log `task.run`."""
-    with store.locked(ws.paths.lock):
+    with files.locked(ws.paths.lock):
         path, created, digest = checkpoint.store_record(ws, ws.paths.runs, fields, body)
         if not created:
             return path
@@ -339,9 +338,9 @@ def brief_lines(ws: Workspace, task: tasks.Task) -> list[str]:
     found = latest(ws, task)
     if not found:
         return []
-    from majordomus.git import status as git
+    from majordomus.git import status
 
-    here = git.status(ws.place)
+    here = status.status(ws.place)
     since: dict[str | None, str] = {}
     lines = []
     for meta in found:
@@ -358,18 +357,18 @@ def brief_lines(ws: Workspace, task: tasks.Task) -> list[str]:
 
 
 def _head_moved(ws: Workspace, then: str | None, now: str | None) -> str:
-    from majordomus.git import status as git
+    from majordomus.git import status
 
     if then == now:
         return ""
     if now is None:
         return "no commit here now"
-    if then is not None and not git.is_commit(ws.place, then):
+    if then is not None and not status.is_commit(ws.place, then):
         return "its head is not in this repository"
-    _shown, total = git.commits_since(ws.place, then, now, 0)
+    _shown, total = status.commits_since(ws.place, then, now, 0)
     text = f"{total} commit{'s' if total != 1 else ''} since"
     if then is not None:
-        apart = git.divergence(ws.place, then, now)
+        apart = status.divergence(ws.place, then, now)
         if apart and apart[1]:
             text += f" (and HEAD no longer contains it: {apart[1]} commit{'s' if apart[1] != 1 else ''} apart)"
     return text

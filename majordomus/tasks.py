@@ -11,8 +11,7 @@ from majordomus import claims, clock
 from majordomus.errors import EnvironmentProblem, NoActiveTask, NotFound, UsageError
 from majordomus.lite import active as active_index
 from majordomus.lite import names, safeio
-from majordomus.store import files as store
-from majordomus.store import records
+from majordomus.store import files, records
 
 TYPE_CHECKING = False  # the hot paths read tasks: no typing, no dataclasses at run time
 if TYPE_CHECKING:
@@ -131,7 +130,7 @@ def exists(ws: Workspace, task_id: str) -> bool:
 
 
 def save(ws: Workspace, task: Task) -> None:
-    store.replace(ws.paths.task_file(task.id), records.emit_yaml(task.to_dict().items()).encode("utf-8"))
+    files.replace(ws.paths.task_file(task.id), records.emit_yaml(task.to_dict().items()).encode("utf-8"))
 
 
 def all_tasks(ws: Workspace) -> list[Task]:
@@ -147,7 +146,7 @@ def read_index(ws: Workspace) -> dict[str, str]:
 
 
 def write_index(ws: Workspace, index: dict[str, str]) -> None:
-    store.replace(ws.paths.active_index, json.dumps(index, indent=1, sort_keys=True).encode("utf-8") + b"\n")
+    files.replace(ws.paths.active_index, json.dumps(index, indent=1, sort_keys=True).encode("utf-8") + b"\n")
 
 
 def active_id(ws: Workspace) -> str | None:
@@ -210,7 +209,7 @@ def still_active(ws: Workspace, task_id: str) -> Task:
 def touch(ws: Workspace, task_id: str, at: str) -> None:
     """An empty checkpoint: only `checkpoint_at` moves (exactly `check --checkpoint`)."""
     ws.ensure_state("tasks")
-    with store.locked(ws.paths.lock):
+    with files.locked(ws.paths.lock):
         current = still_active(ws, task_id)
         current.checkpoint_at = at
         save(ws, current)

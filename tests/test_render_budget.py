@@ -7,8 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus import continuity
-from majordomus import fit as budget
+from majordomus import budget, continuity
 
 KEYS = ("decisions", "constraints", "openItems", "nextActions")
 CUT = [("nextActions", 0), ("nextActions", 1), ("nextActions", 2), ("openItems", 0), ("openItems", 1),

@@ -33,8 +33,7 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
     Nothing already there is clobbered, and running it again changes nothing.
     """
     from majordomus.errors import UsageError
-    from majordomus.hooks import agents as installers
-    from majordomus.hooks import githook as gitinstall
+    from majordomus.hooks import githook, installers
     from majordomus.workspace import Workspace
 
     if runtime == "git" and compact_bridge:
@@ -52,10 +51,10 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
         from majordomus.git import status
 
         hooks_dir = status.git_path(ws.place, "hooks")
-        result = gitinstall.install(ws, hooks_dir)
+        result = githook.install(ws, hooks_dir)
         if result.how == "chained" and status.git(ws.place, "ls-files", "--", hooks_dir).strip():
             click.echo(f"warning: {ws.display(hooks_dir)} is tracked by git: your hook now lives in "
-                       f"{gitinstall.CHAINED} there; do not commit the rename (ignore that file, or run "
+                       f"{githook.CHAINED} there; do not commit the rename (ignore that file, or run "
                        "`majordomus hooks uninstall --runtime git` before committing hook changes)", err=True)
     else:
         result = installers.install(ws, runtime, compact_bridge)
@@ -63,7 +62,7 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
     if result.how == "already":
         click.echo(f"already installed: {shown}")
     elif result.how == "chained":
-        click.echo(f"installed: {shown} (the existing hook runs first, from {gitinstall.CHAINED})")
+        click.echo(f"installed: {shown} (the existing hook runs first, from {githook.CHAINED})")
     else:
         click.echo(f"installed: {shown} ({', '.join(result.changed)})")
     if with_mcp:
@@ -87,15 +86,14 @@ def uninstall(runtime: str) -> None:
 
     A file not edited since is put back byte for byte as it was before.
     """
-    from majordomus.hooks import agents as installers
-    from majordomus.hooks import githook as gitinstall
+    from majordomus.hooks import githook, installers
     from majordomus.workspace import Workspace
 
     ws = Workspace.open()
     if runtime == "git":
         from majordomus.git import status
 
-        result = gitinstall.uninstall(ws, status.git_path(ws.place, "hooks"))
+        result = githook.uninstall(ws, status.git_path(ws.place, "hooks"))
     else:
         result = installers.uninstall(ws, runtime)
     shown = ws.display(result.path)

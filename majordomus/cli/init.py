@@ -11,9 +11,9 @@ from majordomus.output import emit
 @click.command("init", context_settings=CONTEXT)
 def init_cmd() -> None:
     """Create .ai/config.yaml and .ai/profiles/ from the template; never overwrites."""
-    from majordomus import init
+    from majordomus import scaffold
 
-    for path, what in init.init(workspace()):
+    for path, what in scaffold.init(workspace()):
         emit(f"{what}: {path}")
 
 

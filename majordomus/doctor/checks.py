@@ -9,7 +9,7 @@ from majordomus.doctor import boundaries
 from majordomus.doctor.findings import FAIL, OK, WARN, Finding, exit_code
 from majordomus.doctor.scan import CHECKED_DIRS, RECORD_DIRS, Scan, scan_state
 from majordomus.errors import MajordomusError
-from majordomus.git import query as git
+from majordomus.git import query
 from majordomus.lite.limits import CONFIG_RELPATH
 from majordomus.output import escape
 from majordomus.store import ledger
@@ -44,7 +44,7 @@ def check_git(ws: Workspace, state_exists: bool) -> list[Finding]:
     how = {"tracked": "is tracked by git", "staged": "is staged in git's index",
            "committed": "is in HEAD's commit (its removal is staged but not committed)"}
     found = []
-    for path, kind in sorted(git.held_under(ws.repo, STATE_PREFIX).items()):
+    for path, kind in sorted(query.held_under(ws.repo, STATE_PREFIX).items()):
         hint = ("commit the staged removal; if it was pushed, the record is in the shared history"
                 if kind == "committed" else f"`git rm --cached -- '{path}'` and commit; the file stays on disk")
         found.append(Finding(FAIL, "state.in-git", f"{path} {how[kind]}: local state must never be shared "
@@ -53,7 +53,7 @@ def check_git(ws: Workspace, state_exists: bool) -> list[Finding]:
         samples = [os.path.join(ws.paths.root, rel) for rel in
                    ("ledger.jsonl", "tasks/t.yaml", "checkpoints/r.md", "handoffs/r.md", "context/t/continuity.json")]
         loose = [os.path.relpath(p, ws.repo.main_worktree) for p in samples]
-        loose = [p for p in loose if not git.is_ignored(ws.repo, p)]
+        loose = [p for p in loose if not query.is_ignored(ws.repo, p)]
         if loose:
             local = ws.display(ws.paths.local)
             found.append(Finding(WARN, "state.not-ignored", f"git does not ignore {', '.join(loose)}: one "

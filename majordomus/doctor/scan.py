@@ -10,9 +10,7 @@ from dataclasses import dataclass, field
 
 from majordomus.doctor.findings import FAIL, WARN, Finding
 from majordomus.lite import safeio
-from majordomus.store import files as store
-from majordomus.store import paths as paths_mod
-from majordomus.store import records
+from majordomus.store import files, paths, records
 from majordomus.workspace import Workspace
 
 RECORD_DIRS = ("checkpoints", "handoffs")  # the record kinds with a retention setting
@@ -69,7 +67,7 @@ class _Walk:
                 self.add(FAIL, "state.symlink", path, "{path} is not a real directory (a link?); majordomus refuses "
                          "to use it", "replace it with a real directory")
                 return scan
-        self.mode(self.local, st, paths_mod.DIR_MODE, "directory")
+        self.mode(self.local, st, paths.DIR_MODE, "directory")
         stack = [self.local]
         while stack:
             directory = stack.pop()
@@ -115,8 +113,8 @@ class _Walk:
                     data += more
             finally:
                 os.close(fd)
-            if st.st_mode & 0o7777 != paths_mod.FILE_MODE:
-                self.mode(entry.path, st, paths_mod.FILE_MODE, "file")
+            if st.st_mode & 0o7777 != paths.FILE_MODE:
+                self.mode(entry.path, st, paths.FILE_MODE, "file")
             digest = hashlib.sha256(data).hexdigest()
             digests[rel] = digest
             if not digest.startswith(claimed):
@@ -136,7 +134,7 @@ class _Walk:
             self.add(FAIL, "state.symlink", entry.path, "{path} is a symbolic link; majordomus never follows links "
                      "inside its state", "replace the link with the real file or directory, or remove it")
             return
-        if entry.name.startswith(store.TMP_PREFIX):
+        if entry.name.startswith(files.TMP_PREFIX):
             self.add(WARN, "store.temp-file", entry.path, "{path} is a temporary file left by an interrupted write",
                      "when no majordomus command is running, remove it: `rm '{path}'`")
             return
@@ -145,7 +143,7 @@ class _Walk:
                      "move it out of the store")
             return
         if entry.is_dir(follow_symlinks=False):
-            self.mode(entry.path, entry.stat(follow_symlinks=False), paths_mod.DIR_MODE, "directory")
+            self.mode(entry.path, entry.stat(follow_symlinks=False), paths.DIR_MODE, "directory")
             stack.append(entry.path)
             return
         if not entry.is_file(follow_symlinks=False):
@@ -161,7 +159,7 @@ class _Walk:
             self.scan.tasks.append(entry.name[: -len(".yaml")])
         elif entry.name == "continuity.json" and os.path.dirname(directory) == p.contexts:
             self.scan.continuity.append(parent)
-        self.mode(entry.path, entry.stat(follow_symlinks=False), paths_mod.FILE_MODE, "file")
+        self.mode(entry.path, entry.stat(follow_symlinks=False), paths.FILE_MODE, "file")
 
 
 def scan_state(ws: Workspace) -> Scan:

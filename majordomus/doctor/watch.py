@@ -15,8 +15,7 @@ from majordomus.doctor import checks as doctor
 from majordomus.doctor.findings import FAIL, OK, Finding
 from majordomus.doctor.scan import RECORD_DIRS
 from majordomus.lite.limits import CONFIG_RELPATH
-from majordomus.store import ledger, records
-from majordomus.store import paths as paths_mod
+from majordomus.store import ledger, paths, records
 from majordomus.workspace import Workspace
 
 _CHUNK = 1 << 20
@@ -129,7 +128,7 @@ class Watcher:
     @classmethod
     def open(cls, cwd: str | None = None, from_end: bool = True) -> Watcher:
         ws, findings = doctor.open_workspace(cwd)
-        paths_mod.check_readable(ws.paths)  # never read through a link where the state should be
+        paths.check_readable(ws.paths)  # never read through a link where the state should be
         watcher = cls(ws=ws, tail=Tail(ws.paths.ledger, from_end=from_end))
         watcher.config_stamp = watcher._config_stamp()
         watcher.config_problem = next((f for f in findings if f.code == "config.invalid"), None)

@@ -13,7 +13,7 @@ import stat
 from typing import Any
 
 from majordomus.errors import EnvironmentProblem, Refused
-from majordomus.hooks import agents as installers
+from majordomus.hooks import installers
 from majordomus.lite import safeio
 
 HOOK = "post-commit"

@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from majordomus.errors import Refused
-from majordomus.hooks import agents
+from majordomus.hooks import installers
 
 NAME = "majordomus"
 ENTRY = {"command": "majordomus", "args": ["mcp"]}
@@ -33,51 +33,51 @@ def _servers(doc: dict[str, Any], path: str) -> dict[str, Any]:
 def check(ws: Any) -> None:
     """Refuse now what `install` would refuse (a link, bad JSON), before anything else is installed."""
     path = path_of(ws)
-    _servers(agents._parse(agents._read(path), path), path)
+    _servers(installers._parse(installers._read(path), path), path)
 
 
-def install(ws: Any) -> agents.Result:
+def install(ws: Any) -> installers.Result:
     path = path_of(ws)
-    before = agents._read(path)
-    doc = agents._parse(before, path)
+    before = installers._read(path)
+    doc = installers._parse(before, path)
     servers = _servers(doc, path)
     if NAME in servers:
-        return agents.Result(path, [], "already" if servers[NAME] == ENTRY else "kept")
+        return installers.Result(path, [], "already" if servers[NAME] == ENTRY else "kept")
     doc.setdefault("mcpServers", {})[NAME] = dict(ENTRY)
-    after = agents._dump(doc, agents._style(before))
-    receipt = agents.load_receipt(ws, RECEIPT, path)
-    if receipt is None or receipt.get("after_sha256") != agents._digest(before):
+    after = installers._dump(doc, installers._style(before))
+    receipt = installers.load_receipt(ws, RECEIPT, path)
+    if receipt is None or receipt.get("after_sha256") != installers._digest(before):
         receipt = {"version": 1, "path": path, "exact": True,
                    "before": None if before is None else before.decode("utf-8"), "added": [NAME]}
-    receipt["after_sha256"] = agents._digest(after)
-    agents.save_receipt(ws, RECEIPT, path, receipt)
-    agents.write_file(path, after, agents._mode(path))
-    return agents.Result(path, [f"mcpServers.{NAME}"], "added")
+    receipt["after_sha256"] = installers._digest(after)
+    installers.save_receipt(ws, RECEIPT, path, receipt)
+    installers.write_file(path, after, installers._mode(path))
+    return installers.Result(path, [f"mcpServers.{NAME}"], "added")
 
 
-def uninstall(ws: Any) -> agents.Result:
+def uninstall(ws: Any) -> installers.Result:
     path = path_of(ws)
-    current = agents._read(path)
-    receipt = agents.load_receipt(ws, RECEIPT, path)
+    current = installers._read(path)
+    receipt = installers.load_receipt(ws, RECEIPT, path)
     if current is None:
-        agents.drop_receipt(ws, RECEIPT, path)
-        return agents.Result(path, [], "absent")
-    doc = agents._parse(current, path)
+        installers.drop_receipt(ws, RECEIPT, path)
+        return installers.Result(path, [], "absent")
+    doc = installers._parse(current, path)
     servers = _servers(doc, path)
     if servers.get(NAME) != ENTRY:
-        agents.drop_receipt(ws, RECEIPT, path)
-        return agents.Result(path, [], "absent")  # not there, or not ours: left as it is
-    if receipt is not None and receipt.get("exact") and receipt.get("after_sha256") == agents._digest(current):
+        installers.drop_receipt(ws, RECEIPT, path)
+        return installers.Result(path, [], "absent")  # not there, or not ours: left as it is
+    if receipt is not None and receipt.get("exact") and receipt.get("after_sha256") == installers._digest(current):
         previous = receipt.get("before")
         if previous is None:
             os.unlink(path)
         else:
-            agents.write_file(path, previous.encode("utf-8"), agents._mode(path))
-        agents.drop_receipt(ws, RECEIPT, path)
-        return agents.Result(path, [f"mcpServers.{NAME}"], "restored")
+            installers.write_file(path, previous.encode("utf-8"), installers._mode(path))
+        installers.drop_receipt(ws, RECEIPT, path)
+        return installers.Result(path, [f"mcpServers.{NAME}"], "restored")
     del servers[NAME]
     if not servers:
         del doc["mcpServers"]
-    agents.write_file(path, agents._dump(doc, agents._style(current)), agents._mode(path))
-    agents.drop_receipt(ws, RECEIPT, path)
-    return agents.Result(path, [f"mcpServers.{NAME}"], "removed")
+    installers.write_file(path, installers._dump(doc, installers._style(current)), installers._mode(path))
+    installers.drop_receipt(ws, RECEIPT, path)
+    return installers.Result(path, [f"mcpServers.{NAME}"], "removed")

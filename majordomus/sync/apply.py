@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from majordomus import lifecycle
-from majordomus.git import odb as git
+from majordomus.git import odb
 from majordomus.lite import safeio
-from majordomus.store import files as store
-from majordomus.store import ledger, records
+from majordomus.store import files, ledger, records
 from majordomus.sync import layout, rules
 from majordomus.sync.remote import RemoteRef
 from majordomus.sync.union import LEGACY_REF, SYNCED_REF, Plan, base_view
@@ -45,7 +44,7 @@ def import_records(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Im
     with ThreadPoolExecutor(WORKERS) as pool:
         for start in range(0, len(plan.records), BATCH):
             batch = plan.records[start:start + BATCH]
-            done = list(pool.map(lambda r: store.link_in(os.path.join(ws.paths.root, r.directory), r.name, r.data,
+            done = list(pool.map(lambda r: files.link_in(os.path.join(ws.paths.root, r.directory), r.name, r.data,
                                                          sync_dir=False)[1], batch))
             logged: list[tuple[str, dict[str, Any]]] = []
             for item, created in zip(batch, done):
@@ -59,7 +58,7 @@ def import_records(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Im
                                                "sha256": records.sha256(item.data)}))
                 out.append(Imported(kind, path, task, item.ref))
             for directory in sorted({r.directory for r in batch}):
-                store.fsync_dir(os.path.join(ws.paths.root, directory))
+                files.fsync_dir(os.path.join(ws.paths.root, directory))
             if logged:
                 ledger.append_many(ws.paths.ledger, logged, at)
 
@@ -69,17 +68,17 @@ def import_tasks(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Impo
     if not plan.tasks:
         return
     ws.ensure_state("tasks")
-    with store.locked(ws.paths.lock):
+    with files.locked(ws.paths.lock):
         for item in plan.tasks:
             file = ws.paths.task_file(item.task)
             try:
-                now: str | None = git.blob_id(safeio.read(file, TASK_MAX_BYTES))
+                now: str | None = odb.blob_id(safeio.read(file, TASK_MAX_BYTES))
             except FileNotFoundError:
                 now = None
             if now != item.disk:
                 plan.settled.pop(item.task, None)  # changed here while we synced: the next sync merges it
                 continue
-            store.replace(file, item.data)
+            files.replace(file, item.data)
             updated = records.parse_yaml(item.data.decode("utf-8")).get("updated_at")
             ws.event("sync.import", item.task, at, remote=remote, machine=item.ref, kind="task",
                      path=f"tasks/{item.task}.yaml", sha256=records.sha256(item.data), updated_at=updated,
@@ -101,7 +100,7 @@ def record_conflicts(ws: Workspace, remote: str, plan: Plan, at: str) -> None:
                  local_sha256=c.local_sha256, remote_sha256=c.remote_sha256)
 
 
-def _convert_legacy(ws: Workspace, writer: git.TreeWriter, view: git.TreeView) -> None:
+def _convert_legacy(ws: Workspace, writer: odb.TreeWriter, view: odb.TreeView) -> None:
     """A format-1 settled tree (this machine's own, from before the per-machine layout) into format 2."""
     for directory in rules.RECORD_KINDS:
         for found in layout.new_records(view, 1, None, directory, []):
@@ -115,32 +114,32 @@ def settle(ws: Workspace, remote: str, plan: Plan, refs: list[RemoteRef]) -> str
     commits it took in, so that this machine's next push says what it had seen."""
     repo = ws.repo
     tip, base, fmt = base_view(ws)
-    own = tip if tip is not None and tip == git.ref_target(repo, SYNCED_REF) else None
+    own = tip if tip is not None and tip == odb.ref_target(repo, SYNCED_REF) else None
     if not refs:
         return own
-    writer = git.TreeWriter(repo, base.oid if base is not None and fmt == 2 else None)
+    writer = odb.TreeWriter(repo, base.oid if base is not None and fmt == 2 else None)
     if base is None or fmt != 2:
-        writer.put((layout.FORMAT_PATH,), git.Entry(git.write_blob(repo, layout.FORMAT), git.BLOB))
+        writer.put((layout.FORMAT_PATH,), odb.Entry(odb.write_blob(repo, layout.FORMAT), odb.BLOB))
         if base is not None:
             _convert_legacy(ws, writer, base)
     for directory, name, oid in plan.known:
-        writer.put(layout.record_path(directory, name), git.Entry(oid, git.BLOB))
+        writer.put(layout.record_path(directory, name), odb.Entry(oid, odb.BLOB))
     for item in plan.records:
-        writer.put(layout.record_path(item.directory, item.name), git.Entry(item.oid, git.BLOB))
+        writer.put(layout.record_path(item.directory, item.name), odb.Entry(item.oid, odb.BLOB))
     for task in plan.tasks:  # a version with merged claims exists only here so far
         if task.task in plan.settled:
-            git.write_blob(repo, task.data)
+            odb.write_blob(repo, task.data)
     for task_id, oid in plan.settled.items():
-        writer.put(("tasks", f"{task_id}.yaml"), git.Entry(oid, git.BLOB))
+        writer.put(("tasks", f"{task_id}.yaml"), odb.Entry(oid, odb.BLOB))
     tree = writer.write() if writer.changed else (base.oid if base is not None else None)
-    previous = git.commit(repo, own) if own else None
+    previous = odb.commit(repo, own) if own else None
     taken = set(previous.parents) if previous is not None else set()
     new_parents = list(dict.fromkeys(r.commit.oid for r in refs if r.commit.oid not in taken and r.commit.oid != own))
     if tree is None or (previous is not None and previous.tree == tree and not new_parents):
         return own
-    commit = git.write_commit(repo, tree, ([own] if own else []) + new_parents, f"majordomus: settled from {remote}")
-    git.update_ref(repo, SYNCED_REF, commit, own, f"majordomus sync: settled from {remote}")
-    legacy = git.ref_target(repo, LEGACY_REF)
+    commit = odb.write_commit(repo, tree, ([own] if own else []) + new_parents, f"majordomus: settled from {remote}")
+    odb.update_ref(repo, SYNCED_REF, commit, own, f"majordomus sync: settled from {remote}")
+    legacy = odb.ref_target(repo, LEGACY_REF)
     if legacy is not None:
-        git.delete_ref(repo, LEGACY_REF, legacy)  # folded into the settled state: the old layout is gone here
+        odb.delete_ref(repo, LEGACY_REF, legacy)  # folded into the settled state: the old layout is gone here
     return commit

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from majordomus import clock
 from majordomus.errors import EnvironmentProblem, Refused, UsageError
-from majordomus.git import odb as git
-from majordomus.store import files as store
+from majordomus.git import odb
+from majordomus.store import files
 from majordomus.sync import machine, transport
 from majordomus.sync import remote as remotes
 from majordomus.sync.fold import Folder
@@ -61,7 +61,7 @@ def _fold(ws: Workspace, state: RemoteRef | None, folded: list[RemoteRef], resul
     result.refused = folder.refused
     parents = ([state.commit.oid] if state is not None else []) + [r.commit.oid for r in folded]
     names = ", ".join(r.machine or "" for r in folded)
-    return git.write_commit(ws.repo, folder.write(), parents, f"majordomus state: folded {names}")
+    return odb.write_commit(ws.repo, folder.write(), parents, f"majordomus state: folded {names}")
 
 
 def compact(ws: Workspace, name: str | None, ids: list[str], idle_days: float | None,
@@ -74,7 +74,7 @@ def compact(ws: Workspace, name: str | None, ids: list[str], idle_days: float | 
     own = machine.read(ws)
     ws.ensure_state()
     started, delay = time.monotonic(), FIRST_DELAY
-    with store.locked(lock_path(ws)):
+    with files.locked(lock_path(ws)):
         while True:
             result.attempts += 1
             remotes.fetch(ws, remote)

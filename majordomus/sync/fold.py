@@ -6,7 +6,7 @@ rules of a local write first, as on a pull.
 
 from __future__ import annotations
 
-from majordomus.git import odb as git
+from majordomus.git import odb
 from majordomus.sync import layout, rules
 from majordomus.sync.layout import Refusal
 from majordomus.sync.remote import RemoteRef
@@ -18,12 +18,12 @@ from majordomus.workspace import Workspace
 class Folder:
     """A format-2 tree being built from `base` (a trusted format-2 tree, or None) and the refs folded in."""
 
-    def __init__(self, ws: Workspace, base: git.TreeView | None) -> None:
+    def __init__(self, ws: Workspace, base: odb.TreeView | None) -> None:
         self.ws = ws
         self.base = base
-        self.writer = git.TreeWriter(ws.repo, base.oid if base is not None else None)
+        self.writer = odb.TreeWriter(ws.repo, base.oid if base is not None else None)
         if base is None:
-            self.writer.put((layout.FORMAT_PATH,), git.Entry(git.write_blob(ws.repo, layout.FORMAT), git.BLOB))
+            self.writer.put((layout.FORMAT_PATH,), odb.Entry(odb.write_blob(ws.repo, layout.FORMAT), odb.BLOB))
         self.refused: list[Refusal] = []
         self._records: dict[tuple[str, str], str] = {}
         self._tasks: dict[str, tuple[tuple[str, str], str]] = {}
@@ -49,7 +49,7 @@ class Folder:
                 if at in self._records or layout.holds(self.base, directory, found.name) is not None:
                     continue  # one name holds one content; the first valid copy stays
                 self._records[at] = found.entry.oid
-                self.writer.put(layout.record_path(directory, found.name), git.Entry(found.entry.oid, git.BLOB))
+                self.writer.put(layout.record_path(directory, found.name), odb.Entry(found.entry.oid, odb.BLOB))
                 self.taken += 1
             for r in walk:
                 self._refuse(ref, r.path, r.reason)
@@ -64,7 +64,7 @@ class Folder:
             version = key(data)
             if version > self._task_key(task_id):
                 self._tasks[task_id] = (version, entry.oid)
-                self.writer.put(("tasks", f"{task_id}.yaml"), git.Entry(entry.oid, git.BLOB))
+                self.writer.put(("tasks", f"{task_id}.yaml"), odb.Entry(entry.oid, odb.BLOB))
                 self.taken += 1
         for r in walk:
             self._refuse(ref, r.path, r.reason)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from majordomus.git import odb as git
+from majordomus.git import odb
 from majordomus.lite import names
 from majordomus.sync.rules import RECORD_KINDS
 
@@ -47,7 +47,7 @@ class Found:
 
     directory: str
     name: str
-    entry: git.Entry
+    entry: odb.Entry
     where: str
 
 
@@ -64,13 +64,13 @@ def record_path(directory: str, name: str) -> tuple[str, ...]:
     return directory, month, bucket, name
 
 
-def format_of(view: git.TreeView) -> int:
+def format_of(view: odb.TreeView) -> int:
     """1 or 2; raises NewerFormat for anything else (a missing `format` is a format-1 tree)."""
     entry = view.get(FORMAT_PATH)
     if entry is None:
         return 1
-    size = git.blob_size(view.repo, entry.oid)
-    data = git.read_blob(view.repo, entry.oid) if size is not None and size <= 64 else b"?"
+    size = odb.blob_size(view.repo, entry.oid)
+    data = odb.read_blob(view.repo, entry.oid) if size is not None and size <= 64 else b"?"
     if data not in FORMATS:
         raise NewerFormat(data[:40].decode("utf-8", "replace"))
     return FORMATS[data]
@@ -89,7 +89,7 @@ def _is_bucket(name: str | None) -> bool:
     return name is not None and len(name) == 2 and all(c in "0123456789abcdef" for c in name)
 
 
-def new_records(view: git.TreeView, fmt: int, base: git.TreeView | None, directory: str,
+def new_records(view: odb.TreeView, fmt: int, base: odb.TreeView | None, directory: str,
                 refused: list[Refusal]) -> Iterator[Found]:
     """Records of `view` in `directory` that `base` (a format-2 tree) does not hold under the same id.
 
@@ -142,7 +142,7 @@ def new_records(view: git.TreeView, fmt: int, base: git.TreeView | None, directo
                 yield Found(directory, name, leaf, where)
 
 
-def _flat(top: git.TreeView, base_top: git.TreeView | None, directory: str,
+def _flat(top: odb.TreeView, base_top: odb.TreeView | None, directory: str,
           refused: list[Refusal]) -> Iterator[Found]:
     for name, leaf, raw in top.entries():
         where = _shown([directory], raw, name)
@@ -156,7 +156,7 @@ def _flat(top: git.TreeView, base_top: git.TreeView | None, directory: str,
         yield Found(directory, name, leaf, where)
 
 
-def lookup(view: git.TreeView | None, parts: tuple[str, ...]) -> git.Entry | None:
+def lookup(view: odb.TreeView | None, parts: tuple[str, ...]) -> odb.Entry | None:
     """The entry at `parts` below `view`, or None."""
     for part in parts[:-1]:
         if view is None:
@@ -165,7 +165,7 @@ def lookup(view: git.TreeView | None, parts: tuple[str, ...]) -> git.Entry | Non
     return view.get(parts[-1]) if view is not None else None
 
 
-def holds(view: git.TreeView | None, directory: str, name: str, fmt: int = 2) -> git.Entry | None:
+def holds(view: odb.TreeView | None, directory: str, name: str, fmt: int = 2) -> odb.Entry | None:
     """The entry of record `name` in a state tree of either format."""
     if view is None:
         return None
@@ -174,8 +174,8 @@ def holds(view: git.TreeView | None, directory: str, name: str, fmt: int = 2) ->
     return lookup(view, record_path(directory, name))
 
 
-def task_entries(view: git.TreeView, base: git.TreeView | None,
-                 refused: list[Refusal]) -> Iterator[tuple[str, git.Entry, str]]:
+def task_entries(view: odb.TreeView, base: odb.TreeView | None,
+                 refused: list[Refusal]) -> Iterator[tuple[str, odb.Entry, str]]:
     """(task id, entry, path) of every task record in `view` whose id `base` does not hold the same way."""
     top = view.sub("tasks")
     if top is None:
@@ -196,13 +196,13 @@ def task_entries(view: git.TreeView, base: git.TreeView | None,
         yield task_id, entry, where
 
 
-def unknown_top(view: git.TreeView) -> list[str]:
+def unknown_top(view: odb.TreeView) -> list[str]:
     """Top-level names this version does not read (a newer majordomus of the same format may add some)."""
     return [name or raw.decode("utf-8", "replace") for name, _e, raw in view.entries()
             if name not in DIRS and name != FORMAT_PATH]
 
 
-def count(view: git.TreeView | None) -> dict[str, int]:
+def count(view: odb.TreeView | None) -> dict[str, int]:
     """How many task records and records a format-2 tree holds, by directory (lengths of the bucket trees)."""
     out = {d: 0 for d in DIRS}
     if view is None:
@@ -212,8 +212,8 @@ def count(view: git.TreeView | None) -> dict[str, int]:
     for directory in RECORD_KINDS:
         top = view.sub(directory)
         for _m, month, _r in top.entries() if top is not None else ():
-            month_view = git.tree(view.repo, month.oid) if month.is_tree else None
+            month_view = odb.tree(view.repo, month.oid) if month.is_tree else None
             for _b, bucket, _rb in month_view.entries() if month_view is not None else ():
-                bucket_view = git.tree(view.repo, bucket.oid) if bucket.is_tree else None
+                bucket_view = odb.tree(view.repo, bucket.oid) if bucket.is_tree else None
                 out[directory] += len(bucket_view) if bucket_view is not None else 0
     return out

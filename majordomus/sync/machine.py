@@ -13,7 +13,7 @@ import socket
 
 from majordomus.errors import EnvironmentProblem
 from majordomus.lite import safeio
-from majordomus.store import files as store
+from majordomus.store import files
 from majordomus.workspace import Workspace
 
 FILE = "machine-id"
@@ -61,7 +61,7 @@ def ensure(ws: Workspace) -> str:
     if found is not None:
         return found
     ws.ensure_state()
-    store.link_in(ws.paths.root, FILE, (_generate() + "\n").encode("ascii"))
+    files.link_in(ws.paths.root, FILE, (_generate() + "\n").encode("ascii"))
     made = read(ws)
     assert made is not None
     return made

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from majordomus import clock
 from majordomus.errors import EnvironmentProblem, NotFound
-from majordomus.store import files as store
+from majordomus.store import files
 from majordomus.sync import apply, machine, union
 from majordomus.sync import remote as remotes
 from majordomus.sync.apply import Imported
@@ -43,7 +43,7 @@ def pull(ws: Workspace, name: str | None) -> PullResult:
     result.problem = remotes.refs_problem(found)
     mine = found.mine(machine.read(ws))
     ws.ensure_state()
-    with store.locked(lock_path(ws)):
+    with files.locked(lock_path(ws)):
         plan = union.plan(ws, found.refs, mine)
         at = clock.now_iso()
         apply.import_records(ws, remote, plan, at, result.imported)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from majordomus import clock, errors
 from majordomus.errors import EnvironmentProblem, MajordomusError
-from majordomus.git import odb as git
-from majordomus.store import files as store
+from majordomus.git import odb
+from majordomus.store import files
 from majordomus.sync import machine, transport
 from majordomus.sync import remote as remotes
 from majordomus.sync.fold import Folder
@@ -49,19 +49,19 @@ def lock_path(ws: Workspace) -> str:
 def _commit_snapshot(ws: Workspace, ref: str, checkpoints: bool, result: PushResult) -> str:
     """This machine's ref moved to a commit of what it holds (unchanged when nothing is new)."""
     repo = ws.repo
-    previous = git.ref_target(repo, ref)
-    edits = snapshot(ws, git.commit(repo, previous) if previous else None, checkpoints)
+    previous = odb.ref_target(repo, ref)
+    edits = snapshot(ws, odb.commit(repo, previous) if previous else None, checkpoints)
     writer = edits.writer
     result.sent, result.refused = edits.sent, result.refused + edits.refused
     parents = [previous] if previous else []
-    synced = git.ref_target(repo, SYNCED_REF)
-    if synced is not None and not (previous and git.contains(repo, previous, synced)):
+    synced = odb.ref_target(repo, SYNCED_REF)
+    if synced is not None and not (previous and odb.contains(repo, previous, synced)):
         parents.append(synced)  # what this machine had seen of the others: their next pull can tell
     if previous is not None and not writer.changed and len(parents) == 1:
         edits.cache.save(previous)
         return previous
-    tip = git.write_commit(repo, writer.write(), parents, f"majordomus state of machine {result.machine}")
-    git.update_ref(repo, ref, tip, previous, "majordomus sync: snapshot")
+    tip = odb.write_commit(repo, writer.write(), parents, f"majordomus state of machine {result.machine}")
+    odb.update_ref(repo, ref, tip, previous, "majordomus sync: snapshot")
     edits.cache.save(tip)
     return tip
 
@@ -70,7 +70,7 @@ def _merge_own(ws: Workspace, remote: str, ref: str, tip: str, result: PushResul
     """The remote's copy of our ref moved to something we do not have: fold it into ours (a union)."""
     repo = ws.repo
     out = transport.fetch_refs(ws.worktree, remote, [ref])
-    theirs = git.ref_target(repo, transport.tracking(remote, ref))
+    theirs = odb.ref_target(repo, transport.tracking(remote, ref))
     if not out.ok or theirs is None:
         raise EnvironmentProblem(f"cannot fetch {ref} from {remote}:\n{transport.indent(out.detail)}",
                                  f"check the remote and your access to it (`git fetch {remote}`), then try again")
@@ -78,16 +78,16 @@ def _merge_own(ws: Workspace, remote: str, ref: str, tip: str, result: PushResul
     if found is None:
         raise EnvironmentProblem(f"{remote}'s {ref}: {problem.reason if problem else 'unreadable'}",
                                  f"delete it on the remote (`git push {remote} :{ref}`) and push again")
-    if git.contains(repo, tip, found.commit.oid):
+    if odb.contains(repo, tip, found.commit.oid):
         return tip
-    mine = git.commit(repo, tip)
+    mine = odb.commit(repo, tip)
     assert mine is not None
-    folder = Folder(ws, git.tree(repo, mine.tree))
+    folder = Folder(ws, odb.tree(repo, mine.tree))
     folder.fold(found)
     result.refused.extend(folder.refused)
-    merged = git.write_commit(repo, folder.write(), [tip, found.commit.oid],
+    merged = odb.write_commit(repo, folder.write(), [tip, found.commit.oid],
                               f"majordomus state of machine {result.machine}: merge {remote}")
-    git.update_ref(repo, ref, merged, tip, f"majordomus sync: merge {remote}")
+    odb.update_ref(repo, ref, merged, tip, f"majordomus sync: merge {remote}")
     return merged
 
 
@@ -96,7 +96,7 @@ def _migration(ws: Workspace, remote: str, state: str | None, result: PushResult
     if state is None:
         return None
     repo = ws.repo
-    if git.ref_target(repo, transport.tracking(remote, machine.STATE_REF)) != state or git.kind(repo, state) is None:
+    if odb.ref_target(repo, transport.tracking(remote, machine.STATE_REF)) != state or odb.kind(repo, state) is None:
         if not transport.fetch_refs(ws.worktree, remote, [machine.STATE_REF]).ok:
             return None  # pull reports what is wrong with it
     found, _problem = remotes.read(ws, remote, machine.STATE_REF, state)
@@ -105,7 +105,7 @@ def _migration(ws: Workspace, remote: str, state: str | None, result: PushResult
     folder = Folder(ws, None)
     folder.fold(found)
     result.refused.extend(folder.refused)
-    return git.write_commit(repo, folder.write(), [state], "majordomus state, format 2 (migrated from format 1)")
+    return odb.write_commit(repo, folder.write(), [state], "majordomus state, format 2 (migrated from format 1)")
 
 
 def busy(remote: str, ref: str, seconds: float, attempts: int, command: str = "push") -> MajordomusError:
@@ -126,14 +126,14 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
     result.machine = machine.ensure(ws)
     ref = result.ref = machine.ref(result.machine)
     repo = ws.repo
-    with store.locked(lock_path(ws)):
+    with files.locked(lock_path(ws)):
         tip = _commit_snapshot(ws, ref, checkpoints, result)
         started, delay = time.monotonic(), FIRST_DELAY
         while True:
             result.attempts += 1
             there = transport.list_refs(ws.worktree, remote)  # ask first: never upload to lose
             theirs = there.get(ref)
-            if theirs is not None and theirs != tip and not (git.kind(repo, theirs) and git.contains(repo, tip, theirs)):
+            if theirs is not None and theirs != tip and not (odb.kind(repo, theirs) and odb.contains(repo, tip, theirs)):
                 tip = _merge_own(ws, remote, ref, tip, result)
             updates = [transport.Update(tip, ref)] if there.get(ref) != tip else []
             migrated = _migration(ws, remote, there.get(machine.STATE_REF), result)
@@ -147,7 +147,7 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
                 result.migrated = migrated is not None
                 for update in updates:
                     track = transport.tracking(remote, update.dst)
-                    git.update_ref(repo, track, update.src, git.ref_target(repo, track), f"majordomus sync: pushed to {remote}")
+                    odb.update_ref(repo, track, update.src, odb.ref_target(repo, track), f"majordomus sync: pushed to {remote}")
                 break
             if not out.race:
                 names = ", ".join(u.dst for u in updates)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from majordomus.errors import EnvironmentProblem, NotFound
-from majordomus.git import odb as git
+from majordomus.git import odb
 from majordomus.sync import layout, machine, transport
 from majordomus.sync.layout import Refusal
 from majordomus.workspace import Workspace
@@ -16,8 +16,8 @@ from majordomus.workspace import Workspace
 class RemoteRef:
     name: str  # as the remote calls it: refs/majordomus/machines/ID or refs/majordomus/state
     machine: str | None  # the machine id; None for the folded state
-    commit: git.Commit
-    view: git.TreeView
+    commit: odb.Commit
+    view: odb.TreeView
     fmt: int
 
 
@@ -39,13 +39,13 @@ class Seen:
 
 def resolve_remote(ws: Workspace, name: str | None) -> str:
     """REMOTE, else the branch's upstream remote, else `origin`; a remote that is not configured is an error."""
-    names = git.remote_names(ws.repo)
+    names = odb.remote_names(ws.repo)
     if name:
         if name not in names:
             raise NotFound(f"no remote named `{name}` in this repository",
                            "list the remotes with `git remote -v`, or add one with `git remote add NAME URL`")
         return name
-    candidate = git.upstream_remote(ws.repo) or "origin"
+    candidate = odb.upstream_remote(ws.repo) or "origin"
     if candidate in names:
         return candidate
     if not names:
@@ -65,11 +65,11 @@ def fetch(ws: Workspace, remote: str) -> None:
 
 def read(ws: Workspace, remote: str, name: str, oid: str) -> tuple[RemoteRef | None, Refusal | None]:
     """The remote ref `name` (fetched, at `oid`) if it can be read; else why not, and how badly."""
-    what = git.kind(ws.repo, oid)
+    what = odb.kind(ws.repo, oid)
     if what != "commit":
         return None, Refusal(name, f"points at a {what or 'missing object'}, not a commit; nothing of it was read")
-    found = git.commit(ws.repo, oid)
-    view = git.tree(ws.repo, found.tree) if found is not None else None
+    found = odb.commit(ws.repo, oid)
+    view = odb.tree(ws.repo, found.tree) if found is not None else None
     if found is None or view is None:
         return None, Refusal(name, "its commit has no readable tree")
     try:
@@ -85,7 +85,7 @@ def seen(ws: Workspace, remote: str) -> Seen:
     """The remote's refs as fetched last (`fetch` first for the remote's refs as they are now)."""
     prefix = transport.tracking_prefix(remote)
     out = Seen(remote)
-    for local, oid in sorted(git.refs_under(ws.repo, prefix).items()):
+    for local, oid in sorted(odb.refs_under(ws.repo, prefix).items()):
         name = transport.NAMESPACE + local[len(prefix):]
         if name != machine.STATE_REF and not name.startswith(machine.PREFIX):
             out.ignored.append(name)

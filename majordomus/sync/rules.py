@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from majordomus import clock, secrets, tasks
+from majordomus import clock, secretscan, tasks
 from majordomus.config import Config
 from majordomus.errors import MajordomusError
 from majordomus.lite import names
@@ -169,7 +169,7 @@ def check_task(name: str, data: bytes) -> str | None:
     if not names.is_profile_name(task.profile):
         return "its `profile` is not a profile name"
     for key in ("title", "objective"):
-        what = secrets.looks_secret(getattr(task, key))
+        what = secretscan.looks_secret(getattr(task, key))
         if what is not None:
             return f"its `{key}` looks like it carries a secret ({what})"
     for key, directory in (("checkpoint", "checkpoints"), ("handoff", "handoffs")):

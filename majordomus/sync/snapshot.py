@@ -14,9 +14,9 @@ import os
 import stat
 
 from majordomus.errors import EnvironmentProblem
-from majordomus.git import odb as git
+from majordomus.git import odb
 from majordomus.lite import names, safeio
-from majordomus.store import files as store
+from majordomus.store import files
 from majordomus.sync import layout, rules
 from majordomus.sync.layout import ALWAYS, DIRS, ON_REQUEST, Refusal
 from majordomus.tasks import MAX_BYTES as TASK_MAX_BYTES
@@ -53,20 +53,20 @@ class Edits:
     def __init__(self, ws: Workspace, base: str | None, dry: bool, cache: MonthCache) -> None:
         self.ws = ws
         self.cache = cache
-        self.writer = git.TreeWriter(ws.repo, base)
+        self.writer = odb.TreeWriter(ws.repo, base)
         self.dry = dry
         self.sent = {d: 0 for d in DIRS}
         self.added: list[tuple[str, str]] = []  # (path as the store names it, blob id)
         self.refused: list[Refusal] = []
 
     def put(self, path: tuple[str, ...], data: bytes) -> None:
-        oid = git.blob_id(data) if self.dry else git.write_blob(self.ws.repo, data)
-        self.writer.put(path, git.Entry(oid, git.BLOB))
+        oid = odb.blob_id(data) if self.dry else odb.write_blob(self.ws.repo, data)
+        self.writer.put(path, odb.Entry(oid, odb.BLOB))
         self.sent[path[0]] += 1
         self.added.append((f"{path[0]}/{path[-1]}", oid))
 
 
-def _tasks(ws: Workspace, previous: git.TreeView | None, edits: Edits) -> None:
+def _tasks(ws: Workspace, previous: odb.TreeView | None, edits: Edits) -> None:
     refused = edits.refused
     held = previous.sub("tasks") if previous is not None else None
     for name in sorted(local_names(ws.paths.tasks)):
@@ -80,7 +80,7 @@ def _tasks(ws: Workspace, previous: git.TreeView | None, edits: Edits) -> None:
         if reason is not None:
             refused.append(Refusal(rel, reason, side="local"))
             continue
-        if held is not None and held.get(name) == git.Entry(git.blob_id(data), git.BLOB):
+        if held is not None and held.get(name) == odb.Entry(odb.blob_id(data), odb.BLOB):
             continue
         edits.put(("tasks", name), data)
 
@@ -89,7 +89,7 @@ def _digest(found: list[str]) -> str:
     return hashlib.sha1("\n".join(sorted(found)).encode("utf-8")).hexdigest()
 
 
-def _records(ws: Workspace, directory: str, previous: git.TreeView | None, edits: Edits) -> None:
+def _records(ws: Workspace, directory: str, previous: odb.TreeView | None, edits: Edits) -> None:
     """New records of `directory`: a month whose names are the ones pushed last time is not looked at again,
     nor a bucket of the month that changed, so the cost follows what changed, not the size of the store."""
     months: dict[str, list[str]] = {}
@@ -116,10 +116,10 @@ def _records(ws: Workspace, directory: str, previous: git.TreeView | None, edits
             edits.cache.keep(key, digest)
 
 
-def _month(ws: Workspace, directory: str, top: git.TreeView | None, found: list[str], edits: Edits) -> bool:
+def _month(ws: Workspace, directory: str, top: odb.TreeView | None, found: list[str], edits: Edits) -> bool:
     """Put the records among `found` the tree lacks; True when every name is a record the tree now holds."""
     clean = True
-    buckets: dict[tuple[str, str], git.TreeView | None] = {}
+    buckets: dict[tuple[str, str], odb.TreeView | None] = {}
     for name in found:
         parsed = names.RecordName.parse(name)
         if parsed is None:  # not a record (doctor's to report): never shared
@@ -170,17 +170,17 @@ class MonthCache:
 
     def save(self, commit: str) -> None:
         if os.path.isdir(os.path.dirname(self.path)):
-            store.write_derived(self.path, json.dumps({"commit": commit, "months": self.new}).encode("utf-8"))
+            files.write_derived(self.path, json.dumps({"commit": commit, "months": self.new}).encode("utf-8"))
 
 
-def snapshot(ws: Workspace, previous: git.Commit | None, checkpoints: bool, *, dry: bool = False) -> Edits:
+def snapshot(ws: Workspace, previous: odb.Commit | None, checkpoints: bool, *, dry: bool = False) -> Edits:
     """Edits that bring `previous` (this machine's last commit) up to the store: what they send, and the local
     entries that will not be shared, with why. `dry` writes no object (for `sync status`)."""
-    view = git.tree(ws.repo, previous.tree) if previous is not None else None
+    view = odb.tree(ws.repo, previous.tree) if previous is not None else None
     edits = Edits(ws, view.oid if view is not None else None, dry,
                   MonthCache(ws, previous.oid if previous is not None else None))
     if view is None and not dry:
-        edits.writer.put((layout.FORMAT_PATH,), git.Entry(git.write_blob(ws.repo, layout.FORMAT), git.BLOB))
+        edits.writer.put((layout.FORMAT_PATH,), odb.Entry(odb.write_blob(ws.repo, layout.FORMAT), odb.BLOB))
     _tasks(ws, view, edits)
     for directory in ALWAYS + (ON_REQUEST if checkpoints else ()):
         _records(ws, directory, view, edits)

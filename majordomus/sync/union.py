@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 
 from majordomus import claims
-from majordomus.git import odb as git
+from majordomus.git import odb
 from majordomus.lite import safeio
 from majordomus.store import records
 from majordomus.sync import layout, rules
@@ -68,12 +68,12 @@ class Plan:
     refused: list[Refusal] = field(default_factory=list)
 
 
-def base_view(ws: Workspace) -> tuple[str | None, git.TreeView | None, int]:
+def base_view(ws: Workspace) -> tuple[str | None, odb.TreeView | None, int]:
     """(commit, tree, format) of what this machine settled on last; the pre-issue-16 ref when that is all."""
     for name in (SYNCED_REF, LEGACY_REF):
-        tip = git.ref_target(ws.repo, name)
-        found = git.commit(ws.repo, tip) if tip else None
-        view = git.tree(ws.repo, found.tree) if found is not None else None
+        tip = odb.ref_target(ws.repo, name)
+        found = odb.commit(ws.repo, tip) if tip else None
+        view = odb.tree(ws.repo, found.tree) if found is not None else None
         if view is not None:
             try:
                 return tip, view, layout.format_of(view)
@@ -95,16 +95,16 @@ def _refuse(plan: Plan, ref: RemoteRef, where: str, reason: str) -> None:
     plan.refused.append(Refusal(where, reason, ref=ref.name))
 
 
-def read_entry(ws: Workspace, entry: git.Entry, limit: int) -> tuple[bytes | None, str | None]:
+def read_entry(ws: Workspace, entry: odb.Entry, limit: int) -> tuple[bytes | None, str | None]:
     """A blob entry's bytes, or why it is refused: not a regular file, or over `limit` (told by the header)."""
     if not entry.is_blob:
         return None, "not a regular file"
-    size = git.blob_size(ws.repo, entry.oid)
+    size = odb.blob_size(ws.repo, entry.oid)
     if size is None:
         return None, "not a regular file"
     if size > limit:
         return None, f"{size} bytes, over the {limit}-byte bound"
-    return git.read_blob(ws.repo, entry.oid), None
+    return odb.read_blob(ws.repo, entry.oid), None
 
 
 def _local(path: str, limit: int) -> bytes | None:
@@ -116,7 +116,7 @@ def _local(path: str, limit: int) -> bytes | None:
         return None
 
 
-def plan_records(ws: Workspace, refs: list[RemoteRef], base: git.TreeView | None, plan: Plan) -> None:
+def plan_records(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None, plan: Plan) -> None:
     for directory in rules.RECORD_KINDS:
         full = os.path.join(ws.paths.root, directory)
         try:
@@ -139,7 +139,7 @@ def _consider(ws: Workspace, ref: RemoteRef, found: Found, present: set[str], de
         return
     if name in present and name not in decided:
         local = _local(os.path.join(ws.paths.root, found.directory, name), rules.MAX_RECORD_BYTES)
-        if local is not None and git.blob_id(local) == oid:
+        if local is not None and odb.blob_id(local) == oid:
             decided[name] = oid
             plan.known.append((found.directory, name, oid))
             return
@@ -166,7 +166,7 @@ class _Version:
     ref: RemoteRef
 
 
-def plan_tasks(ws: Workspace, refs: list[RemoteRef], base: git.TreeView | None, my_ref: RemoteRef | None,
+def plan_tasks(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None, my_ref: RemoteRef | None,
                plan: Plan) -> None:
     """Tasks sit at `tasks/ID.yaml` in both formats: `base` may be either."""
     versions: dict[str, dict[str, _Version]] = {}
@@ -191,14 +191,14 @@ def plan_tasks(ws: Workspace, refs: list[RemoteRef], base: git.TreeView | None, 
             _decide(ws, task_id, list(found.values()), base, my_ref, plan)
 
 
-def _blob_key(ws: Workspace, entry: git.Entry | None) -> tuple[str, str] | None:
+def _blob_key(ws: Workspace, entry: odb.Entry | None) -> tuple[str, str] | None:
     if entry is None or not entry.is_blob:
         return None
     data, _reason = read_entry(ws, entry, TASK_MAX_BYTES)
     return key(data) if data is not None else None
 
 
-def _decide(ws: Workspace, task_id: str, found: list[_Version], base: git.TreeView | None,
+def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeView | None,
             my_ref: RemoteRef | None, plan: Plan) -> None:
     name = f"{task_id}.yaml"
     tasks_view = base.sub("tasks") if base is not None else None
@@ -207,7 +207,7 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: git.TreeVi
     local = _local(ws.paths.task_file(task_id), TASK_MAX_BYTES)
     if os.path.lexists(ws.paths.task_file(task_id)) and (local is None or rules.check_task(name, local)):
         return  # here but unreadable or invalid: never replaced by a sync; doctor reports it
-    local_oid = git.blob_id(local) if local is not None else None
+    local_oid = odb.blob_id(local) if local is not None else None
     fresh = [v for v in found if v.oid != local_oid and (floor is None or v.key > floor)]
     # Versions as recent as what this machine settled on (the same `updated_at` with other claims, too):
     # their claims are merged in whichever version is kept (design §18). Older ones are history.
@@ -215,8 +215,8 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: git.TreeVi
     if not fresh:
         kept = claims.merge_task_data(local, [v.data for v in current]) if local is not None and current else local
         if kept is not None and kept != local:
-            plan.tasks.append(TaskIn(task_id, git.blob_id(kept), kept, current[0].ref.name, local_oid, ours=True))
-            plan.settled[task_id] = git.blob_id(kept)
+            plan.tasks.append(TaskIn(task_id, odb.blob_id(kept), kept, current[0].ref.name, local_oid, ours=True))
+            plan.settled[task_id] = odb.blob_id(kept)
         return
     newest = max(fresh, key=lambda v: v.key)
     others = [v.data for v in current if v is not newest] + ([local] if local is not None else [])
@@ -239,16 +239,16 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: git.TreeVi
         return
     kept = claims.merge_task_data(local, [v.data for v in current])
     if kept != local:  # ours stays, with the claims the other versions carry (design §18)
-        plan.tasks.append(TaskIn(task_id, git.blob_id(kept), kept, newest.ref.name, local_oid, ours=True))
-    plan.settled[task_id] = git.blob_id(kept)
+        plan.tasks.append(TaskIn(task_id, odb.blob_id(kept), kept, newest.ref.name, local_oid, ours=True))
+    plan.settled[task_id] = odb.blob_id(kept)
 
 
 def _take(plan: Plan, task_id: str, chosen: bytes, others: list[bytes], ref: str, disk: str | None) -> None:
     """Import the chosen version, with the claims of every other version merged in (design §18): the newest
     record wins, and nobody's claim is dropped with the record that lost."""
     data = claims.merge_task_data(chosen, others)
-    plan.tasks.append(TaskIn(task_id, git.blob_id(data), data, ref, disk))
-    plan.settled[task_id] = git.blob_id(data)
+    plan.tasks.append(TaskIn(task_id, odb.blob_id(data), data, ref, disk))
+    plan.settled[task_id] = odb.blob_id(data)
 
 
 class _History:
@@ -264,8 +264,8 @@ class _History:
         tip = my_ref.commit.oid if my_ref is not None else None
         unbroken, last = True, None
         for _ in range(10_000):
-            found = git.commit(ws.repo, tip) if tip else None
-            view = git.tree(ws.repo, found.tree) if found is not None else None
+            found = odb.commit(ws.repo, tip) if tip else None
+            view = odb.tree(ws.repo, found.tree) if found is not None else None
             entry = layout.lookup(view, ("tasks", name)) if view is not None else None
             if found is None or entry is None:
                 break
@@ -281,7 +281,7 @@ class _History:
             tip = found.parents[0] if found.parents else None
 
     def seen_by(self, ref: RemoteRef) -> bool:
-        return self.carried is not None and git.contains(self.ws.repo, ref.commit.oid, self.carried)
+        return self.carried is not None and odb.contains(self.ws.repo, ref.commit.oid, self.carried)
 
 
 def plan(ws: Workspace, refs: list[RemoteRef], my_ref: RemoteRef | None) -> Plan:

@@ -3,7 +3,7 @@
 Install adds only what is missing (idempotent) and never rewrites what is there. It leaves a receipt in
 the state directory (`hooks/`) with the file's bytes from before: uninstall restores those bytes exactly
 when the file has not been edited since, and otherwise removes exactly the entries majordomus added,
-keeping the rest and the file's layout (indent, final newline). git's post-commit hook is in gitinstall.py.
+keeping the rest and the file's layout (indent, final newline). git's post-commit hook is in githook.py.
 """
 
 from __future__ import annotations

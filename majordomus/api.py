@@ -102,7 +102,7 @@ class Workspace:
 
     def runs(self, task: str | None = None) -> list[Record]:
         """Execution records of `majordomus run` (design §17), newest first; [] when there are none."""
-        return self._records(os.path.join(self._ws.paths.root, "runs"), task)
+        return self._records(self._ws.paths.runs, task)
 
     def ledger(self, task: str | None = None) -> list[dict[str, Any]]:
         """The ledger's events (of `task`, else all) in the order they were appended, oldest first, as

@@ -19,7 +19,6 @@ would drop the losing side's claim whole. Two rules keep it:
 from __future__ import annotations
 
 import json
-import os
 
 from majordomus import clock
 from majordomus.lite import names, safeio
@@ -36,7 +35,6 @@ MAX_TEXT = 4096
 _STRINGS = ("id", "owner", "host", "worktree", "at")
 _OPTIONAL = ("branch", "ended_at", "ended_by")
 _ID_CHARS = frozenset("0123456789abcdef")
-INDEX = "claims.json"
 INDEX_MAX_BYTES = 1 << 20
 
 
@@ -139,7 +137,7 @@ MAX_ENDED_REMEMBERED = 64
 
 
 def _index_path(ws: Workspace) -> str:
-    return os.path.join(ws.paths.root, INDEX)
+    return ws.paths.claims
 
 
 def _load(ws: Workspace) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:

@@ -7,7 +7,8 @@ import os
 
 from majordomus.errors import ENVIRONMENT, MajordomusError
 from majordomus.lite import safeio
-from majordomus.lite.limits import CONFIG_MAX_BYTES, CONFIG_RELPATH, DEFAULTS, MINIMUMS, NUMBER_MAX
+from majordomus.lite.limits import CONFIG_MAX_BYTES, DEFAULTS, MINIMUMS, NUMBER_MAX
+from majordomus.lite.statepaths import CONFIG_RELPATH
 
 TYPE_CHECKING = False  # every command reads the configuration: no typing, no dataclasses at run time
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import os
 import re
 
 from majordomus import budget, clock, secretscan, tasks
-from majordomus.errors import EnvironmentProblem, MajordomusError, NotFound, Refused, UsageError
+from majordomus.errors import EnvironmentProblem, NotFound, Refused, UsageError
 from majordomus.lite import safeio
 from majordomus.store import files
 from majordomus.workspace import Workspace
@@ -199,7 +199,7 @@ def _write(ws: Workspace, task_id: str, doc: dict[str, Any]) -> str:
             "unpin what no longer holds (`majordomus context unpin PIN_ID`), or write a handoff",
         )
     rendered = render_doc(doc, task_id, ws.config.get("continuity", "render_max_bytes")).text
-    ws.ensure_state("context", os.path.join("context", task_id))
+    ws.ensure_state("context", ws.paths.relative(ws.paths.context_dir(task_id)))
     files.replace(path_of(ws, task_id), data)
     files.replace(os.path.join(ws.paths.context_dir(task_id), RENDERED), rendered.encode("utf-8"))
     return str(doc["integrity"]["sha256"])
@@ -315,7 +315,7 @@ def render(ws: Workspace, task_id: str, budget_bytes: int) -> str:
 
 
 def status(ws: Workspace, task_id: str) -> dict[str, Any]:
-    """Pins by kind, integrity, and — when the journal module is present — the compaction state."""
+    """Pins by kind and integrity (`cli/context.py` adds the compaction state from the journal)."""
     path = path_of(ws, task_id)
     doc, found = examine(ws, task_id)
     out: dict[str, Any] = {"task": task_id, "path": ws.display(path), "exists": os.path.lexists(path)}
@@ -330,10 +330,4 @@ def status(ws: Workspace, task_id: str) -> dict[str, Any]:
         out["pins"] = {key: [{k: p[k] for k in ("id", "text", "source", "createdAt")} for p in doc[key]]
                        for key in PIN_KEYS}
         out["counts"] = {key: len(doc[key]) for key in PIN_KEYS}
-    from majordomus.hooks import journal  # the compaction journal's replay (design §12)
-
-    try:
-        out["compaction"] = journal.status(ws, task_id)
-    except (OSError, ValueError, MajordomusError) as exc:
-        out["compaction"] = {"error": str(exc)}
     return out

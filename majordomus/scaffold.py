@@ -1,4 +1,8 @@
-"""`majordomus init`: `.ai/config.yaml` and `.ai/profiles/` from the packaged template, never overwriting."""
+"""`majordomus init`: `.ai/config.yaml` and `.ai/profiles/` from the packaged template, never overwriting.
+
+The committed `.ai` and `.ai/profiles`, and the machine-local `.ai/local`, are written only when none of
+them is a symbolic link (design §2a): a link is refused (exit 12) before anything is written anywhere.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +10,36 @@ import os
 from importlib import resources
 
 from majordomus.errors import EnvironmentProblem
+from majordomus.lite.statepaths import AI_DIR, CONFIG_RELPATH, PROFILES_RELPATH, linked_dir
 from majordomus.store import paths
 from majordomus.workspace import Workspace
 
 
 def _template_files() -> list[tuple[str, bytes]]:
+    """(path relative to the repository, content) of each template file."""
     root = resources.files("majordomus").joinpath("templates").joinpath("ai")
-    out = [("config.yaml", root.joinpath("config.yaml").read_bytes())]
+    out = [(CONFIG_RELPATH, root.joinpath("config.yaml").read_bytes())]
     for entry in sorted(root.joinpath("profiles").iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".md"):
-            out.append((os.path.join("profiles", entry.name), entry.read_bytes()))
+            out.append((os.path.join(PROFILES_RELPATH, entry.name), entry.read_bytes()))
     return out
 
 
 def init(ws: Workspace) -> list[tuple[str, str]]:
     """Create what is missing; returns (path, 'created' | 'kept') for each template file."""
     base = ws.paths.config_root or ws.worktree
-    ai = os.path.join(base, ".ai")
+    link = linked_dir(base, os.path.join(base, PROFILES_RELPATH)) or linked_dir(base, ws.paths.local)
+    if link is not None:
+        raise EnvironmentProblem(f"{link} is a symbolic link; majordomus writes nothing through it",
+                                 "replace the link with a real directory (or remove it), then run `majordomus "
+                                 "init` again")
+    paths.check_readable(ws.paths)  # the state, too: refused before anything is written
+    ai = os.path.join(base, AI_DIR)
     results = []
     try:
-        paths.make_parent(os.path.join(ai, "profiles"))  # never group- or world-writable (design §2a)
+        paths.make_parent(os.path.join(base, PROFILES_RELPATH))  # never group- or world-writable (design §2a)
         for rel, data in _template_files():
-            target = os.path.join(ai, rel)
+            target = os.path.join(base, rel)
             try:
                 fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
             except FileExistsError:

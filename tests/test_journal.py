@@ -10,12 +10,13 @@ import pytest
 from conftest import FIXTURES, run_here, snapshot, start_task_at, state_dir
 
 from majordomus.hooks import journal
+from majordomus.lite.statepaths import JOURNAL, JOURNAL_ROTATED
 
 PAYLOADS = FIXTURES / "payloads"
 
 
 def journal_file(repo: Path, task: str = "t1") -> Path:
-    return state_dir(repo) / "context" / task / journal.FILE
+    return state_dir(repo) / "context" / task / JOURNAL
 
 
 def lines(path: Path) -> list[dict]:
@@ -156,7 +157,7 @@ def test_rotation_at_a_small_size_and_status_across_both_files(repo):
         for phase in ("pre", "post"):
             compact(repo, phase, "codex", json.dumps({"session_id": "s1", "turn_id": f"turn-{n}",
                                                       "trigger": "auto" if n % 2 else "manual"}))
-    current, rotated = journal_file(repo), journal_file(repo).with_name(journal.ROTATED)
+    current, rotated = journal_file(repo), journal_file(repo).with_name(JOURNAL_ROTATED)
     assert rotated.exists() and current.exists()
     assert current.stat().st_size <= 600 and rotated.stat().st_size <= 600
     status = journal.status(Workspace.open(str(repo)), "t1")
@@ -218,9 +219,9 @@ def ev(phase: str, at: str, session: str = "s", **extra: str) -> str:
 
 def replay_of(tmp_path: Path, *rows: str, rotated: tuple[str, ...] = ()) -> dict:
     if rotated:
-        (tmp_path / journal.ROTATED).write_text("\n".join(rotated) + "\n")
-    (tmp_path / journal.FILE).write_text("\n".join(rows) + "\n")
-    return journal.replay(str(tmp_path))
+        (tmp_path / JOURNAL_ROTATED).write_text("\n".join(rotated) + "\n")
+    (tmp_path / JOURNAL).write_text("\n".join(rows) + "\n")
+    return journal.replay(str(tmp_path / JOURNAL), str(tmp_path / JOURNAL_ROTATED))
 
 
 def test_duplicates_are_merged_before_pairing(tmp_path):
@@ -273,7 +274,7 @@ def test_concurrent_writers_lose_no_line(repo):
     for n, proc in enumerate(procs):
         proc.communicate(json.dumps({"session_id": f"s{n}"}).encode())
     assert all(p.returncode == 0 for p in procs)
-    current, rotated = journal_file(repo), journal_file(repo).with_name(journal.ROTATED)
+    current, rotated = journal_file(repo), journal_file(repo).with_name(JOURNAL_ROTATED)
     total = lines(current) + (lines(rotated) if rotated.exists() else [])
     # each rotation keeps one older file: with 2000 bytes a file holds at least 12 of these lines
     assert sorted(g["session_id"] for g in total) == sorted(f"s{n}" for n in range(12))
@@ -285,4 +286,5 @@ def test_summary_for_people(tmp_path):
                     ev("post", "T2", trigger="auto"))
     assert journal.summary(got) == ("generation 1, pending 0, last completed T2 (auto, claude), 1 dropped line, "
                                     "1 duplicate merged")
-    assert journal.summary(journal.replay(str(tmp_path / "none"))) == "generation 0, pending 0"
+    none = tmp_path / "none"
+    assert journal.summary(journal.replay(str(none / JOURNAL), str(none / JOURNAL_ROTATED))) == "generation 0, pending 0"

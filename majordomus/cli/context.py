@@ -119,7 +119,15 @@ def status(task_id: str | None, as_json: bool) -> None:
     from majordomus.output import emit, emit_json
 
     ws = workspace()
-    report = continuity.status(ws, _task_id(ws, task_id))
+    from majordomus.errors import MajordomusError
+    from majordomus.hooks import journal  # the compaction journal's replay (design §12)
+
+    tid = _task_id(ws, task_id)
+    report = continuity.status(ws, tid)
+    try:
+        report["compaction"] = journal.status(ws, tid)
+    except (OSError, ValueError, MajordomusError) as exc:
+        report["compaction"] = {"error": str(exc)}
     if as_json:
         emit_json(report)
         return
@@ -137,8 +145,6 @@ def status(task_id: str | None, as_json: bool) -> None:
     if "compaction" in report:
         comp = report["compaction"]
         if isinstance(comp, dict) and "generation" in comp and "dropped_lines" in comp:
-            from majordomus.hooks import journal
-
             detail = journal.summary(comp)
         else:
             detail = ", ".join(f"{k} {v}" for k, v in comp.items()) if isinstance(comp, dict) else str(comp)

@@ -28,8 +28,7 @@ def check_profiles(ws: Workspace) -> list[Finding]:
     """Committed profiles are injected into agents' context: a link (to /proc/self/environ, to a file of
     yours) or anything but a plain bounded file is never read, and is reported."""
     found = []
-    for root in {r for r in (ws.paths.config_root, ws.worktree) if r}:
-        directory = os.path.join(root, ".ai", "profiles")
+    for directory in ws.paths.profile_dirs:
         try:
             names = sorted(os.listdir(directory))
         except OSError:

@@ -10,7 +10,6 @@ from majordomus.doctor.findings import FAIL, OK, WARN, Finding, exit_code
 from majordomus.doctor.scan import CHECKED_DIRS, RECORD_DIRS, Scan, scan_state
 from majordomus.errors import MajordomusError
 from majordomus.git import query
-from majordomus.lite.limits import CONFIG_RELPATH
 from majordomus.output import escape
 from majordomus.store import ledger
 from majordomus.workspace import Workspace
@@ -24,7 +23,7 @@ STATE_PREFIX = ".ai/local/"
 def open_workspace(cwd: str | None = None) -> tuple[Workspace, list[Finding]]:
     """The workspace, with its configuration checked: a broken config is a finding and the defaults apply."""
     ws = Workspace.open(cwd, lenient_config=True)
-    where = os.path.join(ws.paths.config_root, CONFIG_RELPATH) if ws.paths.config_root else None
+    where = ws.paths.config_file
     problem = ws.config_problem
     if problem is not None:
         return ws, [Finding(FAIL, "config.invalid", problem.message, where and ws.display(where),
@@ -50,8 +49,8 @@ def check_git(ws: Workspace, state_exists: bool) -> list[Finding]:
         found.append(Finding(FAIL, "state.in-git", f"{path} {how[kind]}: local state must never be shared "
                              "through the work tree", path, hint))
     if ws.repo.main_worktree is not None and state_exists:
-        samples = [os.path.join(ws.paths.root, rel) for rel in
-                   ("ledger.jsonl", "tasks/t.yaml", "checkpoints/r.md", "handoffs/r.md", "context/t/continuity.json")]
+        samples = [ws.paths.ledger, ws.paths.task_file("t"), os.path.join(ws.paths.checkpoints, "r.md"),
+                   os.path.join(ws.paths.handoffs, "r.md"), os.path.join(ws.paths.context_dir("t"), "continuity.json")]
         loose = [os.path.relpath(p, ws.repo.main_worktree) for p in samples]
         loose = [p for p in loose if not query.is_ignored(ws.repo, p)]
         if loose:
@@ -79,7 +78,7 @@ def retention(ws: Workspace, directory: str, count: int) -> Finding:
     if count > limit:
         return Finding(WARN, f"retention.{directory}", f"{count} {section} records in the store, over "
                        f"{section}.retention_max_files ({limit}); nothing is deleted",
-                       ws.display(os.path.join(ws.paths.root, directory)),
+                       ws.display(ws.paths.directory(directory)),
                        f"archive old records yourself if you want fewer, or raise {section}.retention_max_files "
                        "in .ai/config.yaml")
     return Finding(OK, f"retention.{directory}", f"{count} {section} records (limit {limit})")

@@ -14,7 +14,7 @@ from majordomus import config as config_mod
 from majordomus.doctor import checks as doctor
 from majordomus.doctor.findings import FAIL, OK, Finding
 from majordomus.doctor.scan import RECORD_DIRS
-from majordomus.lite.limits import CONFIG_RELPATH
+from majordomus.lite.statepaths import CONFIG_RELPATH
 from majordomus.store import ledger, paths, records
 from majordomus.workspace import Workspace
 
@@ -181,7 +181,7 @@ class Watcher:
         if self.config_problem is not None:
             now["config.invalid"] = self.config_problem
         for directory in RECORD_DIRS:
-            finding = doctor.retention(self.ws, directory, self._count(os.path.join(self.ws.paths.root, directory)))
+            finding = doctor.retention(self.ws, directory, self._count(self.ws.paths.directory(directory)))
             if finding.level != OK:
                 now[finding.code] = finding
         for task_id in sorted(set(tasks.read_index(self.ws).values())):
@@ -222,7 +222,7 @@ class Watcher:
     def _cleared(self, key: str, finding: Finding) -> str:
         if key.startswith("retention."):
             directory = key.split(".", 1)[1]
-            return doctor.retention(self.ws, directory, self._count(os.path.join(self.ws.paths.root, directory))).message
+            return doctor.retention(self.ws, directory, self._count(self.ws.paths.directory(directory))).message
         if key.startswith("task.stale:"):
             return f"task `{key.split(':', 1)[1]}` is no longer stale (checkpointed, or no longer active here)"
         return f"{finding.code} no longer holds"

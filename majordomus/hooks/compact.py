@@ -1,20 +1,18 @@
 """`hook compact` (design §12): one raw line per PreCompact/PostCompact in the active task's journal.
 
-It runs at every compaction, so it imports only the `lite` layer (no pygit2, click or yaml; a test probes
+It runs at every compaction, so it imports only the `lite` layer and the clock (no pygit2, click or yaml; a test probes
 it): it appends one line and does nothing else. Normalising happens on replay (`journal`).
 """
 
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
-import stat
 import sys
-import time
 
-from majordomus.lite import active, dotgit, limits
+from majordomus import clock
+from majordomus.lite import active, appendlog, dotgit, limits, statepaths
 from majordomus.lite.stdin import read_capped
 
 TYPE_CHECKING = False  # annotations only: every import on this path is paid at every compaction
@@ -23,8 +21,7 @@ if TYPE_CHECKING:
 
 STDIN_MAX = 1 << 20  # more than this is a parseError line, and none of it is kept
 VALUE_MAX = 256  # characters per kept value
-FILE = "compact-events.jsonl"
-ROTATED = FILE + ".1"
+FILE, ROTATED = statepaths.JOURNAL, statepaths.JOURNAL_ROTATED
 PHASES = ("pre", "post")
 WHITELIST = {
     "claude": ("session_id", "trigger", "model", "prompt_id", "agent_id", "agent_type"),
@@ -71,50 +68,6 @@ def build_line(raw: bytes | None, phase: str, runtime: str, at: str) -> bytes:
     return json.dumps(line, separators=(",", ":")).encode("ascii")
 
 
-def _safe_dir(path: str, create: bool) -> bool:
-    """True when `path` is a real directory (created 0700 when asked); never through a symlink."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        if not create:
-            return False
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            pass
-        os.chmod(path, 0o700)
-        st = os.lstat(path)
-    return stat.S_ISDIR(st.st_mode)
-
-
-def append(directory: str, line: bytes, rotate_bytes: int) -> str:
-    """Append one line under `flock`, rotating a full file to `.1` first; returns the file written."""
-    path = os.path.join(directory, FILE)
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            st = os.fstat(fd)
-            try:
-                current = os.lstat(path)
-            except FileNotFoundError:
-                current = None
-            if current is None or (current.st_ino, current.st_dev) != (st.st_ino, st.st_dev):
-                continue  # another writer rotated it while we waited for the lock: open the new one
-            if st.st_size and st.st_size + len(line) + 1 > rotate_bytes:
-                os.replace(path, os.path.join(directory, ROTATED))
-                continue
-            if stat.S_IMODE(st.st_mode) != 0o600:
-                os.fchmod(fd, 0o600)  # the umask may have taken bits away at creation
-            data = line + b"\n"
-            if st.st_size and os.pread(fd, 1, st.st_size - 1) != b"\n":
-                data = b"\n" + data  # a writer killed mid-line: keep its torn tail on a line of its own
-            os.write(fd, data)
-            return path
-        finally:
-            os.close(fd)
-
-
 def record(phase: str, runtime: str, stdin: BinaryIO | None, cwd: str) -> str | None:
     """Journal one compaction event for the task active at `cwd`; None (and nothing written) when none."""
     raw = read_capped(stdin, STDIN_MAX)
@@ -125,21 +78,18 @@ def record(phase: str, runtime: str, stdin: BinaryIO | None, cwd: str) -> str | 
     if task_id is None:
         return None
     bounds = limits.journal_limits(place.config_root)
-    line = build_line(raw, phase, runtime, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))  # clock.ISO
+    line = build_line(raw, phase, runtime, clock.now_iso())
     if len(line) > bounds["line_max_bytes"]:
         sys.stderr.write(f"majordomus: hook compact: a {len(line)}-byte line is over journal.line_max_bytes; "
                          "not recorded\n")
         return None
-    root = place.state_root
-    for directory in (os.path.dirname(os.path.dirname(root)), os.path.dirname(root), root):
-        if not _safe_dir(directory, create=False):
-            return None  # no state here (or a symlink where a directory belongs): nothing to record into
-    directory = root
-    for part in ("context", task_id):
-        directory = os.path.join(directory, part)
-        if not _safe_dir(directory, create=True):
-            return None
-    return append(directory, line, bounds["rotate_bytes"])
+    paths = place.state_paths()
+    # No state here: nothing to record into. A link where a directory belongs is refused (EnvironmentProblem).
+    if not all(statepaths.is_real_dir(d) for d in (os.path.dirname(paths.local), paths.local, paths.root)):
+        return None
+    statepaths.ensure_dir(paths.contexts)
+    statepaths.ensure_dir(paths.context_dir(task_id))
+    return appendlog.append_line(paths.journal(task_id), line, paths.journal_rotated(task_id), bounds["rotate_bytes"])
 
 
 def _parse_argv(argv: list[str]) -> tuple[str, str, str | None]:

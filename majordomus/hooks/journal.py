@@ -6,11 +6,10 @@ Writing lives in `compact`, which must stay light; this module only reads what i
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from majordomus import tasks
-from majordomus.hooks.compact import FILE, PHASES, ROTATED, WHITELIST
+from majordomus.hooks.compact import PHASES, WHITELIST
 from majordomus.lite import safeio
 
 TRIGGERS = ("manual", "auto")
@@ -53,8 +52,8 @@ def _dedupe_key(event: dict[str, Any]) -> tuple[Any, ...]:
     return _stream(event) + tuple(event.get(k) for k in keys)
 
 
-def replay(directory: str) -> dict[str, Any]:
-    """Reduce `.1` then the current file to generation, pending and last_completed.
+def replay(current: str, rotated: str) -> dict[str, Any]:
+    """Reduce `rotated` (the `.1` file) then `current` to generation, pending and last_completed.
 
     Duplicates first: a line whose dedupe key (runtime, session, agent, phase, turn/prompt id,
     trigger) equals the previous line's of the same session is the same event written twice (a hook
@@ -72,7 +71,7 @@ def replay(directory: str) -> dict[str, Any]:
         "abandoned": 0, "completed_without_pre": 0, "parse_errors": 0, "events": 0,
         "triggers": {"manual": 0, "auto": 0, "unknown": 0}, "open": [],
     }
-    for path in (os.path.join(directory, ROTATED), os.path.join(directory, FILE)):
+    for path in (rotated, current):
         for line in _lines(path):
             if not line.strip():
                 continue
@@ -112,9 +111,8 @@ def status(ws: Any, task_id: str | None = None) -> dict[str, Any]:
     """The compaction status of a task (default: the active one here), for `context status`."""
     if task_id is None:
         task_id = tasks.active(ws).id
-    directory = ws.paths.context_dir(task_id)
-    result = replay(directory)
-    result["journal"] = ws.display(os.path.join(directory, FILE))
+    result = replay(ws.paths.journal(task_id), ws.paths.journal_rotated(task_id))
+    result["journal"] = ws.display(ws.paths.journal(task_id))
     return result
 
 

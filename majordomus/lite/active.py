@@ -9,16 +9,15 @@ regular file, not a JSON object of strings, or names anything but a valid task i
 from __future__ import annotations
 
 import json
-import os
 
 from majordomus.errors import EnvironmentProblem
 from majordomus.lite import names, safeio
+from majordomus.lite.statepaths import StatePaths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     pass
 
-FILE = "active.json"
 MAX_BYTES = 1 << 20
 
 
@@ -50,7 +49,7 @@ def unslot(key: str) -> tuple[str, str | None] | None:
 
 def read(state_root: str) -> dict[str, str]:
     """The whole index; {} when there is none yet."""
-    path = os.path.join(state_root, FILE)
+    path = StatePaths.at(state_root).active_index
     data = safeio.read_optional(path, MAX_BYTES)
     if data is None:
         return {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from majordomus.lite import safeio
+from majordomus.lite import safeio, statepaths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,13 +44,16 @@ class Place:
         self.gitdir = gitdir
         self.common_dir = common_dir
         self.main_worktree = main_worktree  # None when the main worktree is bare
-        if main_worktree is not None:
-            self.local, self.config_root = os.path.join(main_worktree, ".ai", "local"), main_worktree
-        else:
-            self.local, self.config_root = os.path.join(common_dir, "majordomus", "local"), worktree
-        self.state_root = os.path.join(self.local, "state")
+        self.local = statepaths.local_of(main_worktree, common_dir)
+        self.config_root = main_worktree if main_worktree is not None else worktree
+        self.state_root = statepaths.state_of(self.local)
         # What a git subprocess needs to find this repository from any directory (GIT_DIR made absolute).
         self.git_env = git_env
+
+    def state_paths(self) -> statepaths.StatePaths:
+        """Every location of this place's state and committed `.ai/`."""
+        return statepaths.StatePaths(local=self.local, root=self.state_root, config_root=self.config_root,
+                                     worktree=self.worktree)
 
     def __repr__(self) -> str:
         return f"Place({self.worktree!r}, {self.branch!r}, {self.gitdir!r}, {self.state_root!r})"

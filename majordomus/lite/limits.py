@@ -11,6 +11,7 @@ import os
 
 from majordomus.lite import safeio
 from majordomus.lite.lazyre import LazyRe
+from majordomus.lite.statepaths import CONFIG_RELPATH
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,7 +50,6 @@ DEFAULTS: dict[str, Any] = {
 # (The other limits refuse loudly when set too low: a body over them is refused with a message.)
 MINIMUMS = {"continuity.render_max_bytes": 256, "hooks.max_context_chars": 256, "hooks.codex_max_tokens": 64}
 MIN_RENDER_BYTES = MINIMUMS["continuity.render_max_bytes"]
-CONFIG_RELPATH = os.path.join(".ai", "config.yaml")
 CONFIG_MAX_BYTES = 64 << 10  # design §2a: a committed config is read up to this bound
 PROFILE_MAX_BYTES = 64 << 10
 NUMBER_MAX = 1 << 31  # a configured number above this is refused, naming the key

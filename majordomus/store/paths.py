@@ -1,91 +1,35 @@
-"""Where state lives (design §2), and the directories it needs, created 0700 and never through a symlink."""
+"""Creating the state (design §2): its directories 0700 and never through a symlink, with the ignore file.
+
+Where each file lives is `lite.statepaths` (standard library only, so the hot paths share it); this module
+creates what a write needs.
+"""
 
 from __future__ import annotations
 
 import errno
 import os
-import stat
 
 from majordomus.errors import EnvironmentProblem
+from majordomus.lite.statepaths import (
+    DIR_MODE,
+    FILE_MODE,
+    PARENT_MODE,
+    StatePaths,
+    ensure_dir,
+    is_real_dir,
+    unwritable_hint,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from majordomus.lite.dotgit import Place
 
-DIR_MODE = 0o700
-FILE_MODE = 0o600
-SUBDIRS = ("tasks", "checkpoints", "handoffs", "runs", "context", "cache")
-PARENT_MODE = 0o755  # `.ai` and the like: never group- or world-writable, whatever the umask (design §2a)
-
-
-class StatePaths:
-    """Every on-disk location of the state, resolved in one place."""
-
-    __slots__ = ("config_root", "local", "root")
-
-    def __init__(self, local: str, root: str, config_root: str | None) -> None:
-        self.local = local  # .ai/local (or <common dir>/majordomus/local when the main worktree is bare)
-        self.root = root  # .../state
-        self.config_root = config_root  # where .ai/config.yaml is looked for
-
-    @property
-    def ledger(self) -> str:
-        return os.path.join(self.root, "ledger.jsonl")
-
-    @property
-    def lock(self) -> str:
-        return os.path.join(self.root, ".lock")
-
-    @property
-    def active_index(self) -> str:
-        return os.path.join(self.root, "active.json")
-
-    @property
-    def tasks(self) -> str:
-        return os.path.join(self.root, "tasks")
-
-    @property
-    def checkpoints(self) -> str:
-        return os.path.join(self.root, "checkpoints")
-
-    @property
-    def handoffs(self) -> str:
-        return os.path.join(self.root, "handoffs")
-
-    @property
-    def runs(self) -> str:
-        """Execution records of `majordomus run` (design §17)."""
-        return os.path.join(self.root, "runs")
-
-    @property
-    def contexts(self) -> str:
-        return os.path.join(self.root, "context")
-
-    @property
-    def config_cache(self) -> str:
-        return os.path.join(self.root, "cache", "config.json")
-
-    @property
-    def root_commit_cache(self) -> str:
-        return os.path.join(self.root, "cache", "root-commit")
-
-    def task_file(self, task_id: str) -> str:
-        return os.path.join(self.tasks, f"{task_id}.yaml")
-
-    def context_dir(self, task_id: str) -> str:
-        return os.path.join(self.contexts, task_id)
-
-    def relative(self, path: str) -> str:
-        """A path inside the state directory, as the ledger stores it."""
-        return os.path.relpath(path, self.root)
-
-    def absolute(self, rel: str) -> str:
-        return os.path.join(self.root, rel)
+__all__ = ["DIR_MODE", "FILE_MODE", "PARENT_MODE", "StatePaths", "check_readable", "ensure", "make_parent", "of"]
 
 
 def of(place: Place) -> StatePaths:
     """The state paths of a located repository (`lite.dotgit` decides where the state lives)."""
-    return StatePaths(local=place.local, root=place.state_root, config_root=place.config_root)
+    return place.state_paths()
 
 
 def make_parent(path: str) -> None:
@@ -103,71 +47,30 @@ def make_parent(path: str) -> None:
         except FileExistsError:
             continue
         except OSError as exc:
-            raise EnvironmentProblem(f"cannot create {directory}: {exc.strerror}", "check permissions") from exc
+            raise EnvironmentProblem(f"cannot create {directory}: {exc.strerror}",
+                                     unwritable_hint(os.path.dirname(directory), exc.errno)) from exc
         os.chmod(directory, PARENT_MODE & ~0o022)
-
-
-def _refuse_symlink(path: str) -> bool:
-    """True when `path` is a real directory, False when absent; refuse links and non-directories."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot inspect {path}: {exc.strerror}", "check its permissions") from exc
-    if stat.S_ISLNK(st.st_mode):
-        raise EnvironmentProblem(
-            f"{path} is a symbolic link; majordomus never follows links inside its state",
-            "replace the link with a real directory (move its contents in), then try again",
-        )
-    if not stat.S_ISDIR(st.st_mode):
-        raise EnvironmentProblem(
-            f"{path} is not a directory", "move the file away so majordomus can create the directory"
-        )
-    return True
-
-
-def _mkdir(path: str) -> None:
-    try:
-        os.mkdir(path, DIR_MODE)
-    except FileExistsError:
-        pass
-    except OSError as exc:
-        raise EnvironmentProblem(
-            f"cannot create {path}: {exc.strerror}", "make the parent directory writable, then try again"
-        ) from exc
-    else:
-        os.chmod(path, DIR_MODE)  # the umask may have taken bits away; never leave it wider either
-    _refuse_symlink(path)
 
 
 def check_readable(paths: StatePaths) -> bool:
     """For read-only commands: True when the state exists; refuse links on the way."""
-    return all(_refuse_symlink(path) for path in (os.path.dirname(paths.local), paths.local, paths.root))
+    return all(is_real_dir(path) for path in (os.path.dirname(paths.local), paths.local, paths.root))
 
 
 def ensure(paths: StatePaths, *subdirs: str) -> None:
     """Create the state directory (and `subdirs`) as needed, with the ignore file that keeps it unstaged."""
     parent = os.path.dirname(paths.local)
-    if not _refuse_symlink(parent):
+    if not is_real_dir(parent):
         make_parent(parent)
-        _refuse_symlink(parent)
-    if not _refuse_symlink(paths.local):
-        _mkdir(paths.local)
-    ignore = os.path.join(paths.local, ".gitignore")
-    if not os.path.lexists(ignore):
-        _write_ignore(ignore)
-    if not _refuse_symlink(paths.root):
-        _mkdir(paths.root)
+        is_real_dir(parent)
+    ensure_dir(paths.local)
+    if not os.path.lexists(paths.ignore_file):
+        _write_ignore(paths.ignore_file)
+    ensure_dir(paths.root)
     for sub in subdirs:
-        full = os.path.join(paths.root, sub)
-        if not _refuse_symlink(full):
-            _mkdir(full)
+        ensure_dir(os.path.join(paths.root, sub))
     if not os.access(paths.root, os.W_OK | os.X_OK):
-        raise EnvironmentProblem(
-            f"the state directory {paths.root} is not writable",
-            f"fix its permissions (chmod 700 {paths.root}) or run as its owner",
-        )
+        raise EnvironmentProblem(f"the state directory {paths.root} is not writable", unwritable_hint(paths.root))
 
 
 def _write_ignore(path: str) -> None:
@@ -177,9 +80,9 @@ def _write_ignore(path: str) -> None:
         return
     except OSError as exc:
         if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
-            raise EnvironmentProblem(
-                f"cannot write {path}: {exc.strerror}", "make .ai/local writable, then try again"
-            ) from exc
+            hint = ("make .ai/local writable, then try again" if exc.errno != errno.EROFS
+                    else unwritable_hint(path, exc.errno))
+            raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}", hint) from exc
         raise
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write("*\n")

@@ -6,7 +6,6 @@ The settled ref moves last, so an interrupted pull repeats cleanly: whatever was
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -44,7 +43,7 @@ def import_records(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Im
     with ThreadPoolExecutor(WORKERS) as pool:
         for start in range(0, len(plan.records), BATCH):
             batch = plan.records[start:start + BATCH]
-            done = list(pool.map(lambda r: files.link_in(os.path.join(ws.paths.root, r.directory), r.name, r.data,
+            done = list(pool.map(lambda r: files.link_in(ws.paths.directory(r.directory), r.name, r.data,
                                                          sync_dir=False)[1], batch))
             logged: list[tuple[str, dict[str, Any]]] = []
             for item, created in zip(batch, done):
@@ -58,7 +57,7 @@ def import_records(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Im
                                                "sha256": records.sha256(item.data)}))
                 out.append(Imported(kind, path, task, item.ref))
             for directory in sorted({r.directory for r in batch}):
-                files.fsync_dir(os.path.join(ws.paths.root, directory))
+                files.fsync_dir(ws.paths.directory(directory))
             if logged:
                 ledger.append_many(ws.paths.ledger, logged, at)
 

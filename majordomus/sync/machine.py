@@ -16,7 +16,6 @@ from majordomus.lite import safeio
 from majordomus.store import files
 from majordomus.workspace import Workspace
 
-FILE = "machine-id"
 PREFIX = "refs/majordomus/machines/"
 STATE_REF = "refs/majordomus/state"  # the folded (compacted) state, and the whole state of format 1
 MACHINE_ID = re.compile(r"[a-z0-9][a-z0-9-]{2,62}")
@@ -31,7 +30,7 @@ def ref(machine_id: str) -> str:
 
 
 def _path(ws: Workspace) -> str:
-    return os.path.join(ws.paths.root, FILE)
+    return ws.paths.machine_id
 
 
 def read(ws: Workspace) -> str | None:
@@ -61,7 +60,7 @@ def ensure(ws: Workspace) -> str:
     if found is not None:
         return found
     ws.ensure_state()
-    files.link_in(ws.paths.root, FILE, (_generate() + "\n").encode("ascii"))
+    files.link_in(os.path.dirname(_path(ws)), os.path.basename(_path(ws)), (_generate() + "\n").encode("ascii"))
     made = read(ws)
     assert made is not None
     return made

@@ -43,7 +43,7 @@ class PushResult:
 
 
 def lock_path(ws: Workspace) -> str:
-    return os.path.join(ws.paths.root, ".sync-lock")
+    return ws.paths.sync_lock
 
 
 def _commit_snapshot(ws: Workspace, ref: str, checkpoints: bool, result: PushResult) -> str:

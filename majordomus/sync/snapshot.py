@@ -93,7 +93,7 @@ def _records(ws: Workspace, directory: str, previous: odb.TreeView | None, edits
     """New records of `directory`: a month whose names are the ones pushed last time is not looked at again,
     nor a bucket of the month that changed, so the cost follows what changed, not the size of the store."""
     months: dict[str, list[str]] = {}
-    for name in local_names(os.path.join(ws.paths.root, directory)):
+    for name in local_names(ws.paths.directory(directory)):
         months.setdefault(name[:6], []).append(name)
     top = previous.sub(directory) if previous is not None else None
     for stamp, found in sorted(months.items()):
@@ -133,7 +133,7 @@ def _month(ws: Workspace, directory: str, top: odb.TreeView | None, found: list[
         if held is not None and name in held:
             continue
         rel = f"{directory}/{name}"
-        data = read_local(os.path.join(ws.paths.root, directory, name), rel, rules.MAX_RECORD_BYTES, edits.refused)
+        data = read_local(os.path.join(ws.paths.directory(directory), name), rel, rules.MAX_RECORD_BYTES, edits.refused)
         reason = rules.check_record(directory, name, data, ws.config) if data is not None else "unreadable"
         if reason is not None:
             if data is not None:
@@ -149,10 +149,8 @@ class MonthCache:
     """What the last push found of each month (a digest of its names), and of each bucket of the months it
     looked into, valid for the commit it made: a cache in `cache/`, so losing it costs one full look."""
 
-    FILE = "sync-months.json"
-
     def __init__(self, ws: Workspace, commit: str | None) -> None:
-        self.path = os.path.join(ws.paths.root, "cache", self.FILE)
+        self.path = ws.paths.sync_months_cache
         self.old: dict[str, str] = {}
         self.new: dict[str, str] = {}
         try:

@@ -118,7 +118,7 @@ def _local(path: str, limit: int) -> bytes | None:
 
 def plan_records(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None, plan: Plan) -> None:
     for directory in rules.RECORD_KINDS:
-        full = os.path.join(ws.paths.root, directory)
+        full = ws.paths.directory(directory)
         try:
             present = set(os.listdir(full))
         except FileNotFoundError:
@@ -138,7 +138,7 @@ def _consider(ws: Workspace, ref: RemoteRef, found: Found, present: set[str], de
     if decided.get(name) == oid:
         return
     if name in present and name not in decided:
-        local = _local(os.path.join(ws.paths.root, found.directory, name), rules.MAX_RECORD_BYTES)
+        local = _local(os.path.join(ws.paths.directory(found.directory), name), rules.MAX_RECORD_BYTES)
         if local is not None and odb.blob_id(local) == oid:
             decided[name] = oid
             plan.known.append((found.directory, name, oid))

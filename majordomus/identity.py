@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from majordomus.git import status
+from majordomus.git.oid import Oid
 from majordomus.lite import safeio
 from majordomus.store import files
 from majordomus.store.records import SCHEMA_VERSION
@@ -20,21 +21,37 @@ if TYPE_CHECKING:
     from majordomus.workspace import Workspace
 
 
+def cached_root(data: bytes | None, head: str) -> Oid | None:
+    """The root commit a `cache/root-commit` holds for `head`, or None when it holds anything else.
+
+    The cache is untrusted (design §2a): only the exact line this module writes — `HEAD ROOT` and a
+    newline, both full ids of one length, HEAD the current one — is used; a truncated, edited or foreign
+    file is ignored and rebuilt, never copied into a record. ROOT was confirmed by git when it was written.
+    """
+    if data is None or not data.endswith(b"\n") or data.count(b"\n") != 1:
+        return None
+    parts = data[:-1].decode("ascii", "replace").split(" ")
+    if len(parts) != 2 or parts[0] != head:
+        return None
+    root = Oid.parse(parts[1])
+    return root if root is not None and len(root) == len(head) else None
+
+
 def repo_id(ws: Workspace, head: str | None) -> str | None:
     """The root commit reached by first parents from `head`, cached by head (a miss walks once)."""
     if head is None:
         return None
     cache = ws.paths.root_commit_cache
     try:
-        cached = (safeio.read_optional(cache, 512) or b"").decode("ascii").split()
-    except (OSError, UnicodeDecodeError, safeio.EnvironmentProblem):
-        cached = []
-    if len(cached) == 2 and cached[0] == head:
-        return cached[1]
+        root = cached_root(safeio.read_optional(cache, 512), head)
+    except (OSError, safeio.EnvironmentProblem):
+        root = None
+    if root is not None:
+        return str(root)
     root = status.root_commit(ws.place, head)
     if os.path.isdir(os.path.dirname(cache)):
         files.write_derived(cache, f"{head} {root}\n".encode("ascii"))  # a cache: losing it costs one walk
-    return root
+    return str(root)
 
 
 def fields(ws: Workspace, kind: str, task: Task, at: str) -> list[tuple[str, Any]]:
@@ -52,7 +69,7 @@ def fields(ws: Workspace, kind: str, task: Task, at: str) -> list[tuple[str, Any
         ("repo_id", repo_id(ws, now.head)),
         ("worktree", ws.worktree),
         ("branch", now.branch),
-        ("head", now.head),
+        ("head", None if now.head is None else str(now.head)),
         ("worktree_state", "dirty" if now.changed else "clean"),
         ("changed_files", kept),
     ]

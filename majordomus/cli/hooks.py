@@ -50,9 +50,9 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
     if runtime == "git":
         from majordomus.git import status
 
-        hooks_dir = status.git_path(ws.place, "hooks")
+        hooks_dir = status.hooks_dir(ws.place)
         result = githook.install(ws, hooks_dir)
-        if result.how == "chained" and status.git(ws.place, "ls-files", "--", hooks_dir).strip():
+        if result.how == "chained" and status.is_tracked(ws.place, hooks_dir):
             click.echo(f"warning: {ws.display(hooks_dir)} is tracked by git: your hook now lives in "
                        f"{githook.CHAINED} there; do not commit the rename (ignore that file, or run "
                        "`majordomus hooks uninstall --runtime git` before committing hook changes)", err=True)
@@ -93,7 +93,7 @@ def uninstall(runtime: str) -> None:
     if runtime == "git":
         from majordomus.git import status
 
-        result = githook.uninstall(ws, status.git_path(ws.place, "hooks"))
+        result = githook.uninstall(ws, status.hooks_dir(ws.place))
     else:
         result = installers.uninstall(ws, runtime)
     shown = ws.display(result.path)

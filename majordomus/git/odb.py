@@ -6,13 +6,13 @@ is what keeps a sync proportional to what changed, not to what is stored."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pygit2
 
 from majordomus.errors import MajordomusError
+from majordomus.git import run
 from majordomus.git.query import Repo, config_value
 
 BLOB_MODES = (int(pygit2.enums.FileMode.BLOB), int(pygit2.enums.FileMode.BLOB_EXECUTABLE))
@@ -137,9 +137,8 @@ def refs_under(repo: Repo, prefix: str) -> dict[str, str]:
     return found
 
 
-def _git_ref(repo: Repo, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], cwd=repo.worktree, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, check=False)
+def _git_ref(repo: Repo, *args: str) -> run.Ran:
+    return run.run(repo, *args)
 
 
 def update_ref(repo: Repo, name: str, new: str, old: str | None, message: str) -> None:
@@ -147,7 +146,7 @@ def update_ref(repo: Repo, name: str, new: str, old: str | None, message: str) -
     done = _git_ref(repo, "update-ref", "-m", message, name, new, old or ZERO_OID)
     if done.returncode != 0:
         raise MajordomusError(
-            f"{name} moved while majordomus was updating it: {done.stderr.strip()}",
+            f"{name} moved while majordomus was updating it: {done.reason()}",
             "another sync ran at the same time; run the command again",
         )
 

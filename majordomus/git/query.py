@@ -5,12 +5,13 @@ are this one and `odb`."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pygit2
 
 from majordomus.errors import EnvironmentProblem, MajordomusError
+from majordomus.git import run
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ class Repo:
     worktree: str
     common_dir: str
     main_worktree: str | None  # None when the main worktree is bare
+    git_env: dict[str, str] = field(default_factory=dict)  # what a git subprocess needs to find it (git.run)
 
     @property
     def branch(self) -> str | None:
@@ -43,14 +45,14 @@ def open_repo(place: Place) -> Repo:
         handle = pygit2.Repository(place.gitdir)
     except pygit2.GitError as exc:
         raise EnvironmentProblem(f"cannot open the git repository at {place.gitdir}: {exc}",
-                                 "run `git status` there to see what git says") from exc
+                                 run.hint(("status",), place.worktree)) from exc
     if handle.workdir is None or os.path.normpath(handle.workdir) != place.worktree:
         try:
             handle.workdir = place.worktree
         except (AttributeError, pygit2.GitError):
             pass
     return Repo(handle=handle, worktree=place.worktree, common_dir=place.common_dir,
-                main_worktree=place.main_worktree)
+                main_worktree=place.main_worktree, git_env=place.git_env)
 
 
 def config_value(repo: Repo, key: str) -> str | None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 
-from majordomus.errors import EnvironmentProblem, MajordomusError
+from majordomus.errors import MajordomusError
+from majordomus.git import run
+from majordomus.git.oid import Oid
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,25 +46,8 @@ def path_text(raw: bytes) -> str:
 
 
 def git(place: Place, *args: str, ok: tuple[int, ...] = (0,)) -> bytes:
-    """Run `git ARGS` in `place`'s worktree; its stdout, or an error naming what git said."""
-    env = None
-    if place.git_env:
-        env = dict(os.environ)
-        env.update(place.git_env)
-    import subprocess
-
-    try:
-        done = subprocess.run(["git", *args], cwd=place.worktree, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, check=False)
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot run git: {exc.strerror}", "install git, or put it on PATH") from exc
-    if done.returncode not in ok:
-        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise EnvironmentProblem(
-            f"`git {' '.join(args[:2])}` failed in {place.worktree}: {said[-1] if said else done.returncode}",
-            f"run `git {' '.join(args[:2])}` there to see what git says",
-        )
-    return done.stdout
+    """Run `git ARGS` in `place` (through the one runner); its stdout, or exit 12 naming what git said."""
+    return run.git(place, *args, ok=ok)
 
 
 class Status:
@@ -70,7 +55,7 @@ class Status:
 
     __slots__ = ("branch", "changed", "head")
 
-    def __init__(self, branch: str | None, head: str | None, changed: list[str]) -> None:
+    def __init__(self, branch: str | None, head: Oid | None, changed: list[str]) -> None:
         self.branch = branch  # None when detached
         self.head = head  # None on an unborn branch
         self.changed = changed  # sorted
@@ -79,7 +64,7 @@ class Status:
 def parse_status(out: bytes) -> Status:
     """Parse `git status --porcelain=v2 -z --branch` output (a rename lists both its paths)."""
     branch: str | None = None
-    head: str | None = None
+    head: Oid | None = None
     changed: set[str] = set()
     fields = out.split(b"\0")
     i = 0
@@ -100,7 +85,7 @@ def parse_status(out: bytes) -> Status:
             changed.add(path_text(entry[2:]))
         elif entry.startswith(b"# branch.oid "):
             value = entry[13:].decode("ascii", "replace")
-            head = None if value == "(initial)" else value
+            head = None if value == "(initial)" else Oid(value)
         elif entry.startswith(b"# branch.head "):
             raw = entry[14:]
             branch = None if raw == b"(detached)" else path_text(raw)
@@ -111,12 +96,13 @@ def status(place: Place) -> Status:
     return parse_status(git(place, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all"))
 
 
-def root_commit(place: Place, head: str) -> str:
+def root_commit(place: Place, head: str) -> Oid:
     """The root reached from `head` by first parents (the repository's id); the caller caches it."""
     out = git(place, "rev-list", "--first-parent", "--max-parents=0", head, "--").split()
-    if not out:
+    root = Oid.parse(out[-1].decode("ascii", "replace")) if out else None
+    if root is None:
         raise MajordomusError(f"git found no root commit below {head}", "run `git log --first-parent` to see why")
-    return out[-1].decode("ascii")
+    return root
 
 
 def config_get(place: Place, key: str) -> str | None:
@@ -134,7 +120,7 @@ def git_path(place: Place, name: str) -> str:
 def is_commit(place: Place, oid: str) -> bool:
     """Whether `oid` names a commit here (a record may come from another clone)."""
     if not oid or not all(c in "0123456789abcdef" for c in oid):
-        return False
+        return False  # an abbreviation is fine here: git says whether it names a commit
     out = git(place, "cat-file", "-t", oid, ok=(0, 1, 128))
     return out.strip() == b"commit"
 
@@ -158,3 +144,18 @@ def commits_since(place: Place, old: str | None, new: str, limit: int) -> tuple[
         shown.append((short[:7], summary))
     total = git(place, "rev-list", "--count", "--max-count=10000", *spec, "--", ok=(0, 128)).strip()
     return shown, int(total) if total.isdigit() else len(shown)
+
+
+def hooks_dir(place: Place) -> str:
+    """Where git runs this repository's hooks from (`core.hooksPath` when set)."""
+    return git_path(place, "hooks")
+
+
+def is_tracked(place: Place, path: str) -> bool:
+    """Whether git tracks `path` (a file, or anything below a directory) in this worktree."""
+    return bool(git(place, "ls-files", "-z", "--", path).strip(b"\0"))
+
+
+def remotes(place: Place) -> list[str]:
+    """The names of this repository's remotes, as `git remote` lists them."""
+    return [name for name in git(place, "remote").decode("utf-8", "replace").splitlines() if name]

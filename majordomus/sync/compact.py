@@ -86,7 +86,7 @@ def compact(ws: Workspace, name: str | None, ids: list[str], idle_days: float | 
             commit = _fold(ws, state, folded, result)
             updates = [transport.Update(commit, machine.STATE_REF, state.commit.oid if state is not None else "")]
             updates += [transport.Update("", r.name, r.commit.oid) for r in folded]
-            out = transport.push(ws.worktree, remote, updates)
+            out = transport.push(ws.place, remote, updates)
             if out.ok:
                 result.folded, result.commit = [r.machine or "" for r in folded], commit
                 remotes.fetch(ws, remote)  # the tracking refs of the folded machines go too

@@ -69,7 +69,7 @@ def _commit_snapshot(ws: Workspace, ref: str, checkpoints: bool, result: PushRes
 def _merge_own(ws: Workspace, remote: str, ref: str, tip: str, result: PushResult) -> str:
     """The remote's copy of our ref moved to something we do not have: fold it into ours (a union)."""
     repo = ws.repo
-    out = transport.fetch_refs(ws.worktree, remote, [ref])
+    out = transport.fetch_refs(ws.place, remote, [ref])
     theirs = odb.ref_target(repo, transport.tracking(remote, ref))
     if not out.ok or theirs is None:
         raise EnvironmentProblem(f"cannot fetch {ref} from {remote}:\n{transport.indent(out.detail)}",
@@ -97,7 +97,7 @@ def _migration(ws: Workspace, remote: str, state: str | None, result: PushResult
         return None
     repo = ws.repo
     if odb.ref_target(repo, transport.tracking(remote, machine.STATE_REF)) != state or odb.kind(repo, state) is None:
-        if not transport.fetch_refs(ws.worktree, remote, [machine.STATE_REF]).ok:
+        if not transport.fetch_refs(ws.place, remote, [machine.STATE_REF]).ok:
             return None  # pull reports what is wrong with it
     found, _problem = remotes.read(ws, remote, machine.STATE_REF, state)
     if found is None or found.fmt != 1:
@@ -131,7 +131,7 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
         started, delay = time.monotonic(), FIRST_DELAY
         while True:
             result.attempts += 1
-            there = transport.list_refs(ws.worktree, remote)  # ask first: never upload to lose
+            there = transport.list_refs(ws.place, remote)  # ask first: never upload to lose
             theirs = there.get(ref)
             if theirs is not None and theirs != tip and not (odb.kind(repo, theirs) and odb.contains(repo, tip, theirs)):
                 tip = _merge_own(ws, remote, ref, tip, result)
@@ -141,7 +141,7 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
                 updates.append(transport.Update(migrated, machine.STATE_REF))
             if not updates:
                 break
-            out = transport.push(ws.worktree, remote, updates)
+            out = transport.push(ws.place, remote, updates)
             if out.ok:
                 result.pushed = there.get(ref) != tip
                 result.migrated = migrated is not None

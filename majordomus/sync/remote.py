@@ -57,7 +57,7 @@ def resolve_remote(ws: Workspace, name: str | None) -> str:
 
 def fetch(ws: Workspace, remote: str) -> None:
     """Every ref under refs/majordomus/ of the remote, in one fetch."""
-    out = transport.fetch_all(ws.worktree, remote)
+    out = transport.fetch_all(ws.place, remote)
     if not out.ok:
         raise EnvironmentProblem(f"cannot fetch refs/majordomus/* from {remote}:\n{transport.indent(out.detail)}",
                                  f"check the remote and your access to it (`git fetch {remote}`), then try again")

@@ -7,10 +7,14 @@ A remote's refs are fetched to `refs/majordomus/remotes/REMOTE/…` (`machines/I
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, field
 
 from majordomus.errors import EnvironmentProblem
+from majordomus.git import run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from majordomus.lite.dotgit import Place
 
 NAMESPACE = "refs/majordomus/"
 # What git says when a ref moved under a push (a race to retry), as opposed to a hook or a rule refusing it.
@@ -51,15 +55,8 @@ class Pushed:
     up_to_date: set[str] = field(default_factory=set)
 
 
-def _git(cwd: str, *args: str) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot run git: {exc.strerror}", "install git and make sure it is on PATH") from exc
-
-
-def _said(done: subprocess.CompletedProcess[str]) -> str:
-    lines = [line.rstrip() for line in (done.stderr + done.stdout).splitlines()]
+def _said(done: run.Ran) -> str:
+    lines = [line.rstrip() for line in (done.err + done.out).splitlines()]
     kept = [line for line in lines if line.strip() and line.strip() != "Done" and not line.startswith("To ")]
     return "\n".join(kept[-12:])
 
@@ -68,46 +65,46 @@ def indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines()) or "  (git said nothing)"
 
 
-def list_refs(cwd: str, remote: str) -> dict[str, str]:
+def list_refs(place: Place, remote: str) -> dict[str, str]:
     """The remote's refs under refs/majordomus/ and the ids they point at (one round trip, no objects)."""
-    done = _git(cwd, "ls-remote", remote, f"{NAMESPACE}*")
+    done = run.run(place, "ls-remote", remote, f"{NAMESPACE}*")
     if done.returncode != 0:
         raise EnvironmentProblem(f"cannot reach {remote}:\n{indent(_said(done))}",
-                                 f"check the remote and your access to it (`git ls-remote {remote}`), then try again")
+                                 f"check the remote and your access to it: {run.hint(('ls-remote', remote), place.worktree)}")
     found: dict[str, str] = {}
-    for line in done.stdout.splitlines():
+    for line in done.out.splitlines():
         oid, _, name = line.partition("\t")
         if name.startswith(NAMESPACE):
             found[name] = oid
     return found
 
 
-def fetch_all(cwd: str, remote: str) -> Outcome:
+def fetch_all(place: Place, remote: str) -> Outcome:
     """Fetch every ref under refs/majordomus/ in one fetch; refs gone from the remote go here too."""
-    done = _git(cwd, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--prune",
+    done = run.run(place, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--prune",
                 remote, f"+{NAMESPACE}*:{tracking_prefix(remote)}*")
     return Outcome(ok=done.returncode == 0, detail=_said(done))
 
 
-def fetch_refs(cwd: str, remote: str, names: list[str]) -> Outcome:
+def fetch_refs(place: Place, remote: str, names: list[str]) -> Outcome:
     """Fetch the named refs (that exist on the remote) into their tracking refs."""
-    done = _git(cwd, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
+    done = run.run(place, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
                 remote, *(f"+{name}:{tracking(remote, name)}" for name in names))
     return Outcome(ok=done.returncode == 0, detail=_said(done))
 
 
-def push(cwd: str, remote: str, updates: list[Update]) -> Pushed:
+def push(place: Place, remote: str, updates: list[Update]) -> Pushed:
     """Push `updates` (atomically when there are several): fast-forward only, unless an update names what
     the remote ref must still be (`expect`), which git then checks as a lease."""
     args = ["push", "--porcelain", "--no-follow-tags", "--recurse-submodules=no"]
     if len(updates) > 1:
         args.append("--atomic")
     args += [f"--force-with-lease={u.dst}:{u.expect}" for u in updates if u.expect is not None]
-    done = _git(cwd, *args, remote, *(f"{u.src}:{u.dst}" for u in updates))
+    done = run.run(place, *args, remote, *(f"{u.src}:{u.dst}" for u in updates))
     # --porcelain prints one `<flag>\t<from>:<to>\t<summary>` line per ref; `!` is a rejection.
     result = Pushed(ok=done.returncode == 0, detail=_said(done))
     seen, races, refusals = False, 0, 0
-    for line in done.stdout.splitlines():
+    for line in done.out.splitlines():
         parts = line.split("\t")
         if len(parts) < 3 or ":" not in parts[1]:
             continue
@@ -121,14 +118,14 @@ def push(cwd: str, remote: str, updates: list[Update]) -> Pushed:
                 races += 1
             elif "atomic transaction failed" in parts[2]:
                 # The remote says why in its own words: a ref that moved under the transaction is a race.
-                races += any(word in done.stderr for word in _RACE)
-                refusals += not any(word in done.stderr for word in _RACE)
+                races += any(word in done.err for word in _RACE)
+                refusals += not any(word in done.err for word in _RACE)
             else:
                 refusals += 1  # a hook or a rule: retrying will not help
     if not seen and done.returncode != 0:
-        if any(word in done.stderr for word in _RACE):
+        if any(word in done.err for word in _RACE):
             return Pushed(ok=False, race=True, detail=result.detail)
         raise EnvironmentProblem(f"cannot push to {remote}:\n{indent(_said(done))}",
-                                 f"check the remote and your access to it (`git push {remote}`), then try again")
+                                 f"check the remote and your access to it: {run.hint(('push', remote), place.worktree)}")
     result.race = races > 0 and refusals == 0
     return result

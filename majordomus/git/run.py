@@ -1,0 +1,88 @@
+"""The one runner of git subprocesses: every git command majordomus runs goes through `run` or `git`.
+
+Each call runs in the place's worktree with the place's environment (`GIT_DIR` and `GIT_WORK_TREE` made
+absolute, so a repository located through them is found from any directory), stdin closed, output
+captured. Standard library only: the hot paths run git through here too.
+"""
+
+from __future__ import annotations
+
+import os
+
+from majordomus.errors import EnvironmentProblem
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class Where(Protocol):
+        """Anything that says where git runs: a `Place`, or an opened repository."""
+
+        @property
+        def worktree(self) -> str: ...
+
+        @property
+        def git_env(self) -> dict[str, str]: ...
+
+
+class Ran:
+    """What one git command did."""
+
+    __slots__ = ("args", "returncode", "stderr", "stdout")
+
+    def __init__(self, args: tuple[str, ...], returncode: int, stdout: bytes, stderr: bytes) -> None:
+        self.args = args
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @property
+    def out(self) -> str:
+        return self.stdout.decode("utf-8", "replace")
+
+    @property
+    def err(self) -> str:
+        return self.stderr.decode("utf-8", "replace")
+
+    def reason(self) -> str:
+        """git's own reason in one line: its `fatal:`/`error:` line, else its last line, else the exit code."""
+        lines = [line.strip() for line in self.err.splitlines() if line.strip()]
+        for line in lines:
+            if line.startswith(("fatal:", "error:")):
+                return line
+        return lines[-1] if lines else f"exit code {self.returncode}"
+
+
+def hint(args: tuple[str, ...] | list[str], where: str) -> str:
+    """The one wording of what to do when git failed."""
+    return f"run `git {' '.join(args[:2])}` in {where} to see what git says"
+
+
+def environment(where: Where) -> dict[str, str] | None:
+    """The environment of a git subprocess here: ours, plus the place's own git variables."""
+    if not where.git_env:
+        return None
+    env = dict(os.environ)
+    env.update(where.git_env)
+    return env
+
+
+def run(where: Where, *args: str, cwd: str | None = None) -> Ran:
+    """Run `git ARGS` and return what it did, whatever its exit code; exit 12 only when git cannot run."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd or where.worktree, env=environment(where),
+                              stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot run git: {exc.strerror}", "install git, or put it on PATH") from exc
+    return Ran(args, done.returncode, done.stdout, done.stderr)
+
+
+def git(where: Where, *args: str, ok: tuple[int, ...] = (0,)) -> bytes:
+    """Run `git ARGS`; its stdout, or exit 12 naming what git said."""
+    done = run(where, *args)
+    if done.returncode not in ok:
+        raise EnvironmentProblem(f"`git {' '.join(args[:2])}` failed in {where.worktree}: {done.reason()}",
+                                 hint(args, where.worktree))
+    return done.stdout

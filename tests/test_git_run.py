@@ -1,0 +1,117 @@
+"""The one git boundary (design §4): one runner for every git subprocess, honouring the place's
+environment, and object ids that cannot be wrong once built."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import commit_file, git, run_here, start_task, state_dir
+
+from majordomus.errors import EnvironmentProblem
+from majordomus.git import run, status
+from majordomus.git.oid import Oid
+from majordomus.identity import cached_root
+from majordomus.lite import dotgit
+
+PACKAGE = Path(__file__).resolve().parent.parent / "majordomus"
+SHA1, SHA256 = "a" * 40, "b" * 64
+
+
+@pytest.mark.parametrize("value", [SHA1, SHA256])
+def test_an_oid_is_a_full_id(value):
+    assert Oid(value) == value and Oid(value).short == value[:7]
+
+
+@pytest.mark.parametrize("value", ["a" * 39, "a" * 41, "a" * 63, "a" * 65, "A" * 40, "g" * 40, "", "a" * 20,
+                                   "a" * 39 + "\n"])
+def test_an_oid_refuses_anything_else(value):
+    with pytest.raises(ValueError, match="not a full object id"):
+        Oid(value)
+    assert Oid.parse(value) is None
+    assert Oid.parse(None) is None
+
+
+def test_only_the_runner_starts_git():
+    """No `subprocess` call with a literal "git" anywhere but git/run.py."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel == "git/run.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.List) and node.elts and isinstance(node.elts[0], ast.Constant) \
+                    and node.elts[0].value == "git":
+                found.append(f"{rel}:{node.lineno}")
+    assert found == []
+
+
+def test_the_runner_says_what_git_said_with_one_hint(repo):
+    place = dotgit.locate(str(repo))
+    assert place is not None
+    with pytest.raises(EnvironmentProblem) as caught:
+        run.git(place, "rev-parse", "--verify", "no-such-ref")
+    assert "fatal:" in caught.value.message and caught.value.hint == run.hint(("rev-parse", "--verify"), str(repo))
+    done = run.run(place, "rev-parse", "--verify", "no-such-ref")
+    assert done.returncode == 128 and done.reason().startswith("fatal:")
+
+
+def test_named_questions(repo):
+    place = dotgit.locate(str(repo))
+    assert place is not None
+    assert status.is_tracked(place, "README") and not status.is_tracked(place, "nothing-here")
+    assert status.remotes(place) == []
+    git(repo, "remote", "add", "origin", str(repo))
+    assert status.remotes(place) == ["origin"]
+    assert status.hooks_dir(place) == str(repo / ".git" / "hooks")
+    git(repo, "config", "core.hooksPath", "my-hooks")
+    assert status.hooks_dir(place) == str(repo / "my-hooks")
+
+
+def test_sync_push_honours_git_dir(repo, remote, tmp_path):
+    """With the repository found through GIT_DIR/GIT_WORK_TREE only, sync talks to the remote through the
+    same environment (it used to run git without it, in a directory that is not a repository)."""
+    shutil.move(str(repo / ".git"), str(tmp_path / "elsewhere.git"))
+    (repo / "sub").mkdir()
+    # relative, as a user types them: against the current directory, which is not the worktree's top
+    env = {"GIT_DIR": "../../elsewhere.git", "GIT_WORK_TREE": ".."}
+    assert run_here("task", "start", "t1", cwd=repo / "sub", env=env).returncode == 0
+    pushed = run_here("sync", "push", "origin", cwd=repo / "sub", env=env)
+    assert pushed.returncode == 0, pushed.stderr
+    assert "refs/majordomus/machines/" in git(remote, "for-each-ref", "--format=%(refname)")
+
+
+# ---------------------------------------------------------------- the root-commit cache (design §2a)
+
+
+def test_the_cache_line_as_written_is_used():
+    assert cached_root(f"{SHA1} {'c' * 40}\n".encode(), SHA1) == "c" * 40
+    assert cached_root(f"{SHA256} {'c' * 64}\n".encode(), SHA256) == "c" * 64
+
+
+@pytest.mark.parametrize("data", [
+    f"{SHA1} {'c' * 20}\n", f"{SHA1} {'c' * 39}\n", f"{SHA1} {'c' * 40}", f"{SHA1} {'c' * 41}\n",
+    f"{SHA1} {'c' * 64}\n", f"{SHA1} {'C' * 40}\n", f"{'d' * 40} {'c' * 40}\n", f"{SHA1}  {'c' * 40}\n",
+    f"{SHA1} {'c' * 40}\n{SHA1} {'c' * 40}\n", "",
+])
+def test_a_cache_line_that_is_not_exactly_as_written_is_ignored(data):
+    assert cached_root(data.encode(), SHA1) is None
+
+
+def test_a_truncated_root_commit_cache_never_reaches_a_record(cli, repo):
+    root = git(repo, "rev-list", "--max-parents=0", "HEAD")
+    start_task(cli)
+    assert cli("checkpoint", input="first\n").exit_code == 0
+    cache = state_dir(repo) / "cache" / "root-commit"
+    head = git(repo, "rev-parse", "HEAD")
+    for bad in (f"{head} {root[:20]}", f"{head} {root[:39]}\n", f"{head} {root}"):
+        cache.write_text(bad)  # truncated: the id, or only its newline
+        out = cli("checkpoint", input=f"after {len(bad)}\n")
+        assert out.exit_code == 0, out
+        text = (repo / out.stdout.strip()).read_text()
+        assert f'repo_id: "{root}"' in text
+        assert cache.read_text() == f"{head} {root}\n"  # rebuilt
+    commit_file(repo, "x.txt", "x")
+    assert f'repo_id: "{root}"' in (repo / cli("checkpoint", input="moved\n").stdout.strip()).read_text()

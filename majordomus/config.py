@@ -8,7 +8,7 @@ import os
 from majordomus.errors import ENVIRONMENT, MajordomusError
 from majordomus.lite import safeio
 from majordomus.lite.limits import CONFIG_MAX_BYTES, DEFAULTS, MINIMUMS, NUMBER_MAX
-from majordomus.lite.statepaths import CONFIG_RELPATH
+from majordomus.lite.statepaths import CONFIG_RELPATH, committed
 
 TYPE_CHECKING = False  # every command reads the configuration: no typing, no dataclasses at run time
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def load(repo_root: str | None, cache_path: str | None = None) -> Config:
     """
     if repo_root is None:
         return Config(values=_defaults())
-    path = os.path.join(repo_root, CONFIG_RELPATH)
+    path = committed(repo_root, CONFIG_RELPATH)  # a linked `.ai` is refused by name, never gone through
     try:
         fd = safeio.open_regular(path, CONFIG_MAX_BYTES)
     except FileNotFoundError:

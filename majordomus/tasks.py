@@ -11,7 +11,7 @@ from majordomus import claims, clock
 from majordomus.errors import EnvironmentProblem, NoActiveTask, NotFound, UsageError
 from majordomus.lite import active as active_index
 from majordomus.lite import names, safeio
-from majordomus.store import files, records
+from majordomus.store import files, paths, records
 
 TYPE_CHECKING = False  # the hot paths read tasks: no typing, no dataclasses at run time
 if TYPE_CHECKING:
@@ -134,6 +134,8 @@ def save(ws: Workspace, task: Task) -> None:
 
 
 def all_tasks(ws: Workspace) -> list[Task]:
+    if not paths.check_readable(ws.paths):  # no state yet; a link on the way to it is refused
+        return []
     try:
         names = sorted(os.listdir(ws.paths.tasks))
     except FileNotFoundError:

@@ -33,13 +33,19 @@ class Workspace:
     def open(cls, cwd: str | None = None, *, lenient_config: bool = False) -> Workspace:
         """The workspace around `cwd`. A broken configuration is exit 12, or with `lenient_config` (doctor,
         the hooks) kept in `config_problem` while the defaults apply."""
-        cwd = os.path.realpath(cwd or os.getcwd())
+        cwd = os.path.realpath(cwd) if cwd else dotgit.current_directory()
         place = dotgit.locate(cwd)
         if place is None:
             raise EnvironmentProblem(
                 f"not inside a git work tree: {cwd}",
                 "run majordomus inside a git repository (or pass -C DIR); `git init` makes one",
             )
+        if place.foreign():
+            from majordomus.git import run
+
+            refused = run.refusal(place)
+            if refused is not None:
+                raise refused
         cache = paths.of(place).config_cache
         try:
             cfg = config_mod.load(place.config_root, cache)

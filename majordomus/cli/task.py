@@ -91,7 +91,7 @@ def _where(ws: Any, task: Any) -> str:
     """Where an active task is active: this worktree's branch, another worktree here, or another machine."""
     from majordomus import tasks
 
-    branch = task.branch or "(detached)"
+    branch = task.branch or "detached HEAD"  # in parentheses below: never `((detached))`
     if task.status != "active":
         return "-"
     held = tasks.where_active(ws, task)

@@ -29,6 +29,12 @@ def check_profiles(ws: Workspace) -> list[Finding]:
     yours) or anything but a plain bounded file is never read, and is reported."""
     found = []
     for directory in ws.paths.profile_dirs:
+        if os.path.islink(directory):  # `.ai` or `.ai/profiles` itself: nothing below it is read
+            shown = ws.display(directory)
+            found.append(Finding(FAIL, "profile.unsafe", f"{shown} is a symbolic link; no profile is read through "
+                                 "it and session-start injects none", shown, "make it a real directory in the "
+                                 "repository (`git rm` the link and commit the profiles themselves)"))
+            continue
         try:
             names = sorted(os.listdir(directory))
         except OSError:
@@ -58,6 +64,8 @@ def check_owners(ws: Workspace) -> list[Finding]:
             st = os.lstat(path)
         except OSError:
             continue
+        if stat.S_ISLNK(st.st_mode):
+            continue  # refused as a link (`state.symlink`), whoever owns the link itself
         shown = ws.display(path)
         if st.st_uid != uid:
             found.append(Finding(WARN, "state.owner", f"{shown} is owned by uid {st.st_uid}, not by you "

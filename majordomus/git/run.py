@@ -15,6 +15,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from majordomus.lite.dotgit import Place
+
     class Where(Protocol):
         """Anything that says where git runs: a `Place`, or an opened repository."""
 
@@ -86,3 +88,19 @@ def git(where: Where, *args: str, ok: tuple[int, ...] = (0,)) -> bytes:
         raise EnvironmentProblem(f"`git {' '.join(args[:2])}` failed in {where.worktree}: {done.reason()}",
                                  hint(args, where.worktree))
     return done.stdout
+
+
+def refusal(place: Place) -> EnvironmentProblem | None:
+    """Why git refuses to work in `place` (dubious ownership, `safe.directory`), or None when it does not.
+
+    Asked only when the repository belongs to another user (`Place.foreign`), so that a command never
+    reads a repository that git itself would not (design §2a): exit 12 with git's own reason.
+    """
+    if not place.foreign():
+        return None
+    done = run(place, "rev-parse", "--git-dir")
+    if done.returncode == 0:
+        return None
+    return EnvironmentProblem(f"git refuses the repository at {place.worktree}: {done.reason()}",
+                              "if you trust it, mark it safe as git says (`git config --global --add safe.directory "
+                              "PATH`), or run majordomus as the repository's owner")

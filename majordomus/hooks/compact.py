@@ -74,6 +74,12 @@ def record(phase: str, runtime: str, stdin: BinaryIO | None, cwd: str) -> str | 
     place = dotgit.locate(cwd)
     if place is None:
         return None
+    if place.foreign():
+        from majordomus.git import run
+
+        refused = run.refusal(place)
+        if refused is not None:
+            raise refused  # one line on stderr, exit 0, nothing written
     task_id = active.active_id(place.state_root, place.worktree, place.branch)
     if task_id is None:
         return None
@@ -130,7 +136,7 @@ def main(argv: list[str]) -> int:
             sys.stderr.write(f"majordomus: hook compact: {problem}; nothing recorded\n")
             return 0
         stdin = sys.stdin.buffer if sys.stdin is not None and not sys.stdin.isatty() else None
-        record(phase, runtime, stdin, os.getcwd())
+        record(phase, runtime, stdin, dotgit.current_directory())
     except BaseException as exc:
         if os.environ.get("MAJORDOMUS_DEBUG") == "1":
             import traceback

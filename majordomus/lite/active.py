@@ -12,7 +12,7 @@ import json
 
 from majordomus.errors import EnvironmentProblem
 from majordomus.lite import names, safeio
-from majordomus.lite.statepaths import StatePaths
+from majordomus.lite.statepaths import StatePaths, state_exists
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,7 +49,10 @@ def unslot(key: str) -> tuple[str, str | None] | None:
 
 def read(state_root: str) -> dict[str, str]:
     """The whole index; {} when there is none yet."""
-    path = StatePaths.at(state_root).active_index
+    paths = StatePaths.at(state_root)
+    if not state_exists(paths):  # and never through a link on the way to it (design §2a)
+        return {}
+    path = paths.active_index
     data = safeio.read_optional(path, MAX_BYTES)
     if data is None:
         return {}

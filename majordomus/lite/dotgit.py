@@ -50,6 +50,18 @@ class Place:
         # What a git subprocess needs to find this repository from any directory (GIT_DIR made absolute).
         self.git_env = git_env
 
+    def foreign(self) -> bool:
+        """True when the worktree or a git directory belongs to another user: git may refuse it then
+        (`safe.directory`), and only git can say (`git.run.refusal`)."""
+        uid = os.geteuid()
+        for path in (self.worktree, self.gitdir, self.common_dir):
+            try:
+                if os.stat(path).st_uid != uid:
+                    return True
+            except OSError:
+                continue
+        return False
+
     def state_paths(self) -> statepaths.StatePaths:
         """Every location of this place's state and committed `.ai/`."""
         return statepaths.StatePaths(local=self.local, root=self.state_root, config_root=self.config_root,
@@ -57,6 +69,18 @@ class Place:
 
     def __repr__(self) -> str:
         return f"Place({self.worktree!r}, {self.branch!r}, {self.gitdir!r}, {self.state_root!r})"
+
+
+def current_directory() -> str:
+    """The current directory, resolved; exit 12 when it no longer exists (a removed worktree, say)."""
+    try:
+        return os.path.realpath(os.getcwd())
+    except FileNotFoundError:
+        from majordomus.errors import EnvironmentProblem
+
+        raise EnvironmentProblem("the current directory no longer exists",
+                                 "cd to a directory that exists (was this worktree removed? `git worktree list` "
+                                 "shows the ones left), or pass -C DIR") from None
 
 
 def _text(path: str) -> str | None:

@@ -175,26 +175,31 @@ class StatePaths:
 
     # ------------------------------------------------------------ the committed `.ai/`
 
-    @property
-    def config_file(self) -> str | None:
-        return None if self.config_root is None else os.path.join(self.config_root, CONFIG_RELPATH)
+    # A committed directory on the way that is a symbolic link (`.ai`, `.ai/profiles`) is never gone
+    # through (design §2a): these return the link itself in place of the file below it, so that the one
+    # reader (`safeio`, which opens with O_NOFOLLOW) refuses it, naming the link.
 
     @property
-    def ai_dirs(self) -> list[str]:
-        """The committed `.ai` directories majordomus reads: beside the config first, then this worktree's."""
+    def config_file(self) -> str | None:
+        return None if self.config_root is None else committed(self.config_root, CONFIG_RELPATH)
+
+    @property
+    def profile_roots(self) -> list[str]:
+        """The roots whose `.ai/profiles` is read: beside the config first, then this worktree."""
         out: list[str] = []
         for root in (self.config_root, self.worktree):
-            if root and os.path.join(root, AI_DIR) not in out:
-                out.append(os.path.join(root, AI_DIR))
+            if root and root not in out:
+                out.append(root)
         return out
 
     @property
     def profile_dirs(self) -> list[str]:
-        return [os.path.join(ai, "profiles") for ai in self.ai_dirs]
+        return [linked_dir(root, os.path.join(root, PROFILES_RELPATH)) or os.path.join(root, PROFILES_RELPATH)
+                for root in self.profile_roots]
 
     def profile_files(self, name: str) -> list[str]:
         """Where `.ai/profiles/NAME.md` is looked for, in order."""
-        return [os.path.join(directory, f"{name}.md") for directory in self.profile_dirs]
+        return [committed(root, os.path.join(PROFILES_RELPATH, f"{name}.md")) for root in self.profile_roots]
 
     # ------------------------------------------------------------ as the ledger names them
 
@@ -224,6 +229,11 @@ def is_real_dir(path: str) -> bool:
             f"{path} is not a directory", "move the file away so majordomus can create the directory"
         )
     return True
+
+
+def state_exists(paths: StatePaths) -> bool:
+    """True when the state directory exists; a link (or a file) on the way to it is refused, exit 12."""
+    return all(is_real_dir(path) for path in (os.path.dirname(paths.local), paths.local, paths.root))
 
 
 def unwritable_hint(path: str, err: int | None = None) -> str:
@@ -284,3 +294,8 @@ def linked_dir(top: str, path: str) -> str | None:
         except OSError:
             return None  # absent from here down: nothing to follow
     return None
+
+
+def committed(top: str, rel: str) -> str:
+    """`top/rel`, or the first directory on the way that is a symbolic link (which every reader refuses)."""
+    return linked_dir(top, os.path.dirname(os.path.join(top, rel))) or os.path.join(top, rel)

@@ -17,6 +17,7 @@ from majordomus.lite.statepaths import (
     StatePaths,
     ensure_dir,
     is_real_dir,
+    state_exists,
     unwritable_hint,
 )
 
@@ -54,7 +55,7 @@ def make_parent(path: str) -> None:
 
 def check_readable(paths: StatePaths) -> bool:
     """For read-only commands: True when the state exists; refuse links on the way."""
-    return all(is_real_dir(path) for path in (os.path.dirname(paths.local), paths.local, paths.root))
+    return state_exists(paths)
 
 
 def ensure(paths: StatePaths, *subdirs: str) -> None:

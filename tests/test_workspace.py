@@ -1,0 +1,216 @@
+"""Where a command runs (design §2a): a working directory that vanished, a repository git refuses, a
+committed `.ai`, `.ai/profiles` or `.ai/local` that is a symbolic link, a read-only file system."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import MAJORDOMUS, assert_refused, git, snapshot, start_task, state_dir
+
+from majordomus.lite import safeio
+from majordomus.lite.statepaths import StatePaths, committed, linked_dir
+
+STRANGER = 12345  # a uid that owns nothing here
+
+
+def _needs_root() -> None:
+    if os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs as root: a repository owned by another user needs chown")
+        pytest.skip("needs root, to give the repository to another user")
+
+
+# ---------------------------------------------------------------- a working directory that vanished
+
+
+def _in_vanished(tmp_path: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """`majordomus ARGS` started in a directory removed just before (as `git worktree remove` does)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f'cd "{gone}" && rmdir "{gone}" && exec "{MAJORDOMUS}" "$@"'
+    return subprocess.run(["sh", "-c", script, "sh", *args], input=stdin, capture_output=True, check=False,
+                          timeout=30)
+
+
+@pytest.mark.parametrize("args", [("checkpoint",), ("checkpoint", "--show"), ("task", "list"), ("doctor",),
+                                  ("check",), ("brief",)])
+def test_a_vanished_working_directory_is_exit_12(tmp_path, args):
+    before = snapshot(tmp_path)
+    done = _in_vanished(tmp_path, *args, stdin=b"note\n")
+    assert done.returncode == 12, done.stderr
+    assert done.stderr.decode().startswith("majordomus: the current directory no longer exists\nhint: cd to")
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("args", [("hook", "session-start"), ("hook", "stop"),
+                                  ("hook", "compact", "--phase", "pre", "--runtime", "claude")])
+def test_a_vanished_working_directory_leaves_hooks_fail_open(tmp_path, args):
+    done = _in_vanished(tmp_path, *args, stdin=b"{}")
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr and b"FileNotFoundError" not in done.stderr
+
+
+def test_a_working_directory_that_exists_is_fine(tmp_path, repo):
+    """The edge: the same start in a directory that is still there works."""
+    done = subprocess.run([MAJORDOMUS, "task", "list"], cwd=repo, capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+# ---------------------------------------------------------------- a repository git refuses
+
+
+@pytest.fixture
+def refused(repo: Path, cli) -> Path:
+    """`repo`, with a task and a committed profile, given to another user: git says dubious ownership."""
+    _needs_root()
+    start_task(cli)
+    assert cli("checkpoint", input="a record of the stranger's repo\n").exit_code == 0
+    (repo / ".ai" / "profiles").mkdir(parents=True, exist_ok=True)
+    (repo / ".ai" / "profiles" / "default.md").write_text("PROFILE TEXT FROM THE REPOSITORY\n")
+    subprocess.run(["chown", "-R", str(STRANGER), str(repo)], check=True)
+    return repo
+
+
+@pytest.mark.parametrize("args", [("checkpoint",), ("checkpoint", "--show"), ("checkpoint", "--list"),
+                                  ("task", "list"), ("task", "start", "t2"), ("doctor",), ("init",), ("brief",),
+                                  ("context", "status"), ("ledger",), ("check",)])
+def test_every_command_refuses_a_repository_git_refuses(cli, refused, args):
+    result = assert_refused(cli, refused, args, 12, "git refuses the repository", "dubious ownership",
+                            "safe.directory", input="note\n")
+    assert "PROFILE TEXT" not in result.stderr
+
+
+@pytest.mark.parametrize("hook", ["session-start", "stop"])
+def test_hooks_inject_nothing_from_a_repository_git_refuses(refused, hook):
+    before = snapshot(refused)
+    done = subprocess.run([MAJORDOMUS, "hook", hook], cwd=refused, input=b"{}", capture_output=True, check=False)
+    assert done.returncode == 0
+    assert b"PROFILE TEXT" not in done.stdout + done.stderr
+    assert b"a record of the stranger" not in done.stdout + done.stderr
+    assert snapshot(refused) == before
+
+
+def test_hook_compact_writes_nothing_into_a_repository_git_refuses(refused):
+    before = snapshot(refused)
+    done = subprocess.run([MAJORDOMUS, "hook", "compact", "--phase", "pre", "--runtime", "claude"], cwd=refused,
+                          input=b"{}", capture_output=True, check=False)
+    assert done.returncode == 0
+    assert done.stderr.count(b"\n") == 1 and b"dubious ownership" in done.stderr
+    assert snapshot(refused) == before
+
+
+def test_a_repository_marked_safe_is_not_refused(cli, refused, tmp_path):
+    """Past the edge: once git accepts it (`safe.directory`), so does majordomus."""
+    git(tmp_path, "config", "--global", "--add", "safe.directory", str(refused))
+    result = cli("task", "list")
+    assert result.exit_code == 0, result
+    assert "t1" in result.stdout
+
+
+# ---------------------------------------------------------------- committed directories that are links
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A directory outside the repository, holding what a link would smuggle in."""
+    out = tmp_path / "outside"
+    (out / "profiles").mkdir(parents=True)
+    (out / "profiles" / "default.md").write_text("INJECTED FROM OUTSIDE\n")
+    (out / "config.yaml").write_text("checkpoint:\n  max_body_lines: 1\n")
+    (out / "local" / "state").mkdir(parents=True)
+    return out
+
+
+def _link(repo: Path, outside: Path, which: str) -> None:
+    if which == ".ai":
+        (repo / ".ai").symlink_to(outside)
+    elif which == ".ai/profiles":
+        (repo / ".ai").mkdir()
+        (repo / ".ai" / "profiles").symlink_to(outside / "profiles")
+    else:
+        (repo / ".ai").mkdir()
+        (repo / ".ai" / "local").symlink_to(outside / "local")
+
+
+@pytest.mark.parametrize("which", [".ai", ".ai/profiles", ".ai/local"])
+def test_init_writes_nothing_through_a_linked_directory(cli, repo, outside, which):
+    _link(repo, outside, which)
+    before = snapshot(outside)
+    assert_refused(cli, repo, ("init",), 12, "is a symbolic link")
+    assert snapshot(outside) == before
+
+
+@pytest.mark.parametrize("which, finding", [(".ai", "profile.unsafe"), (".ai/profiles", "profile.unsafe"),
+                                            (".ai/local", "state.")])
+def test_doctor_fails_a_linked_directory(cli, repo, outside, which, finding):
+    _link(repo, outside, which)
+    before = snapshot(outside)
+    result = cli("doctor", "--json")
+    assert result.exit_code == 1, result
+    failed = [f for f in json.loads(result.stdout)["findings"] if f["level"] == "fail"]
+    assert any(f["code"].startswith(finding) for f in failed), failed
+    assert snapshot(outside) == before
+
+
+@pytest.mark.parametrize("which", [".ai", ".ai/local"])
+def test_no_command_reads_or_writes_state_through_a_linked_directory(cli, repo, outside, which):
+    _link(repo, outside, which)
+    before = snapshot(outside)
+    for args in (("task", "start", "t1"), ("task", "list"), ("checkpoint",)):
+        result = cli(*args, input="x\n")
+        assert result.exit_code == 12, (args, result)
+        assert "symbolic link" in result.stderr
+    assert snapshot(outside) == before
+
+
+def test_the_config_and_profiles_are_never_read_through_a_link(repo, outside):
+    (repo / ".ai").symlink_to(outside)
+    paths = StatePaths(str(repo / ".ai" / "local"), str(repo / ".ai" / "local" / "state"), str(repo), str(repo))
+    # each path the readers open is the link itself, which the one reader refuses by name
+    assert paths.config_file == str(repo / ".ai")
+    assert paths.profile_files("default") == [str(repo / ".ai")]
+    with pytest.raises(safeio.UnsafeFile, match="symbolic link"):
+        safeio.read(paths.profile_files("default")[0], 1 << 16)
+    (repo / ".ai").unlink()
+    (repo / ".ai").mkdir()
+    (repo / ".ai" / "profiles").symlink_to(outside / "profiles")
+    assert paths.profile_files("default") == [str(repo / ".ai" / "profiles")]
+    assert paths.config_file == str(repo / ".ai" / "config.yaml")  # the edge: a real `.ai` is read
+
+
+def test_a_real_directory_on_the_way_is_fine(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    assert linked_dir(str(tmp_path), str(tmp_path / "a" / "b" / "c")) is None
+    assert committed(str(tmp_path), "a/b/f.md") == str(tmp_path / "a" / "b" / "f.md")
+    (tmp_path / "a" / "l").symlink_to(tmp_path / "a" / "b")
+    assert linked_dir(str(tmp_path), str(tmp_path / "a" / "l" / "c")) == str(tmp_path / "a" / "l")
+    assert committed(str(tmp_path), "a/l/f.md") == str(tmp_path / "a" / "l")
+
+
+def test_a_linked_config_is_refused_by_every_command(cli, repo, outside):
+    (repo / ".ai").symlink_to(outside)
+    result = cli("checkpoint", "--show")
+    assert result.exit_code == 12 and "is a symbolic link" in result.stderr, result
+
+
+# ---------------------------------------------------------------- a read-only file system
+
+
+def test_on_a_read_only_file_system_the_hint_is_not_chmod(repo, tmp_path):
+    if not shutil.which("unshare") or os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs as root with unshare: a read-only bind mount is needed here")
+        pytest.skip("needs root and unshare -m to make a read-only bind mount")
+    script = f'mount --bind -o ro "{repo}" "{repo}" && exec "{MAJORDOMUS}" task start t1'
+    before = snapshot(repo)
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=repo, capture_output=True, check=False)
+    assert done.returncode == 12, done.stderr
+    err = done.stderr.decode()
+    assert "chmod" not in err and "read-only file system" in err, err
+    assert snapshot(repo) == before
+    assert not state_dir(repo).exists()

@@ -6,7 +6,7 @@ import json
 import os
 
 from majordomus.errors import ENVIRONMENT, MajordomusError
-from majordomus.lite import safeio
+from majordomus.lite import limits, safeio
 from majordomus.lite.limits import CONFIG_MAX_BYTES, DEFAULTS, MINIMUMS, NUMBER_MAX
 from majordomus.lite.statepaths import CONFIG_RELPATH, committed
 
@@ -128,10 +128,10 @@ def load(repo_root: str | None, cache_path: str | None = None) -> Config:
         raise ConfigError(exc.message, exc.hint) from exc
     try:
         st = os.fstat(fd)
-        signature = [path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-        cached = _read_cache(cache_path, signature) if cache_path else None
+        signature = limits.signature(path, st)
+        cached = limits.read_cache(cache_path, signature) if cache_path else None
         if cached is not None:
-            return cached
+            return Config(values=cached[0], path=path, unknown_keys=cached[1])
         raw = os.read(fd, CONFIG_MAX_BYTES + 1)
     finally:
         os.close(fd)
@@ -156,16 +156,6 @@ def _parse_yaml(raw: bytes, path: str) -> Config:
         raise ConfigError(f"{path}: {exc}", "fix it (write each value out in full), or move the file away to use "
                           "the defaults") from exc
     return parse(data, path)
-
-
-def _read_cache(cache_path: str, signature: list[Any]) -> Config | None:
-    try:
-        data = json.loads(safeio.read(cache_path, CONFIG_MAX_BYTES * 4))
-        if data["signature"] != signature:
-            return None
-        return Config(values=data["values"], path=signature[0], unknown_keys=data["unknown_keys"])
-    except (OSError, ValueError, KeyError, TypeError, MajordomusError):
-        return None
 
 
 def _write_cache(cache_path: str, signature: list[Any], config: Config) -> None:

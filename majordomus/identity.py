@@ -68,7 +68,7 @@ def fields(ws: Workspace, kind: str, task: Task, at: str) -> list[tuple[str, Any
         ("owner", task.owner),
         ("repo_id", repo_id(ws, now.head)),
         ("worktree", ws.worktree),
-        ("branch", now.branch),
+        ("branch", now.branch if now.branch is not None else ws.branch),  # mid-rebase: the branch rebased
         ("head", None if now.head is None else str(now.head)),
         ("worktree_state", "dirty" if now.changed else "clean"),
         ("changed_files", kept),

@@ -110,6 +110,13 @@ def _where(task: tasks.Task) -> str:
     return f"worktree {task.worktree} on " + (f"branch {task.branch}" if task.branch else "a detached HEAD")
 
 
+def _branch_missing(ws: Workspace, task: tasks.Task) -> bool:
+    """The task is active in this worktree on a branch that no longer exists (`git branch -m`, `-D`)."""
+    from majordomus.git import status
+
+    return task.worktree == ws.worktree and task.branch is not None and not status.branch_exists(ws.place, task.branch)
+
+
 def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = False) -> tasks.Task:
     """Make a paused or handed-off task active here. A done task needs `reopen`; a task active in another
     worktree or branch needs `force`, unless that worktree is gone (orphaned): both are recorded."""
@@ -123,6 +130,9 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
         held = tasks.where_active(ws, task, index)
         if held == "here":
             return task
+        stranded = held == "elsewhere" and _branch_missing(ws, task)
+        if stranded:
+            held = "orphaned"  # its branch was renamed or deleted: nobody holds it there any more (design §5)
         if task.status == "done" and not reopen:
             raise Refused(f"task `{task_id}` is done; nothing was written",
                           f"reopen it with `majordomus task resume {task_id} --reopen`, or start a new task")
@@ -154,7 +164,7 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
         if held is not None:
             extra["takeover"] = True
             if held == "orphaned":
-                extra["orphaned"] = True
+                extra["branch_missing" if stranded else "orphaned"] = True
         # The claim first: `task.resume` stays the last event of a resume, as before claims existed.
         ws.event("task.claim", task_id, at, claim=claim, ended=[i for i in [replaced, *taken] if i is not None])
         ws.event("task.resume", task_id, at, **extra)

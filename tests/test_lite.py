@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 from conftest import commit_file, git, run_here
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from majordomus import config
 from majordomus.errors import EnvironmentProblem
@@ -206,7 +204,7 @@ def test_the_lite_layer_imports_only_the_standard_library():
     assert [m for m in out if not m.startswith("majordomus")] == []
 
 
-# ---------------------------------------------------------------- the two journal limits without yaml
+# ---------------------------------------------------------------- one config reader; the hot path reads its cache
 
 
 def yaml_limits(text: str) -> dict[str, int]:
@@ -221,52 +219,84 @@ DOCS = [
     "# only a comment\n",
     "journal:\n  line_max_bytes: 100\n  rotate_bytes: 2048\n",
     "journal:\n    rotate_bytes: 1_000   # underscores are YAML ints\n",
-    "checkpoint:\n  max_body_lines: 3\njournal:  # the journal\n  rotate_bytes: 4096\n\n  line_max_bytes: 512\nprofile: x\n",
     "journal: {rotate_bytes: 300, line_max_bytes: 99}\n",
-    "journal: {rotate_bytes: 300}  # flow\n",
     "journal:\n  'rotate_bytes': 64\n  \"line_max_bytes\": 65\n",
-    "continuity:\n  rotate_bytes: 5\njournal:\n  line_max_bytes: 7\n",
-    "journal:\n# a comment between\n  rotate_bytes: 77\nhooks:\n  max_context_chars: 500\n",
     "\ufeffjournal:\n  rotate_bytes: +12\n",
-    "journal:\nprofile: default\n",
-    "journal:\n\trotate_bytes: 5\n".replace("\t", "  "),
+    "journal: &a {rotate_bytes: 5}\n",  # an anchor: refused by the one reader
+    "journal:\n  rotate_bytes: -5\n",
+    "journal:\n  rotate_bytes: 2147483649\n",
+    "journal:\n  rotate_bytes: '100'\n",
 ]
 
 
+def _compact_bounds(repo: Path) -> dict[str, int] | str:
+    """What `hook compact` reads as its journal limits in `repo`: the limits, or the error it reports."""
+    from majordomus.hooks import compact
+
+    place = dotgit.locate(str(repo))
+    assert place is not None
+    try:
+        return compact.journal_bounds(place)
+    except config.ConfigError as exc:
+        return exc.message
+
+
 @pytest.mark.parametrize("text", DOCS)
-def test_tiny_parser_agrees_with_yaml(text):
-    assert limits.parse_journal_limits(text) == yaml_limits(text)
+def test_the_hot_path_and_the_full_reader_agree(repo, text):
+    """One rule: whatever `.ai/config.yaml` holds, compact's limits are the full reader's (or its error)."""
+    start = run_here("task", "start", "t1", cwd=repo)
+    assert start.returncode == 0
+    (repo / ".ai" / "config.yaml").write_text(text)
+    try:
+        expected: dict[str, int] | str = {key: config.load(str(repo)).get("journal", key)
+                                          for key in limits.DEFAULTS["journal"]}
+    except config.ConfigError as exc:
+        expected = exc.message
+    first = _compact_bounds(repo)  # no cache for this file yet: the full reader
+    assert first == expected
+    second = _compact_bounds(repo)  # now from the cache, without yaml
+    assert second == expected
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rotate=st.one_of(st.none(), st.integers(0, 10**9)), line=st.one_of(st.none(), st.integers(0, 10**6)),
-       indent=st.sampled_from([1, 2, 4]), comment=st.booleans(), before=st.booleans())
-def test_tiny_parser_agrees_with_yaml_generated(rotate, line, indent, comment, before):
-    pad = " " * indent
-    body = "".join(f"{pad}{key}: {value}{'  # why' if comment else ''}\n"
-                   for key, value in (("rotate_bytes", rotate), ("line_max_bytes", line)) if value is not None)
-    text = ("checkpoint:\n  max_body_lines: 9\n" if before else "") + "journal:\n" + body + "profile: p\n"
-    assert limits.parse_journal_limits(text) == yaml_limits(text)
-
-
-@pytest.mark.parametrize("text", [
-    "journal:\n  rotate_bytes: -5\n",
-    "journal:\n  rotate_bytes: 2147483649\n",
-    "journal:\n  rotate_bytes: lots\n",
-    "journal:\n  rotate_bytes: '100'\n",
-])
-def test_values_it_cannot_read_keep_the_default(text):
-    assert limits.parse_journal_limits(text) == limits.DEFAULTS["journal"]
-    with pytest.raises(config.ConfigError):
-        yaml_limits(text)  # ... and every other command reports the error
-
-
-def test_journal_limits_reads_the_file(repo):
-    assert limits.journal_limits(str(repo)) == limits.DEFAULTS["journal"]
-    (repo / ".ai").mkdir()
+def test_the_cache_is_used_only_for_its_own_file(repo):
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    place = dotgit.locate(str(repo))
+    assert place is not None
+    paths = place.state_paths()
+    assert limits.journal_limits(paths.config_file, paths.config_cache) == limits.DEFAULTS["journal"]  # no file
     (repo / ".ai" / "config.yaml").write_text("journal:\n  rotate_bytes: 123\n")
-    assert limits.journal_limits(str(repo))["rotate_bytes"] == 123
-    assert limits.journal_limits(None) == limits.DEFAULTS["journal"]
-    (repo / ".ai" / "config.yaml").unlink()
-    os.mkfifo(repo / ".ai" / "config.yaml")  # never waited on: the defaults apply
-    assert limits.journal_limits(str(repo)) == limits.DEFAULTS["journal"]
+    assert limits.journal_limits(paths.config_file, paths.config_cache) is None  # not read yet: the full reader
+    config.remember(config.load(str(repo), paths.config_cache), paths.config_cache)
+    assert limits.journal_limits(paths.config_file, paths.config_cache)["rotate_bytes"] == 123  # type: ignore[index]
+    (repo / ".ai" / "config.yaml").write_text("journal:\n  rotate_bytes: 456\n")  # edited: another signature
+    assert limits.journal_limits(paths.config_file, paths.config_cache) is None
+    assert limits.journal_limits(None, paths.config_cache) == limits.DEFAULTS["journal"]
+
+
+@pytest.mark.parametrize("tamper", [
+    lambda d: d.update(values=dict(d["values"], journal={"rotate_bytes": "9", "line_max_bytes": 1})),
+    lambda d: d.update(values=dict(d["values"], journal={"rotate_bytes": 9})),
+    lambda d: d.update(values={"journal": d["values"]["journal"]}),
+    lambda d: d.update(unknown_keys="x"),
+    lambda d: d.update(signature=d["signature"][:-1]),
+])
+def test_a_cache_it_did_not_write_sends_it_to_the_full_reader(repo, tamper):
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    place = dotgit.locate(str(repo))
+    assert place is not None
+    paths = place.state_paths()
+    (repo / ".ai" / "config.yaml").write_text("journal:\n  rotate_bytes: 123\n")
+    config.remember(config.load(str(repo), paths.config_cache), paths.config_cache)
+    assert limits.journal_limits(paths.config_file, paths.config_cache) is not None  # the edge: as written
+    doc = json.loads(Path(paths.config_cache).read_text())
+    tamper(doc)
+    Path(paths.config_cache).write_text(json.dumps(doc))
+    assert limits.journal_limits(paths.config_file, paths.config_cache) is None
+
+
+def test_a_config_that_is_not_a_file_is_for_the_full_reader(repo):
+    (repo / ".ai").mkdir()
+    os.mkfifo(repo / ".ai" / "config.yaml")  # never waited on
+    assert limits.journal_limits(str(repo / ".ai" / "config.yaml"), str(repo / "cache.json")) is None
+    with pytest.raises(config.ConfigError):
+        config.load(str(repo))

@@ -94,6 +94,30 @@ def check_orphans(ws: Workspace, task_ids: list[str]) -> list[Finding]:
     return found
 
 
+def check_branches(ws: Workspace, task_ids: list[str]) -> list[Finding]:
+    """A task active on a branch that no longer exists (`git branch -m` or `-D`) is stranded there: on the
+    branch it became, `task resume` takes it over without --force (design §5)."""
+    from majordomus.git import status
+
+    found = []
+    for task_id in sorted(task_ids):
+        try:
+            task = tasks.load(ws, task_id)
+            held = tasks.where_active(ws, task)
+        except MajordomusError:
+            continue  # reported by check_tasks / check_index
+        if held not in ("here", "elsewhere") or task.branch is None or status.branch_exists(ws.place, task.branch):
+            continue
+        found.append(Finding(WARN, "task.branch-missing", f"task `{task_id}` is active on branch `{task.branch}` "
+                             f"in {task.worktree}, and that branch no longer exists (renamed or deleted)",
+                             ws.display(ws.paths.task_file(task_id)),
+                             f"on the branch it became, `majordomus task resume {task_id}` takes it over (no --force "
+                             f"needed), or `majordomus task done {task_id}`"))
+    return found
+
+
 def run(ws: Workspace, task_ids: list[str]) -> list[Finding]:
-    found = check_index(ws) + check_profiles(ws) + check_owners(ws) + check_orphans(ws, task_ids)
-    return found or [Finding(OK, "boundaries", "active index, profiles and ownership are sound; no orphaned task")]
+    found = (check_index(ws) + check_profiles(ws) + check_owners(ws) + check_orphans(ws, task_ids)
+             + check_branches(ws, task_ids))
+    return found or [Finding(OK, "boundaries", "active index, profiles and ownership are sound; no orphaned task, "
+                             "no task on a missing branch")]

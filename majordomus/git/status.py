@@ -159,3 +159,10 @@ def is_tracked(place: Place, path: str) -> bool:
 def remotes(place: Place) -> list[str]:
     """The names of this repository's remotes, as `git remote` lists them."""
     return [name for name in git(place, "remote").decode("utf-8", "replace").splitlines() if name]
+
+
+def branch_exists(place: Place, name: str) -> bool:
+    """Whether `refs/heads/NAME` exists here (an unborn branch counts when it is this worktree's HEAD)."""
+    if name == place.branch and run.run(place, "symbolic-ref", "-q", "HEAD").returncode == 0:
+        return True
+    return run.run(place, "show-ref", "--verify", "--quiet", f"refs/heads/{name}").returncode == 0

@@ -13,6 +13,7 @@ import sys
 
 from majordomus import clock
 from majordomus.lite import active, appendlog, dotgit, limits, statepaths
+from majordomus.lite.statepaths import state_exists
 from majordomus.lite.stdin import read_capped
 
 TYPE_CHECKING = False  # annotations only: every import on this path is paid at every compaction
@@ -68,6 +69,21 @@ def build_line(raw: bytes | None, phase: str, runtime: str, at: str) -> bytes:
     return json.dumps(line, separators=(",", ":")).encode("ascii")
 
 
+def journal_bounds(place: dotgit.Place) -> dict[str, int]:
+    """`journal.*` as every command reads them: from the validated cache without yaml, else from the one
+    full reader (which then caches them), whose refusal of a broken configuration is this hook's too."""
+    paths = place.state_paths()
+    bounds = limits.journal_limits(paths.config_file, paths.config_cache)
+    if bounds is not None:
+        return bounds
+    from majordomus import config  # not as majordomus last read it: rare, and worth a YAML parse
+
+    loaded = config.load(place.config_root, paths.config_cache)
+    if state_exists(paths) and statepaths.is_real_dir(paths.cache):
+        config.remember(loaded, paths.config_cache)
+    return {key: int(loaded.get("journal", key)) for key in limits.DEFAULTS["journal"]}
+
+
 def record(phase: str, runtime: str, stdin: BinaryIO | None, cwd: str) -> str | None:
     """Journal one compaction event for the task active at `cwd`; None (and nothing written) when none."""
     raw = read_capped(stdin, STDIN_MAX)
@@ -83,15 +99,15 @@ def record(phase: str, runtime: str, stdin: BinaryIO | None, cwd: str) -> str | 
     task_id = active.active_id(place.state_root, place.worktree, place.branch)
     if task_id is None:
         return None
-    bounds = limits.journal_limits(place.config_root)
+    paths = place.state_paths()
+    bounds = journal_bounds(place)
     line = build_line(raw, phase, runtime, clock.now_iso())
     if len(line) > bounds["line_max_bytes"]:
         sys.stderr.write(f"majordomus: hook compact: a {len(line)}-byte line is over journal.line_max_bytes; "
                          "not recorded\n")
         return None
-    paths = place.state_paths()
     # No state here: nothing to record into. A link where a directory belongs is refused (EnvironmentProblem).
-    if not all(statepaths.is_real_dir(d) for d in (os.path.dirname(paths.local), paths.local, paths.root)):
+    if not state_exists(paths):
         return None
     statepaths.ensure_dir(paths.contexts)
     statepaths.ensure_dir(paths.context_dir(task_id))

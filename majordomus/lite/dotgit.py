@@ -128,6 +128,21 @@ def core_config(common_dir: str) -> dict[str, str]:
     return out
 
 
+REBASE_STATES = ("rebase-merge", "rebase-apply")  # git's directories of a rebase in progress
+
+
+def rebasing(gitdir: str) -> str | None:
+    """The branch being rebased, from git's rebase state (design §5); None when no rebase is in progress.
+
+    During a rebase HEAD is detached but the work belongs to that branch: records go to it and to its
+    active task, never to a task active on a detached HEAD in the same worktree."""
+    for state in REBASE_STATES:
+        name = (_text(os.path.join(gitdir, state, "head-name")) or "").strip()
+        if name.startswith("refs/heads/") and len(name) > len("refs/heads/"):
+            return name[len("refs/heads/"):]
+    return None
+
+
 def _is_true(value: str | None) -> bool:
     return value is not None and value.lower() in ("true", "yes", "on", "1", "")
 
@@ -181,7 +196,7 @@ def locate(start: str, environ: dict[str, str] | None = None) -> Place | None:
         return None
     git_env = {"GIT_DIR": gitdir, "GIT_WORK_TREE": worktree} if (env_dir or env_tree) else {}
     head = (_text(os.path.join(gitdir, "HEAD")) or "").strip()
-    branch = head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else None
+    branch = head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else rebasing(gitdir)
     if common == gitdir:
         main: str | None = worktree
     elif _is_true(core.get("bare")):

@@ -1,17 +1,17 @@
-"""The configuration's documented defaults (design §3), and the two journal limits `hook compact` reads.
+"""The configuration's documented defaults (design §3), and its validated cache, read without yaml.
 
-`config.py` validates `.ai/config.yaml` against `DEFAULTS` with a real YAML parser. `hook compact` runs at
-every compaction and cannot afford yaml, so `journal_limits` reads its two numbers with a deliberately
-tiny parser; a value it cannot read keeps its default here, and every other command reports the error.
+There is one reader of `.ai/config.yaml`: `config.py`, with a real YAML parser, which keeps the validated
+result as JSON in `cache/config.json` under the file's stat signature. A hot path reads only that copy —
+what majordomus itself wrote, for exactly this file — and falls back to the full reader otherwise, so no
+second parser can disagree with the first.
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 from majordomus.lite import safeio
-from majordomus.lite.lazyre import LazyRe
-from majordomus.lite.statepaths import CONFIG_RELPATH
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,59 +54,50 @@ CONFIG_MAX_BYTES = 64 << 10  # design §2a: a committed config is read up to thi
 PROFILE_MAX_BYTES = 64 << 10
 NUMBER_MAX = 1 << 31  # a configured number above this is refused, naming the key
 
-_SECTION = LazyRe(r"journal[ \t]*:[ \t]*(?:#.*)?")
-_FLOW = LazyRe(r"journal[ \t]*:[ \t]*\{(?P<body>[^{}]*)\}[ \t]*(?:#.*)?")
-_ENTRY = LazyRe(r"""(?P<q>["']?)(?P<key>[A-Za-z_]+)(?P=q)[ \t]*:[ \t]*(?P<value>[^#]*?)[ \t]*(?:#.*)?""")
-_INT = LazyRe(r"\+?[0-9][0-9_]*")
+def signature(path: str, st: os.stat_result) -> list[Any]:
+    """What a cached configuration is valid for: the file's path, inode, size and times."""
+    return [path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def _int_or_none(text: str) -> int | None:
-    if not _INT.fullmatch(text):
+def read_cache(cache_path: str, sig: list[Any]) -> tuple[dict[str, Any], list[str]] | None:
+    """(values, unknown keys) of the validated copy `config.remember` wrote for exactly `sig`; None when it
+    holds anything else. The cache is untrusted (design §2a): its values are checked against the types of
+    `DEFAULTS`, and any doubt sends the caller to the full reader."""
+    try:
+        data = json.loads(safeio.read(cache_path, CONFIG_MAX_BYTES * 4))
+    except (OSError, ValueError, RecursionError, safeio.EnvironmentProblem):
         return None
-    value = int(text.replace("_", ""))
-    return value if value <= NUMBER_MAX else None
+    if not isinstance(data, dict) or data.get("signature") != sig:
+        return None
+    values, unknown = data.get("values"), data.get("unknown_keys")
+    if not isinstance(values, dict) or not isinstance(unknown, list) or set(values) != set(DEFAULTS):
+        return None
+    for key, default in DEFAULTS.items():
+        value = values[key]
+        if isinstance(default, dict):
+            if not isinstance(value, dict) or set(value) != set(default):
+                return None
+            if not all(type(value[k]) is type(d) for k, d in default.items()):
+                return None
+        elif type(value) is not type(default):
+            return None
+    return values, [str(k) for k in unknown]
 
 
-def parse_journal_limits(text: str) -> dict[str, int]:
-    """`journal.rotate_bytes` and `journal.line_max_bytes` from the text of `.ai/config.yaml`.
-
-    Understood: the block form the template uses (a top-level `journal:` line, then indented
-    `key: value  # comment` lines) and the one-line flow form `journal: {rotate_bytes: 4096}`.
-    Values are plain whole numbers (`_` separators allowed).
-    """
-    defaults = DEFAULTS["journal"]
-    found: dict[str, int] = {}
-    entries: list[str] = []
-    in_section = False
-    for raw in text.lstrip("\ufeff").splitlines():
-        if not raw.strip() or raw.lstrip().startswith("#"):
-            continue
-        if raw[0] in " \t":
-            if in_section:
-                entries.append(raw.strip())
-            continue
-        in_section = bool(_SECTION.fullmatch(raw))
-        flow = _FLOW.fullmatch(raw)
-        if flow:
-            entries.extend(part.strip() for part in flow.group("body").split(","))
-    for entry in entries:
-        match = _ENTRY.fullmatch(entry)
-        if match and match.group("key") in defaults:
-            value = _int_or_none(match.group("value"))
-            if value is not None:
-                found[match.group("key")] = value
-            else:
-                found.pop(match.group("key"), None)
-    return {key: found.get(key, default) for key, default in defaults.items()}
-
-
-def journal_limits(config_root: str | None) -> dict[str, int]:
-    if config_root is None:
+def journal_limits(config_file: str | None, cache_path: str) -> dict[str, int] | None:
+    """`journal.*` for `hook compact`, without yaml: the defaults when there is no `.ai/config.yaml`, the
+    validated cache when it is the file's, else None: then only the full reader (`config.load`) can say."""
+    if config_file is None:
         return dict(DEFAULTS["journal"])
     try:
-        data = safeio.read_optional(os.path.join(config_root, CONFIG_RELPATH), CONFIG_MAX_BYTES)
-    except (OSError, safeio.EnvironmentProblem):
-        data = None
-    if data is None:
+        fd = safeio.open_regular(config_file, CONFIG_MAX_BYTES)
+    except FileNotFoundError:
         return dict(DEFAULTS["journal"])
-    return parse_journal_limits(data.decode("utf-8", "replace"))
+    except (OSError, safeio.EnvironmentProblem):
+        return None
+    try:
+        sig = signature(config_file, os.fstat(fd))
+    finally:
+        os.close(fd)
+    cached = read_cache(cache_path, sig)
+    return None if cached is None else {key: int(value) for key, value in cached[0]["journal"].items()}

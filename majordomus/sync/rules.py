@@ -15,11 +15,11 @@ from majordomus.config import Config
 from majordomus.errors import MajordomusError
 from majordomus.lite import names
 from majordomus.store import records
+from majordomus.store.records import MAX_RECORD_BYTES as MAX_RECORD_BYTES  # one home: the record rules
 
 RECORD_KINDS = {"handoffs": "handoff", "checkpoints": "checkpoint", "runs": "run"}
 # Far above anything majordomus writes (a 64 KiB handoff and 200 changed paths in its front matter): a bigger
 # entry is refused from its size alone, before it is inflated.
-MAX_RECORD_BYTES = 4 << 20
 MAX_INT = 1 << 31
 _HEX = frozenset("0123456789abcdef")
 _HANDOFF_KEYS = ("previous_handoff", "checkpoints")

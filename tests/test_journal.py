@@ -210,6 +210,38 @@ def test_context_symlink_is_not_followed(repo, tmp_path):
     assert list(elsewhere.iterdir()) == []
 
 
+@pytest.mark.parametrize("shape", ["fifo", "directory", "link"])
+def test_a_journal_that_is_not_a_file_is_never_written(repo, tmp_path, shape):
+    start_task_at(repo)
+    compact(repo, "pre", "claude", b"{}")  # the edge: a real file takes the line
+    path = journal_file(repo)
+    assert len(lines(path)) == 1
+    path.unlink()
+    target = tmp_path / "target"
+    target.write_text("")
+    if shape == "fifo":
+        os.mkfifo(path)
+    elif shape == "directory":
+        path.mkdir()
+    else:
+        path.symlink_to(target)
+    result = compact(repo, "post", "claude", b"{}")
+    assert b"not recorded" in result.stderr and result.stderr.count(b"\n") == 1
+    assert target.read_text() == ""
+
+
+def test_a_broken_configuration_is_refused_by_compact_as_by_every_command(repo):
+    start_task_at(repo)
+    write_config(repo, "journal:\n  rotate_bytes: lots\n")
+    result = compact(repo, "pre", "claude", b"{}")
+    assert b"not recorded" in result.stderr and b"rotate_bytes" in result.stderr
+    assert not journal_file(repo).exists()
+    assert run_here("checkpoint", cwd=repo, input=b"x\n").returncode == 12
+    write_config(repo, "journal:\n  rotate_bytes: 4096\n")  # past it: fixed, and recorded again
+    compact(repo, "pre", "claude", b"{}")
+    assert len(lines(journal_file(repo))) == 1
+
+
 # ---------------------------------------------------------------- replay, on hand-written journals
 
 

@@ -10,7 +10,7 @@ import os
 from importlib import resources
 
 from majordomus.errors import EnvironmentProblem
-from majordomus.lite.statepaths import AI_DIR, CONFIG_RELPATH, PROFILES_RELPATH, linked_dir
+from majordomus.lite.statepaths import AI_DIR, COMMITTED_FILE_MODE, CONFIG_RELPATH, PROFILES_RELPATH, linked_dir
 from majordomus.store import paths
 from majordomus.workspace import Workspace
 
@@ -41,7 +41,7 @@ def init(ws: Workspace) -> list[tuple[str, str]]:
         for rel, data in _template_files():
             target = os.path.join(base, rel)
             try:
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, COMMITTED_FILE_MODE)
             except FileExistsError:
                 results.append((target, "kept"))
                 continue

@@ -90,7 +90,12 @@ def git(where: Where, *args: str, ok: tuple[int, ...] = (0,)) -> bytes:
     return done.stdout
 
 
-def refusal(place: Place) -> EnvironmentProblem | None:
+class RepositoryRefused(EnvironmentProblem):
+    """git will not work in this repository (dubious ownership, `safe.directory`): exit 12, and a hook
+    says this one line and injects nothing from the repository."""
+
+
+def refusal(place: Place) -> RepositoryRefused | None:
     """Why git refuses to work in `place` (dubious ownership, `safe.directory`), or None when it does not.
 
     Asked only when the repository belongs to another user (`Place.foreign`), so that a command never
@@ -101,6 +106,6 @@ def refusal(place: Place) -> EnvironmentProblem | None:
     done = run(place, "rev-parse", "--git-dir")
     if done.returncode == 0:
         return None
-    return EnvironmentProblem(f"git refuses the repository at {place.worktree}: {done.reason()}",
+    return RepositoryRefused(f"git refuses the repository at {place.worktree}: {done.reason()}",
                               "if you trust it, mark it safe as git says (`git config --global --add safe.directory "
                               "PATH`), or run majordomus as the repository's owner")

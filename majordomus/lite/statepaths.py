@@ -17,6 +17,7 @@ from majordomus.errors import EnvironmentProblem
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 PARENT_MODE = 0o755  # `.ai` and the like: never group- or world-writable, whatever the umask (design §2a)
+COMMITTED_FILE_MODE = 0o644  # what `init` writes into `.ai/`, to be committed
 
 AI_DIR = ".ai"
 CONFIG_RELPATH = os.path.join(AI_DIR, "config.yaml")

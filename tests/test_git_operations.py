@@ -71,8 +71,9 @@ def test_task_list_never_shows_double_parentheses(cli, repo, tmp_path):
     start_task(cli, "there-detached", cwd=linked)
     out = cli("task", "list").stdout
     assert "((" not in out and "))" not in out
-    assert f"{linked} (detached HEAD)" in out
-    assert "detached HEAD" in out.splitlines()[1] or "detached HEAD" in out
+    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert f"{linked} (detached HEAD)" in rows["there-detached"]
+    assert "detached HEAD" in rows["here-detached"]
 
 
 # ---------------------------------------------------------------- renamed or deleted branches

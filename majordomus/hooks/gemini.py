@@ -39,7 +39,7 @@ CONFIG_FIELDS = frozenset(("enabled", "disabled", "notifications"))
 JOURNAL_KEYS = {"session_id": "session_id", "trigger": "trigger"}
 TRUST_NOTE = ("note: Gemini CLI loads project settings, and so these hooks, only in a trusted folder: trust it when "
               "Gemini asks (saved in ~/.gemini/trustedFolders.json), or set GEMINI_CLI_TRUST_WORKSPACE=true; "
-              "`--skip-trust` does NOT load them, and an untrusted folder skips them silently (`gemini -p` exits 55). "
+              "`--skip-trust` does NOT load them; in an untrusted folder they do not run (`gemini -p` exits 55). "
               "See docs/gemini-and-copilot.md.")
 CLEAR_NOTE = ("majordomus: after /clear Gemini CLI does not hand hook context to the model, so the agent has "
               "no briefing now: start gemini again, or ask the agent to run `majordomus brief`.")

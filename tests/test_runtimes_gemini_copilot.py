@@ -104,7 +104,7 @@ def test_gemini_merges_into_existing_settings_and_restores_them_byte_for_byte(re
     assert doc["security"] == {"auth": {"selectedType": "gemini-api-key"}} and doc["ui"] == {"theme": "GitHub"}
     assert doc["hooks"]["disabled"] == ["lint-on-save"]
     assert [g["hooks"][0]["command"] for g in doc["hooks"]["SessionEnd"]] == [
-        "notify-send 'fertig ✓'", "majordomus hook stop --runtime gemini"]
+        "notify-send 'fertig ✓'", "majordomus hook stop"]
     assert "matcher" not in doc["hooks"]["SessionStart"][0]  # a matcher is an exact string: none runs for all
     assert "PreCompress" not in doc["hooks"]  # only with --compact-bridge
     assert once.startswith(b'{\n    "security"') and "✓".encode() in once  # its own layout is kept
@@ -315,7 +315,7 @@ def test_gemini_output_is_one_json_document_and_nothing_else():
     assert "\n" not in out  # one line: the whole of stdout is one document
     assert json.loads(out) == {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
     # Nothing to inject still prints a document: with stdout empty Gemini would parse stderr instead.
-    assert gemini.session_start_output(None) == "{}" and gemini.stop_output() == "{}"
+    assert gemini.session_start_output(None) == "{}"
     # After /clear Gemini keeps only systemMessage: the user is told, and the context stays for later versions.
     cleared = json.loads(gemini.session_start_output(context, "clear"))
     assert cleared["hookSpecificOutput"]["additionalContext"] == context
@@ -326,7 +326,7 @@ def test_copilot_output_is_a_top_level_additional_context():
     context = "majordomus: <b>raw</b> briefing"
     out = copilot.session_start_output(context, "new")
     assert out is not None and json.loads(out) == {"additionalContext": context}  # hookSpecificOutput is ignored
-    assert copilot.session_start_output(None) is None and copilot.stop_output() is None
+    assert copilot.session_start_output(None) is None
 
 
 @pytest.mark.parametrize("name", GEMINI_PAYLOADS + COPILOT_PAYLOADS)
@@ -383,3 +383,30 @@ def test_the_hook_side_imports_only_json():
              "('typing', 'pygit2', 'click', 'yaml')))\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "['majordomus', 'majordomus.hooks', 'majordomus.hooks.copilot', 'majordomus.hooks.gemini']"
+
+
+# ---------------------------------------------------------------- hook compact: the journal, for real
+
+
+@pytest.mark.parametrize("runtime, name", [("gemini", "gemini-pre-compress.json"), ("copilot", None)])
+def test_hook_compact_journals_only_the_whitelist_under_journal_names(repo, runtime, name):
+    from conftest import start_task_at
+
+    start_task_at(repo)
+    data = payload(name) if name else {"sessionId": "7f3c2a10-5b8e-4d21-9c4a-0e6b1d2f3a45", "trigger": "auto",
+                                       "timestamp": 1773480413589, "cwd": "/home/dev/work/shop",
+                                       "initialPrompt": PROMPTS[0], "customInstructions": PROMPTS[1]}
+    result = run_here("hook", "compact", "--phase", "pre", "--runtime", runtime, cwd=repo, input=json.dumps(data))
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    journal = state_dir(repo) / "context" / "t1" / "compact-events.jsonl"
+    (line,) = [json.loads(text) for text in journal.read_text().splitlines()]
+    assert {k: v for k, v in line.items() if k != "at"} == {
+        "v": 1, "phase": "pre", "runtime": runtime, "session_id": "7f3c2a10-5b8e-4d21-9c4a-0e6b1d2f3a45",
+        "trigger": "auto"}
+    # Gemini sends PreCompress at every turn's compression check, and neither runtime has a post event:
+    # the repeats of one session merge into one pending `pre`.
+    run_here("hook", "compact", "--phase", "pre", "--runtime", runtime, cwd=repo, input=json.dumps(data))
+    status = run_here("context", "status", "--json", cwd=repo)
+    assert status.returncode == 0, status.stderr
+    compaction = json.loads(status.stdout)["compaction"]
+    assert (compaction["pending"], compaction["duplicates"], compaction["generation"]) == (1, 1, 0)

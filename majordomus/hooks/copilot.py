@@ -66,11 +66,6 @@ def session_start_output(context: str | None, source: str | None = None) -> str 
     return None if context is None else json.dumps({"additionalContext": context})
 
 
-def stop_output() -> str | None:
-    """`hook stop --runtime copilot` (sessionEnd) prints nothing: Copilot reads no answer from it."""
-    return None
-
-
 def budget_bytes(config: Any) -> int:
     """The bound that keeps the context far below any model's prompt limit (see the module's docstring)."""
     return int(config.get("continuity", "render_max_bytes"))

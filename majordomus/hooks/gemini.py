@@ -4,9 +4,9 @@ Facts from Gemini CLI 0.61.0, run against a mock model API (docs/gemini-and-copi
 - The file's shape is Claude Code's, with `timeout` in milliseconds and a `name` per hook. A matcher on a
   lifecycle event is compared as an exact string (`"startup|resume"` matches nothing): SessionStart is
   registered with no matcher, so it runs for every source (startup, resume, clear).
-- The whole of stdout is parsed as one JSON document; when stdout is empty, stderr is parsed instead. So a
-  hook always prints one document, `{}` when it has nothing to say: a diagnostic on stderr is then never
-  mistaken for the hook's answer.
+- The whole of stdout is parsed as one JSON document; when stdout is empty, stderr is parsed instead. So
+  session-start always prints one document, `{}` when it has nothing to inject: a diagnostic on stderr is
+  then never mistaken for its answer. (SessionEnd's answer is not waited for: the plain `hook stop` serves.)
 - SessionStart reads `hookSpecificOutput.additionalContext` (it HTML-escapes `<` and `>`); no size limit in
   the client, so the budget is `continuity.render_max_bytes`.
 - `--resume` sends `source: resume` with the same session id, but the resumed request no longer holds the
@@ -69,11 +69,6 @@ def session_start_output(context: str | None, source: str | None = None) -> str:
     return json.dumps(out)
 
 
-def stop_output() -> str:
-    """What `hook stop --runtime gemini` prints (SessionEnd): an empty document, so stderr is never parsed."""
-    return "{}"
-
-
 def budget_bytes(config: Any) -> int:
     """Gemini CLI has no limit of its own: the briefing's own bound."""
     return int(config.get("continuity", "render_max_bytes"))
@@ -102,7 +97,8 @@ def hooks(compact_bridge: bool) -> list[jsonhooks.Hook]:
 
     out = [Hook("SessionStart", f"majordomus hook session-start --runtime {NAME}", "majordomus-session-start",
                 TIMEOUT_MS),
-           Hook("SessionEnd", f"majordomus hook stop --runtime {NAME}", "majordomus-session-end", TIMEOUT_MS)]
+           # Gemini's payload has Claude Code's names, so the plain stop hook reads it as it is.
+           Hook("SessionEnd", "majordomus hook stop", "majordomus-session-end", TIMEOUT_MS)]
     if compact_bridge:
         out.append(Hook("PreCompress", f"majordomus hook compact --phase pre --runtime {NAME}",
                         "majordomus-pre-compress", TIMEOUT_MS))

@@ -148,8 +148,8 @@ def test_fish_script_parses_and_completes(tasks: Path) -> None:
                           text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["fix-login\tpaused: fix-login", "fix-logout\tactive: fix-logout",
-                                        "--runtime=claude", "--runtime=codex", "--runtime=gemini", "--runtime=copilot",
-                                        "--runtime=git", "subdir/\tDirectory"]
+                                        "--runtime=claude", "--runtime=codex", "--runtime=copilot", "--runtime=gemini",
+                                        "--runtime=git", "subdir/\tDirectory"]  # fish sorts them
 
 
 # --- what completion offers is what `--help` says ---------------------------------------------------------

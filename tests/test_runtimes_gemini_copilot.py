@@ -292,6 +292,10 @@ def test_missing_names_an_installed_hook_that_went_away(repo, runtime):
     gone = module.missing(ws)
     assert [(g.event, g.command, g.why) for g in gone] == [
         (start, f"majordomus hook session-start --runtime {runtime}", "removed")]
+    message, hint = gone[0].message(str(FILES[runtime]), runtime)
+    assert message == (f"{FILES[runtime]}: the {start} hook `hooks install` added "
+                       f"(majordomus hook session-start --runtime {runtime}) is no longer in it")
+    assert f"hooks install --runtime {runtime}" in hint
     path.write_text("{broken")
     assert {g.why.split(" is ")[-1][:14] for g in module.missing(ws)} == {"not valid JSON"}
     path.unlink()
@@ -410,3 +414,10 @@ def test_hook_compact_journals_only_the_whitelist_under_journal_names(repo, runt
     assert status.returncode == 0, status.stderr
     compaction = json.loads(status.stdout)["compaction"]
     assert (compaction["pending"], compaction["duplicates"], compaction["generation"]) == (1, 1, 0)
+
+
+def test_uninstall_after_the_file_went_removes_the_directories_install_made(repo):
+    ok("hooks", "install", "--runtime", "copilot", cwd=repo)
+    (repo / FILES["copilot"]).unlink()
+    assert ok("hooks", "uninstall", "--runtime", "copilot", cwd=repo)[0].startswith("nothing to remove")
+    assert not (repo / ".github").exists()

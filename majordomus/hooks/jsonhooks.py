@@ -75,19 +75,28 @@ class Gone(NamedTuple):
     command: str
     why: str  # "removed" (the entry is gone), "no file", or the reason the file cannot be read
 
+    def message(self, shown: str, runtime: str) -> tuple[str, str]:
+        """(message, hint) for a doctor finding; `shown` is the path as the user sees it."""
+        what = {"removed": "is no longer in it", "no file": "is gone with the file"}.get(self.why, f"cannot be read: {self.why}")
+        return (f"{shown}: the {self.event} hook `hooks install` added ({self.command}) {what}",
+                f"run `majordomus hooks install --runtime {runtime}` again, or `hooks uninstall --runtime {runtime}` "
+                "to stop expecting it")
+
 
 # ---------------------------------------------------------------- reading
 
 
 def refuse_unsafe(target: Target) -> None:
     """Exit 12, nothing written, when a directory on the way is a symbolic link or not a directory."""
+    # installers' check looks at a path and its parent: each directory below the first, then the file,
+    # covers every step from the worktree down (the outermost first), with the installers' one message.
+    for directory in target.directories()[1:]:
+        installers._refuse_links(directory)
+    installers._refuse_links(target.path)
     for directory in target.directories():
-        if os.path.islink(directory):
-            installers._refuse_links(os.path.join(directory, "x"))  # the one message for a link
         if os.path.lexists(directory) and not os.path.isdir(directory):
             raise EnvironmentProblem(f"{directory} is not a directory; nothing was written",
                                      "move that file away, or add the hooks by hand")
-    installers._refuse_links(target.path)
 
 
 def read(target: Target, layout: Layout) -> tuple[bytes | None, dict[str, Any]]:
@@ -160,6 +169,8 @@ def uninstall(ws: Any, target: Target, ours: set[str], layout: Layout) -> instal
     current, doc = read(target, layout)
     receipt = installers.load_receipt(ws, target.runtime, path)
     if current is None:
+        if receipt is not None:
+            _remove_created_dirs(receipt)  # the file went by other hands: the directories install made go too
         installers.drop_receipt(ws, target.runtime, path)
         return installers.Result(path, [], "absent")
     commands = set(receipt.get("added", [])) & ours if receipt is not None else ours

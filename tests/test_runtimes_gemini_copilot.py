@@ -238,6 +238,13 @@ def test_refuses_a_file_it_cannot_merge_into(repo, runtime, content, words):
         refused(repo, ("hooks", action, "--runtime", runtime), 10, *words)
 
 
+def test_refuses_settings_that_are_not_utf8(repo):
+    path = repo / FILES["gemini"]
+    path.parent.mkdir()
+    path.write_bytes(b'{"ui": "\xff"} // a comment')
+    refused(repo, ("hooks", "install", "--runtime", "gemini"), 10, "is not UTF-8")
+
+
 def test_gemini_settings_that_are_not_events_are_not_refused(repo):
     path = repo / FILES["gemini"]
     path.parent.mkdir()

@@ -107,9 +107,10 @@ def read(target: Target, layout: Layout) -> tuple[bytes | None, dict[str, Any]]:
     if data is None or not data.strip():
         return data, {}
     try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        better = layout.unparsable(data.decode("utf-8", "replace"), path)
+        text = data.decode("utf-8")
+        doc = json.loads(text)
+    except ValueError as exc:  # UnicodeDecodeError included
+        better = None if isinstance(exc, UnicodeDecodeError) else layout.unparsable(text, path)
         if better is not None:
             raise better from None
         installers._parse(data, path)  # raises the installers' own refusal for these bytes

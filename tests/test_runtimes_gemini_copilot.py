@@ -428,3 +428,23 @@ def test_uninstall_after_the_file_went_removes_the_directories_install_made(repo
     (repo / FILES["copilot"]).unlink()
     assert ok("hooks", "uninstall", "--runtime", "copilot", cwd=repo)[0].startswith("nothing to remove")
     assert not (repo / ".github").exists()
+
+
+# The event names each client knows (Gemini CLI 0.61.0's HookEventName; Copilot CLI 1.0.102's HookType in
+# its SDK): an unknown name is skipped with a warning (Gemini) or silently, so a typo would never run.
+KNOWN_EVENTS = {
+    "gemini": {"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "Notification", "SessionStart",
+               "SessionEnd", "PreCompress", "BeforeModel", "AfterModel", "BeforeToolSelection"},
+    "copilot": {"preToolUse", "preMcpToolCall", "postToolUse", "postToolUseFailure", "userPromptSubmitted",
+                "userPromptTransformed", "sessionStart", "sessionEnd", "postResult", "prePRDescription",
+                "errorOccurred", "agentStop", "subagentStart", "subagentStop", "preCompact", "permissionRequest",
+                "notification"},
+}
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_every_event_installed_is_one_the_client_knows(runtime):
+    events = {h.event for h in MODULES[runtime].hooks(True)}
+    assert events <= KNOWN_EVENTS[runtime]
+    assert set(json.loads((PAYLOADS / SHAPES[runtime]).read_text())["hooks"]) == events
+    assert set(MODULES[runtime].TABLE["events"].values()) == events

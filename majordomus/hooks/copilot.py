@@ -51,7 +51,7 @@ TABLE = {
     "runtime": NAME,
     "settings": "/".join(SETTINGS),
     "events": {"session-start": "sessionStart", "stop": "sessionEnd", "compact-pre": "preCompact"},
-    "output": '{"additionalContext": …} at the top level (hookSpecificOutput is ignored)',
+    "output": '{"additionalContext": …} at the top level (hookSpecificOutput is ignored); nothing outside a work tree',
     "budget": ("bytes", "continuity.render_max_bytes"),  # over the model's prompt tokens: dropped whole
     "journal": JOURNAL_KEYS,
     "policy": "whole briefing at every sessionStart (a resumed session keeps only the new context)",

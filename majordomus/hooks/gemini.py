@@ -49,7 +49,8 @@ TABLE = {
     "runtime": NAME,
     "settings": "/".join(SETTINGS),
     "events": {"session-start": "SessionStart", "stop": "SessionEnd", "compact-pre": "PreCompress"},
-    "output": '{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}, nothing else',
+    "output": '{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}} and nothing else; '
+              '`{}` with nothing to inject (an empty stdout makes Gemini parse stderr)',
     "budget": ("bytes", "continuity.render_max_bytes"),  # no client limit (300,000 characters arrived whole)
     "journal": JOURNAL_KEYS,
     "policy": "whole briefing at every SessionStart (resume keeps no earlier context; clear keeps none)",

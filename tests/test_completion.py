@@ -19,7 +19,7 @@ from majordomus.commands import COMMANDS
 BASH = shutil.which("bash")
 ZSH = shutil.which("zsh")
 FISH = shutil.which("fish")
-RUNTIMES = ["claude", "codex", "git"]  # design §12: hooks install|uninstall --runtime claude|codex|git
+RUNTIMES = ["claude", "codex", "gemini", "copilot", "git"]  # design §12, §23: hooks install|uninstall --runtime
 KINDS = ["decision", "constraint", "open-item", "next-action"]  # design §8
 
 
@@ -78,7 +78,7 @@ def test_bash_completes_commands_subcommands_and_options(repo: Path) -> None:
     assert bash_complete(repo, "context", "pin", "") == KINDS
     assert bash_complete(repo, "completion", "") == ["bash", "zsh", "fish"]
     # bash splits `--runtime=co` at the `=` and replaces only what follows it
-    assert bash_complete(repo, "hooks", "uninstall", "--runtime", "=", "c") == ["claude", "codex"]
+    assert bash_complete(repo, "hooks", "uninstall", "--runtime", "=", "c") == ["claude", "codex", "copilot"]
     assert bash_complete(repo, "hooks", "uninstall", "--runtime", "=") == RUNTIMES
 
 
@@ -133,7 +133,7 @@ def test_zsh_script_parses_and_describes_candidates(tasks: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["compdef _majordomus majordomus", "fix-login:paused: fix-login",
                                         "fix-logout:active: fix-logout", "--runtime=claude", "--runtime=codex",
-                                        "dirs -/"]
+                                        "--runtime=copilot", "dirs -/"]
 
 
 @pytest.mark.skipif(FISH is None, reason="fish is not installed (apt-get install fish)")
@@ -148,7 +148,8 @@ def test_fish_script_parses_and_completes(tasks: Path) -> None:
                           text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["fix-login\tpaused: fix-login", "fix-logout\tactive: fix-logout",
-                                        "--runtime=claude", "--runtime=codex", "--runtime=git", "subdir/\tDirectory"]
+                                        "--runtime=claude", "--runtime=codex", "--runtime=copilot", "--runtime=gemini",
+                                        "--runtime=git", "subdir/\tDirectory"]  # fish sorts them
 
 
 # --- what completion offers is what `--help` says ---------------------------------------------------------

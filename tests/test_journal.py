@@ -102,7 +102,7 @@ def test_no_active_task_is_silent_and_writes_nothing(repo, tmp_path):
 
 @pytest.mark.parametrize("argv", [
     ["--phase", "middle", "--runtime", "claude"],
-    ["--phase", "pre", "--runtime", "gemini"],
+    ["--phase", "pre", "--runtime", "vim"],
     ["--phase", "pre"],
     ["--phase", "pre", "--runtime", "claude", "--extra"],
     [],

@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
         spec = parsing.Spec("usage: majordomus hook session-start [--runtime claude|codex]\n\n"
                             "SessionStart: print the identity and the briefing as the runtime's context, cut to\n"
                             "that runtime's budget (claude: UTF-16 units; codex: ceil(bytes/4) tokens).\n",
-                            choices={"--runtime": ("claude", "codex")})
+                            choices={"--runtime": ("claude", "codex", "gemini", "copilot")})
     else:
         spec = parsing.Spec("usage: majordomus hook stop\n\nStop: record `session.stop` (bookkeeping only).\n")
     args = parsing.parse(spec, argv[1:])

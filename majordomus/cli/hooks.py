@@ -1,4 +1,4 @@
-"""`majordomus hooks install|uninstall --runtime claude|codex|git [--mcp]` (design §12, §19)."""
+"""`majordomus hooks install|uninstall --runtime claude|codex|gemini|copilot|git [--mcp]` (design §12, §19, §23)."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ def hooks() -> None:
 
 
 def runtime_option(verb: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    return click.option("--runtime", required=True, type=click.Choice(["claude", "codex", "git"]),
-                        help=f"Where to {verb}: .claude/settings.json, .codex/hooks.json, or git's post-commit "
-                             "hook (in core.hooksPath when set).")
+    return click.option("--runtime", required=True, type=click.Choice(["claude", "codex", "gemini", "copilot", "git"]),
+                        help=f"Where to {verb}: .claude/settings.json, .codex/hooks.json, .gemini/settings.json, "
+                             ".github/hooks/majordomus.json, or git's post-commit hook (in core.hooksPath when set).")
 
 
 @hooks.command("install", context_settings=CONTEXT)
 @runtime_option("install")
 @click.option("--compact-bridge", is_flag=True,
-              help="Also register PreCompact/PostCompact to keep the compaction journal (claude, codex).")
+              help="Also register the compaction hooks that keep the compaction journal (claude, codex, gemini, copilot).")
 @click.option("--mcp", "with_mcp", is_flag=True,
               help="Also add the majordomus MCP server to the project's .mcp.json (claude).")
 def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
@@ -56,6 +56,8 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
             click.echo(f"warning: {ws.display(hooks_dir)} is tracked by git: your hook now lives in "
                        f"{githook.CHAINED} there; do not commit the rename (ignore that file, or run "
                        "`majordomus hooks uninstall --runtime git` before committing hook changes)", err=True)
+    elif runtime in ("gemini", "copilot"):
+        result = _more_runtimes(runtime).install(ws, compact_bridge)
     else:
         result = installers.install(ws, runtime, compact_bridge)
     shown = ws.display(result.path)
@@ -73,6 +75,8 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
                    "[hooks.state.\"…\"] in $CODEX_HOME/config.toml, default ~/.codex, set when you approve it), or run "
                    "Codex with --trust --dangerously-bypass-hook-trust; until then Codex skips them silently, and it "
                    "skips them again after any change to .codex/hooks.json. See docs/agents-and-hooks.md.", err=True)
+    if runtime in ("gemini", "copilot") and result.how != "already":
+        click.echo(_more_runtimes(runtime).TRUST_NOTE, err=True)
     if runtime != "git" and result.how != "already" and shutil.which("majordomus") is None:
         click.echo("warning: `majordomus` is not on PATH here: the runtime runs `majordomus hook …` by name and will "
                    "not find it (and says nothing); install it where the agent's PATH reaches (pipx, or a venv's bin "
@@ -94,6 +98,8 @@ def uninstall(runtime: str) -> None:
         from majordomus.git import status
 
         result = githook.uninstall(ws, status.hooks_dir(ws.place))
+    elif runtime in ("gemini", "copilot"):
+        result = _more_runtimes(runtime).uninstall(ws)
     else:
         result = installers.uninstall(ws, runtime)
     shown = ws.display(result.path)
@@ -105,6 +111,12 @@ def uninstall(runtime: str) -> None:
         click.echo(f"removed: {shown} ({', '.join(result.changed)})")
     if runtime == "claude":  # the .mcp.json entry of `install --mcp`, if it is there
         _report_mcp(ws, install=False)
+
+
+def _more_runtimes(runtime: str) -> Any:
+    from majordomus.hooks import copilot, gemini
+
+    return gemini if runtime == "gemini" else copilot
 
 
 def _report_mcp(ws: Any, install: bool) -> None:

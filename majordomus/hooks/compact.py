@@ -1,7 +1,8 @@
 """`hook compact` (design §12): one raw line per PreCompact/PostCompact in the active task's journal.
 
-It runs at every compaction, so it imports only the `lite` layer and the clock (no pygit2, click or yaml; a test probes
-it): it appends one line and does nothing else. Normalising happens on replay (`journal`).
+It runs at every compaction, so it imports only the `lite` layer, the clock and the runtimes' key tables
+(`gemini`, `copilot`: plain data; no pygit2, click or yaml; a test probes it): it appends one line and does
+nothing else. Normalising happens on replay (`journal`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import sys
 
 from majordomus import clock
+from majordomus.hooks import copilot, gemini  # their journal keys; both import nothing but json
 from majordomus.lite import active, appendlog, dotgit, limits, statepaths
 from majordomus.lite.statepaths import state_exists
 from majordomus.lite.stdin import read_capped
@@ -27,7 +29,11 @@ PHASES = ("pre", "post")
 WHITELIST = {
     "claude": ("session_id", "trigger", "model", "prompt_id", "agent_id", "agent_type"),
     "codex": ("session_id", "trigger", "model", "turn_id", "agent_id", "agent_type"),
+    "gemini": tuple(gemini.JOURNAL_KEYS.values()),
+    "copilot": tuple(copilot.JOURNAL_KEYS.values()),
 }
+# payload key -> journal key where a runtime's names differ (Copilot's camelCase): one journal for all.
+RENAMED = {"gemini": gemini.JOURNAL_KEYS, "copilot": copilot.JOURNAL_KEYS}
 
 
 def _value(value: Any) -> Any:
@@ -61,9 +67,9 @@ def build_line(raw: bytes | None, phase: str, runtime: str, at: str) -> bytes:
             if not isinstance(payload, dict):
                 line["parseError"] = "NotAnObject"
     if isinstance(payload, dict):
-        for key in WHITELIST[runtime]:
-            if key in payload:
-                kept = _value(payload[key])
+        for theirs, key in RENAMED.get(runtime, {k: k for k in WHITELIST[runtime]}).items():
+            if theirs in payload:
+                kept = _value(payload[theirs])
                 if kept is not _DROP:
                     line[key] = kept
     return json.dumps(line, separators=(",", ":")).encode("ascii")
@@ -133,16 +139,16 @@ def _parse_argv(argv: list[str]) -> tuple[str, str, str | None]:
     if phase not in PHASES:
         return phase, runtime, "--phase must be pre or post"
     if runtime not in WHITELIST:
-        return phase, runtime, "--runtime must be claude or codex"
+        return phase, runtime, "--runtime must be claude, codex, gemini or copilot"
     return phase, runtime, None
 
 
-USAGE = ("usage: majordomus hook compact --phase pre|post --runtime claude|codex\n\n"
+USAGE = ("usage: majordomus hook compact --phase pre|post --runtime claude|codex|gemini|copilot\n\n"
          "Append one line to the active task's compaction journal. Always exits 0.\n")
 
 
 def main(argv: list[str]) -> int:
-    """`majordomus hook compact --phase pre|post --runtime claude|codex`: always exits 0 (fail-open)."""
+    """`majordomus hook compact --phase pre|post --runtime RUNTIME`: always exits 0 (fail-open)."""
     if "-h" in argv or "--help" in argv:
         sys.stdout.write(USAGE)
         return 0

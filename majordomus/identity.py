@@ -9,6 +9,7 @@ import os
 
 from majordomus.git import status
 from majordomus.lite import safeio
+from majordomus.lite import text as text_rule
 from majordomus.store import files
 from majordomus.store.records import SCHEMA_VERSION
 
@@ -50,7 +51,7 @@ def fields(ws: Workspace, kind: str, task: Task, at: str) -> list[tuple[str, Any
         ("profile", task.profile),
         ("owner", task.owner),
         ("repo_id", repo_id(ws, now.head)),
-        ("worktree", ws.worktree),
+        ("worktree", text_rule.c_quote(ws.worktree)),  # never raw: a path may hold a line break
         ("branch", now.branch),
         ("head", now.head),
         ("worktree_state", "dirty" if now.changed else "clean"),

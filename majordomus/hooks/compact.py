@@ -16,6 +16,7 @@ import time
 
 from majordomus.lite import active, dotgit, limits
 from majordomus.lite.stdin import read_capped
+from majordomus.lite.text import escape
 
 TYPE_CHECKING = False  # annotations only: every import on this path is paid at every compaction
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ def main(argv: list[str]) -> int:
     try:
         phase, runtime, problem = _parse_argv(argv)
         if problem is not None:
-            sys.stderr.write(f"majordomus: hook compact: {problem}; nothing recorded\n")
+            sys.stderr.write(f"majordomus: hook compact: {escape(problem)}; nothing recorded\n")
             return 0
         stdin = sys.stdin.buffer if sys.stdin is not None and not sys.stdin.isatty() else None
         record(phase, runtime, stdin, os.getcwd())

@@ -98,7 +98,7 @@ class Workspace:
         email = status.config_get(self.place, "user.email")
         if email:
             return text_rule.checked("owner", email, source="git config user.email",
-                                     hint="pass --owner NAME, or fix `git config user.email`")
+                                     hint="pass --owner NAME (or set MAJORDOMUS_OWNER), or fix `git config user.email`")
         try:
             import pwd
 

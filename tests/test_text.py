@@ -45,6 +45,8 @@ HOSTILE = {
     "bidi": ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069",
              "\u200e", "\u200f", "\u061c"],
     "zero-width": ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad"],
+    "look-alike identity line": ["\n\u03bfwner: forged", "\nt\u0430sk\uff1a x", "\n> 1. **branch**\u2236 x",
+                                 "\n\u2066owner: x", "\n- [x] rep\u043e\u00a0id: x"],
 }
 ALL_HOSTILE = [piece for pieces in HOSTILE.values() for piece in pieces]
 # What must never reach an output raw: every character of the classes but tab and newline (a body's).
@@ -324,15 +326,19 @@ KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\n" + "".join(f"b3BlbnNzaC1rZXktdjEAA
                                                          for i in range(30)) + "-----END OPENSSH PRIVATE KEY-----\n")
 
 
-@pytest.mark.parametrize("before, after", [("start\n", "end\n"), ("", ""), ("x\n" * 3, "")])
-def test_run_redacts_a_private_key_block_whole(cli, repo, before, after):
+SHORT_KEY = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBbmV3LWtleS1ieXRlcw\nAwEHoUQDQgAE\n-----END EC PRIVATE KEY-----\n"
+
+
+@pytest.mark.parametrize("before, key, after", [("start\n", KEY, "end\n"), ("", KEY, ""), ("x\n" * 3, KEY, ""),
+                                                ("start\n", SHORT_KEY, "end\n")])
+def test_run_redacts_a_private_key_block_whole(cli, repo, before, key, after):
     start_task(cli)
-    (repo / "id_ed25519").write_text(before + KEY + after)
+    (repo / "id_ed25519").write_text(before + key + after)
     result = cli("run", "--", "cat", "id_ed25519")
     assert result.exit_code == 0
     (name,) = records_in(repo, "runs")
     data = (state_dir(repo) / "runs" / name).read_bytes().decode()
-    assert "b3BlbnNzaC1rZXkt" not in data and "PRIVATE KEY" not in data
+    assert "b3BlbnNzaC1rZXkt" not in data and "MHcCAQEE" not in data and "PRIVATE KEY" not in data
     if after:
         assert data.rstrip().endswith("| end")
 
@@ -419,12 +425,14 @@ def test_walk_mcp_arguments_through_the_core_functions(value, kind):
         cleaned = continuity.clean_text(value)
         assert RAW.search(cleaned) is None and "\n" not in cleaned
         return
+    smuggled = any(piece in value for piece in HOSTILE["look-alike identity line"])
     try:
         body = records.normalise(value.encode(), what=kind, max_lines=None,
                                  max_bytes=1 << 16)
     except Refused as exc:
         assert RAW.search(exc.render()) is None
         return
+    assert not smuggled, ascii(value)  # a look-alike identity line never gets through
     assert RAW_IN_BODY.search(text.escape(body.text, body=True)) is None  # kept (bidi), escaped on output
 
 
@@ -454,3 +462,20 @@ def test_walk_every_field_is_refused_or_one_printable_line(value, source):
         assert RAW.search(value) is None and "\n" not in value and 0 < len(value) <= 256
     else:
         assert RAW.search(problem) is None  # the reason never echoes the character
+
+
+@pytest.mark.parametrize("chunked", [True, False])
+def test_the_run_tail_redacts_a_key_whose_begin_line_it_no_longer_keeps(chunked):
+    from majordomus import runs
+
+    tail = runs.Tail()
+    lines = ("before\n" + KEY + "after\n").encode()
+    if chunked:
+        tail.feed(1, lines)  # one chunk of more lines than are kept: the dropped part is only counted
+    else:
+        for line in lines.splitlines(keepends=True):
+            tail.feed(1, line)  # line by line: each line leaves the kept ones in order
+    tail.close()
+    body = tail.body()
+    assert "b3BlbnNzaC1rZXkt" not in body and body.endswith("| after")
+    assert body.count("[redacted]") == runs.TAIL_LINES - 1

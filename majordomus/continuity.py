@@ -287,7 +287,9 @@ def blocks(doc: dict[str, Any], level: int) -> tuple[list[budget.Block], list[tu
         if key == "objective":
             objective = doc.get("objective") or ""
             if objective and objective != clean_text(tasks.INTERACTIVE_OBJECTIVE):
-                block.entries.append(budget.Entry(text_rule.escape(objective) + "\n", "the objective", whole=True))
+                # collapsed as at ingest: an objective stored before that rule may hold line breaks
+                block.entries.append(budget.Entry(text_rule.collapse(objective) + "\n", "the objective",
+                                                  whole=True))
         else:
             block.entries.extend(budget.Entry(f"- {text_rule.escape(p['text'])}\n", LABELS[key])
                                  for p in doc.get(key, []))

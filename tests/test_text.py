@@ -365,7 +365,12 @@ def _task_yaml(**fields: Any) -> bytes:
     return records.emit_yaml(base.items()).encode()
 
 
-@pytest.mark.parametrize("field", ["title", "owner", "worktree", "branch", "objective"])
+def test_a_remote_task_with_an_objective_of_several_lines_is_kept_and_shown_as_one():
+    # stored by a version before the objective collapsed at ingest: not stranded, collapsed on output
+    assert rules.check_task("t1.yaml", _task_yaml(objective="Ship it.\n\nThen\x1b[2J rest")) is None
+
+
+@pytest.mark.parametrize("field", ["title", "owner", "worktree", "branch"])
 def test_a_remote_task_whose_field_holds_a_line_break_or_an_escape_is_refused_by_name(field):
     assert rules.check_task("t1.yaml", _task_yaml()) is None
     for bad in ("a\nb", "a\x1b[31m", "a\u2028b", "a\u202eb"):
@@ -436,7 +441,7 @@ def test_walk_mcp_arguments_through_the_core_functions(value, kind):
     assert RAW_IN_BODY.search(text.escape(body.text, body=True)) is None  # kept (bidi), escaped on output
 
 
-@given(value=hostile_text, field=st.sampled_from(["title", "owner", "worktree", "branch", "objective"]))
+@given(value=hostile_text, field=st.sampled_from(["title", "owner", "worktree", "branch"]))
 @settings(max_examples=150, deadline=None)
 def test_walk_a_remote_task_entry(value, field):
     reason = rules.check_task("t1.yaml", _task_yaml(**{field: value}))

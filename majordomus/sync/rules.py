@@ -183,8 +183,6 @@ def check_task(name: str, data: bytes) -> str | None:
         problem = text_rule.field_problem(getattr(task, key))
         if problem is not None:
             return f"its `{key}` {problem}"
-    if text_rule.collapse(task.objective) != task.objective:
-        return "its `objective` is not one line (a control, line-break, bidi or invisible character)"
     for key in ("worktree", "branch"):
         problem = text_rule.unquoted_problem(getattr(task, key) or "")
         if problem is not None:

@@ -11,12 +11,18 @@ from __future__ import annotations
 
 from majordomus import budget, claims, continuity, handoff, runs, tasks
 from majordomus.git import status
+from majordomus.lite import text as text_rule
 from majordomus.store import ledger
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any
+
+
+def esc(value: Any) -> str:
+    """A stored field on one line of the briefing: escaped, so that it can never start a line of its own."""
+    return text_rule.escape(str(value))
 
 
 _LIST_FILES = 10  # dirty paths named in the drift section before "and N more"
@@ -38,28 +44,30 @@ def build(ws: Workspace, task_id: str | None = None, budget_bytes: int | None = 
 def _where(meta: dict[str, Any]) -> str:
     branch = meta.get("branch") or "(detached)"
     head = (meta.get("head") or "0000000")[:7]
-    return f"{branch}@{head}"
+    return f"{esc(branch)}@{esc(head)}"
 
 
 def _state(meta: dict[str, Any]) -> str:
     changed = len(meta.get("changed_files") or []) + int(meta.get("changed_files_omitted") or 0)
     if meta.get("worktree_state") == "dirty":
         return f"dirty ({changed} changed file{'s' if changed != 1 else ''})"
-    return str(meta.get("worktree_state") or "unknown")
+    return esc(meta.get("worktree_state") or "unknown")
 
 
 def _names(paths: list[str]) -> str:
-    shown = ", ".join(paths[:_LIST_FILES])
+    shown = ", ".join(esc(p) for p in paths[:_LIST_FILES])
     return shown + (f" and {len(paths) - _LIST_FILES} more" if len(paths) > _LIST_FILES else "")
 
 
 def drift(ws: Workspace, meta: dict[str, Any]) -> list[str]:
     """How the work tree here differs from what the record says: worktree, branch, HEAD, dirty files."""
     out: list[str] = []
-    if meta.get("worktree") and meta["worktree"] != ws.worktree:
-        out.append(f"- worktree: this is {ws.worktree}; the record was written in {meta['worktree']}")
-    if meta.get("branch") != ws.branch:
-        out.append(f"- branch: now {ws.branch or '(detached)'}; the record was on {meta.get('branch') or '(detached)'}")
+    here_worktree = text_rule.c_quote(ws.worktree)  # as a record stores it
+    if meta.get("worktree") and meta["worktree"] != here_worktree:
+        out.append(f"- worktree: this is {esc(ws.worktree)}; the record was written in {esc(meta['worktree'])}")
+    if meta.get("branch") != (text_rule.c_quote(ws.branch) if ws.branch else None):
+        out.append(f"- branch: now {esc(ws.branch or '(detached)')}; the record was on "
+                   f"{esc(meta.get('branch') or '(detached)')}")
     here = status.status(ws.place)
     then, now = meta.get("head"), here.head
     if then != now:
@@ -70,9 +78,9 @@ def drift(ws: Workspace, meta: dict[str, Any]) -> list[str]:
     if new:
         out.append(f"- dirty now, not in the record: {_names(new)}")
     gone = sorted(recorded - set(changed))
-    if gone and meta.get("worktree") not in (None, ws.worktree):
+    if gone and meta.get("worktree") not in (None, here_worktree):
         # Uncommitted work the record saw lives in the other worktree: the taker must know it is not here.
-        out.append(f"- changed in the record (in {meta['worktree']}), not changed here: {_names(gone)}")
+        out.append(f"- changed in the record (in {esc(meta['worktree'])}), not changed here: {_names(gone)}")
     elif gone:
         out.append(f"- changed in the record, unchanged now: {_names(gone)}")
     return out
@@ -91,7 +99,7 @@ def _head_drift(ws: Workspace, then: str | None, now: str | None) -> list[str]:
         if apart and apart[1]:
             lines[0] += (f"; {apart[1]} recorded commit{'s are' if apart[1] != 1 else ' is'} not in HEAD "
                          "(history rewritten, or another line of work)")
-    lines.extend(f"  - {short} {summary}" for short, summary in shown)
+    lines.extend(f"  - {short} {esc(summary)}" for short, summary in shown)
     if total > len(shown):
         lines.append(f"  - … and {total - len(shown)} more")
     return lines
@@ -101,29 +109,30 @@ def _facts(ws: Workspace, task: tasks.Task, last: handoff.Record | None) -> list
     out = []
     if last is not None:
         m = last.meta
-        out.append(f"- last record: {m.get('kind')} at {m.get('timestamp')} in {m.get('worktree')} on "
-                   f"{_where(m)}, {_state(m)}; {last.rel}")
+        out.append(f"- last record: {esc(m.get('kind'))} at {esc(m.get('timestamp'))} in {esc(m.get('worktree'))} "
+                   f"on {_where(m)}, {_state(m)}; {esc(last.rel)}")
     else:
         out.append("- last record: none yet (no checkpoint or handoff)")
     event = ledger.last_event(ws.paths.ledger, task.id, exclude=("session.start", "session.stop"))
     if event is not None:
-        by = f" by {event['by']}" if event.get("by") else ""
-        where = f" in {event.get('worktree')} on {event.get('branch') or '(detached)'}"
-        out.append(f"- last event: {event['event']} at {event.get('at')}{by}{where}")
+        by = f" by {esc(event['by'])}" if event.get("by") else ""
+        where = f" in {esc(event.get('worktree'))} on {esc(event.get('branch') or '(detached)')}"
+        out.append(f"- last event: {esc(event['event'])} at {esc(event.get('at'))}{by}{where}")
     return out
 
 
 def _title(ws: Workspace, task: tasks.Task) -> str:
-    title = f" ({task.title})" if task.title and task.title != task.id else ""
-    line = f"Briefing for task `{task.id}`{title}: {task.status}, profile {task.profile}, owner {task.owner}.\n"
+    title = f" ({esc(task.title)})" if task.title and task.title != task.id else ""
+    line = f"Briefing for task `{task.id}`{title}: {task.status}, profile {task.profile}, owner {esc(task.owner)}.\n"
+    where, branch = esc(task.worktree), esc(task.branch or "(detached)")
     held = tasks.where_active(ws, task)
     if held == "orphaned":
-        line += (f"It was active in {task.worktree}, which no longer exists (the worktree is gone): continue it "
+        line += (f"It was active in {where}, which no longer exists (the worktree is gone): continue it "
                  f"here with `majordomus task resume {task.id}`.\n")
     elif held == "remote":
-        line += f"It is active on another machine, in {task.worktree} on {task.branch or '(detached)'}.\n"
+        line += f"It is active on another machine, in {where} on {branch}.\n"
     elif held == "elsewhere":
-        line += f"It is active in {task.worktree} on {task.branch or '(detached)'}.\n"
+        line += f"It is active in {where} on {branch}.\n"
     elif task.status in ("paused", "handed-off"):
         line += f"Continue it here with `majordomus task resume {task.id}`.\n"
     return line
@@ -161,7 +170,7 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | None 
 
     if latest_handoff is not None:
         m = latest_handoff.meta
-        text = (f"\n# Latest handoff: {m.get('timestamp')} · {_where(m)} · {m.get('owner')}\n"
+        text = (f"\n# Latest handoff: {esc(m.get('timestamp'))} · {_where(m)} · {esc(m.get('owner'))}\n"
                 f"{latest_handoff.body}\n")
         parts.append(budget.Block("", [budget.Entry(text, "the latest handoff", whole=True)]))
         handoff_unit = [(len(parts) - 1, 0)]
@@ -173,7 +182,7 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | None 
     checkpoint_label = ("oldest checkpoint", "oldest checkpoints")
     if since:
         heading = "Checkpoints since the latest handoff" if latest_handoff else "Checkpoints"
-        entries = [budget.Entry(f"\n## {r.meta.get('timestamp')} · {_where(r.meta)} · {_state(r.meta)}\n{r.body}\n",
+        entries = [budget.Entry(f"\n## {esc(r.meta.get('timestamp'))} · {_where(r.meta)} · {_state(r.meta)}\n{r.body}\n",
                                 *checkpoint_label) for r in reversed(since)]
         parts.append(budget.Block(f"\n# {heading}, newest first\n", entries))
         # Entries are shown newest first, dropped oldest first, before anything else goes.

@@ -41,7 +41,8 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
     limit = ws.config.get("checkpoint", "max_body_bytes")
     raw = read_bounded(stdin, limit)
     body = records.normalise(
-        raw, what="checkpoint", max_lines=ws.config.get("checkpoint", "max_body_lines"), max_bytes=limit
+        raw, what="checkpoint", max_lines=ws.config.get("checkpoint", "max_body_lines"), max_bytes=limit,
+        more=stdin,
     )
     at = clock.now_iso()
     if not body.text:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
 from majordomus import budget, clock, secretscan, tasks
 from majordomus.errors import EnvironmentProblem, NotFound, Refused, UsageError
 from majordomus.lite import safeio
+from majordomus.lite import text as text_rule
 from majordomus.store import files
 from majordomus.workspace import Workspace
 
@@ -67,10 +67,7 @@ def config_hash(ws: Workspace) -> str:
 
 def clean_text(text: str) -> str:
     """One sentence: control characters (newlines included) collapse to a space, runs of space to one."""
-    import unicodedata
-
-    chars = [" " if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in text]
-    return re.sub(r"\s+", " ", "".join(chars)).strip()
+    return text_rule.collapse(text)
 
 
 def pin_text(ws: Workspace, text: str) -> str:
@@ -290,9 +287,12 @@ def blocks(doc: dict[str, Any], level: int) -> tuple[list[budget.Block], list[tu
         if key == "objective":
             objective = doc.get("objective") or ""
             if objective and objective != clean_text(tasks.INTERACTIVE_OBJECTIVE):
-                block.entries.append(budget.Entry(objective + "\n", "the objective", whole=True))
+                # collapsed as at ingest: an objective stored before that rule may hold line breaks
+                block.entries.append(budget.Entry(text_rule.collapse(objective) + "\n", "the objective",
+                                                  whole=True))
         else:
-            block.entries.extend(budget.Entry(f"- {p['text']}\n", LABELS[key]) for p in doc.get(key, []))
+            block.entries.extend(budget.Entry(f"- {text_rule.escape(p['text'])}\n", LABELS[key])
+                                 for p in doc.get(key, []))
         index[key] = len(out)
         out.append(block)
     # Within a section the oldest entry goes first: pins are kept in the order they were made.

@@ -25,9 +25,13 @@ class MajordomusError(Exception):
             self.code = code
 
     def render(self) -> str:
-        text = f"majordomus: {self.message}"
+        """For stderr, escaped: a message may quote what the user gave (an id, a path). A message of several
+        lines (a list of refused entries) keeps its newlines; no control character reaches the terminal."""
+        from majordomus.lite.text import escape
+
+        text = f"majordomus: {escape(self.message, body=True)}"
         if self.hint:
-            text += f"\nhint: {self.hint}"
+            text += f"\nhint: {escape(self.hint, body=True)}"
         return text
 
 

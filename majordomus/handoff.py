@@ -236,7 +236,7 @@ def write(ws: Workspace, stdin: BinaryIO) -> Written:
     task = tasks.active(ws)
     limit = ws.config.get("handoff", "max_bytes")
     raw = read_bounded(stdin, limit)
-    body = records.normalise(raw, what="handoff", max_lines=None, max_bytes=limit)
+    body = records.normalise(raw, what="handoff", max_lines=None, max_bytes=limit, more=stdin)
     check_sections(body.text, ws.config.get("handoff", "required_sections"))
     ws.ensure_state()  # the state root, there already while a task is active: the lock lives in it
     at = clock.now_iso()

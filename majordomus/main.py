@@ -12,6 +12,7 @@ import os
 import sys
 
 from majordomus.commands import COMMANDS, FAIL_OPEN, lookup
+from majordomus.lite.text import escape
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: `hook compact` starts here, and typing is not free
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def _fail_open(name: str, args: list[str], exc: BaseException) -> int:
         traceback.print_exception(type(exc), exc, exc.__traceback__)
     what = " ".join([name] + args[:1])
     message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-    sys.stderr.write(f"majordomus: {what}: {message} (the session goes on)\n")
+    sys.stderr.write(f"majordomus: {escape(what)}: {escape(str(message))} (the session goes on)\n")
     return 0
 
 
@@ -84,7 +85,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         dirs, name, rest = parse_global(args)
     except _Usage as exc:
-        sys.stderr.write(f"majordomus: {exc}\n{usage()}")
+        sys.stderr.write(f"majordomus: {escape(str(exc))}\n{usage()}")
         return 2
     if name in ("-h", "--help"):
         sys.stdout.write(usage())
@@ -102,7 +103,7 @@ def run(argv: list[str] | None = None) -> int:
 
         close = difflib.get_close_matches(name, COMMANDS, 1)
         hint = f"did you mean `majordomus {close[0]}`?" if close else "see `majordomus --help`"
-        sys.stderr.write(f"majordomus: `{name}` is not a majordomus command\nhint: {hint}\n")
+        sys.stderr.write(f"majordomus: `{escape(name)}` is not a majordomus command\nhint: {escape(hint)}\n")
         return 2
     try:
         for directory in dirs:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from majordomus.lite.lazyre import LazyRe
+from majordomus.lite.text import escape as escape  # the one escaping function (design §2a "the terminal")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,32 +23,6 @@ def emit(text: str = "") -> None:
 def note(text: str) -> None:
     """Human-facing remarks that are not data go to stderr, so stdout stays pipeable."""
     sys.stderr.write(text + "\n")
-
-
-def escape(text: str, *, body: bool = False) -> str:
-    """Stored text made safe for a terminal (design §2a): control characters become visible escapes.
-
-    A record body keeps its newlines and tabs (`body=True`); a one-line field keeps neither. Line
-    separators (U+2028/U+2029/U+0085) and the bidirectional controls are escaped too."""
-    if (_BODY_AS_IS if body else _LINE_AS_IS).fullmatch(text) is not None:
-        return text  # the common case, decided by one C-speed pass: listings print 100,000 lines
-    out = []
-    for char in text:
-        code = ord(char)
-        if body and char in "\n\t":
-            out.append(char)
-        elif code < 0x20 or 0x7F <= code <= 0x9F or code in _ALSO_ESCAPED:
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-_BODY_AS_IS = LazyRe("[^\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]*")
-_LINE_AS_IS = LazyRe("[^\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]*")
-# Line and paragraph separators, and the bidirectional overrides that can reorder what a reader sees.
-_ALSO_ESCAPED = frozenset((0x2028, 0x2029, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
-                           0x2066, 0x2067, 0x2068, 0x2069))
 
 
 def width(text: str) -> int:

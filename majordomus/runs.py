@@ -54,6 +54,7 @@ class Tail:
         self.lines = 0
         self.last: deque[bytes] = deque(maxlen=TAIL_LINES)
         self.partial: dict[int, bytes] = {}  # per stream: stdout and stderr lines are not spliced
+        self.key_open = False  # a private-key block open before the first kept line (redacted whole)
 
     def feed(self, stream: int, data: bytes) -> None:
         self.digest.update(data)
@@ -66,7 +67,11 @@ class Tail:
             for _ in range(TAIL_LINES + 1):
                 pos = data.rfind(b"\n", 0, pos)
             self.lines += newlines - TAIL_LINES
-            self.partial.pop(stream, None)
+            for old in self.last:  # every kept line goes; the block state follows what is dropped, in order
+                self.key_open = secretscan.key_open_after(old, self.key_open)
+            self.last.clear()
+            dropped = self.partial.pop(stream, b"") + data[: pos + 1]
+            self.key_open = secretscan.key_open_after(dropped, self.key_open)
             pieces = data[pos + 1:].split(b"\n")
         else:
             pieces = (self.partial.pop(stream, b"") + data).split(b"\n")
@@ -77,6 +82,8 @@ class Tail:
 
     def _line(self, line: bytes) -> None:
         self.lines += 1
+        if len(self.last) == TAIL_LINES:
+            self.key_open = secretscan.key_open_after(self.last[0], self.key_open)
         self.last.append(line[: LINE_CHARS * 4])
 
     def close(self) -> None:
@@ -84,7 +91,10 @@ class Tail:
             self._line(self.partial.pop(stream))
 
     def body(self) -> str:
-        return "\n".join(PREFIX + body_line(line) for line in self.last)
+        texts = [line.decode("utf-8", errors="replace") for line in self.last]
+        kept = secretscan.redact_key_blocks(texts, self.key_open)
+        return "\n".join(PREFIX + (line if line == secretscan.REDACTED else body_line(raw))
+                          for line, raw in zip(kept, self.last))
 
 
 def body_line(raw: bytes) -> str:

@@ -1,4 +1,5 @@
-"""What looks like a secret (design §2a): refused in pins, task titles and objectives, redacted in run output.
+"""What looks like a secret (design §2a): refused in pins, task titles and objectives, checkpoint and handoff
+bodies; redacted in run output, a private-key block whole (design §17).
 
 Text majordomus keeps is injected into model context, appended to an append-only ledger and shared
 through remotes; a secret that gets in cannot be taken back. The list errs on the side of refusing.
@@ -10,7 +11,7 @@ from majordomus.lite.lazyre import LazyRe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    pass
+    from collections.abc import Sequence
 
 _PATTERNS = (
     ("a private key", r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"),
@@ -40,3 +41,41 @@ def looks_secret(text: str) -> str | None:
         if re.search(pattern, text):
             return what
     return "a secret"
+
+
+def first_secret_line(lines: Sequence[str]) -> tuple[int, str] | None:
+    """(line number from 1, kind) of the first line of a body that looks like it carries a secret, or None.
+    One pass over the whole text decides the common case; only a body that matches is walked line by line."""
+    if not _SECRET.search("\n".join(lines)):
+        return None
+    for number, line in enumerate(lines, 1):
+        what = looks_secret(line)
+        if what is not None:
+            return number, what
+    return None
+
+
+# A PEM private-key block: `-----BEGIN … PRIVATE KEY-----` to `-----END … PRIVATE KEY-----`.
+_KEY_EDGE = LazyRe(r"-----(BEGIN|END) [A-Z0-9 ]*PRIVATE KEY-----")
+REDACTED = "[redacted]"
+
+
+def key_open_after(data: bytes, inside: bool) -> bool:
+    """Whether a private-key block is still open after `data`, given whether one was open before it: the
+    state a stream of output carries past the lines it does not keep."""
+    edges = _KEY_EDGE.findall(data.decode("latin-1"))  # the markers are ASCII: any byte maps to one character
+    return (edges[-1] == "BEGIN") if edges else inside
+
+
+def redact_key_blocks(lines: Sequence[str], inside: bool = False) -> list[str]:
+    """`lines` with every line of a private-key block, from its BEGIN line to its END line, replaced by
+    `[redacted]` — a block that began before the first line (`inside`) or never ends included."""
+    out = []
+    for line in lines:
+        edges = _KEY_EDGE.findall(line)
+        if edges:
+            inside = edges[-1] == "BEGIN"
+            out.append(REDACTED)
+        else:
+            out.append(REDACTED if inside else line)
+    return out

@@ -100,7 +100,8 @@ def test_256_mib_single_line_refused_with_bounded_memory(repo):
                             capture_output=True, timeout=120, check=False)
     code, peak_kib = map(int, result.stdout.split())
     assert code == 10
-    assert b"over 16384 bytes" in result.stderr and b"write a handoff instead" in result.stderr
+    # the size as far as a bounded read tells it (64 MiB), never the whole 256 MiB in memory
+    assert b"is over 67108864 bytes; the limit is 16384" in result.stderr and b"write a handoff instead" in result.stderr
     assert peak_kib < 200 * 1024, f"peak RSS {peak_kib} KiB"
     assert snapshot(repo) == before
 

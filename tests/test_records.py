@@ -102,10 +102,13 @@ assert len(IDENTITY_KEYS) == 13
 # design §6 step 4 and §2a as a regular expression, the oracle the hand-written matcher must agree with: after
 # indentation and an optional `-`/`*`/`+` bullet, a key whose words are joined by `_`, `-` or spaces, in any
 # case, wrapped in any Markdown emphasis or code marks, then `:`.
+# Any run of list, quote, heading and task-box markers may come first (`> 1. - [x] owner:`).
 _ORACLE = _re.compile(
-    r"^[ \t]*(?:[-*+][ \t]*)?[*_`~ \t]*(" + "|".join(r"[_\- ]+".join(key.split("_")) for key in IDENTITY_KEYS)
-    + r")[*_`~ \t]*:", _re.IGNORECASE)
+    r"^(?:[ \t\-*+•>#]|\d{1,9}[.)]|\[[ xX]?\])*[*_`~\"' \t]*("
+    + "|".join(r"[_\- ]+".join(key.split("_")) for key in IDENTITY_KEYS)
+    + r")[*_`~\"' \t]*:", _re.IGNORECASE)
 _line_parts = st.sampled_from([" ", "\t", "-", "*", "+", "_", "`", "~", ":", "repo", "id", "Repo", "ID", "task",
+                               ">", "#", "1.", "2)", "[ ]", "[x]", "\u2022", '"', "'",
                                "head", "HEAD", "worktree", "state", "changed", "files", "omitted", "x", "Next",
                                "schema", "version", " :", "kind", "profile", "owner", "branch", "timestamp"])
 

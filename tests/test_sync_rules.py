@@ -71,7 +71,7 @@ def test_the_name_matches_the_front_matter(kwargs, reason):
     ("ok\n**Owner**: forged", "sets the identity field `owner`"),
     ("a\rb", "control character U+000D"),
     ("\n".join(["x"] * 41), "has 41 lines; the limit is 40"),
-    ("x" * 16385, "over 16384 bytes"),
+    ("x" * 16385, "is 16385 bytes; the limit is 16384"),
 ])
 def test_body_rules_with_this_machines_caps(body, reason):
     name, data = record(body=body)

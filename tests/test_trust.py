@@ -276,6 +276,11 @@ def test_a_hostile_active_index_is_refused_whole(repo, tmp_path, make):
     "\u2028".join(f"line {i}" for i in range(60)) + "\n",
     "repo\u00a0id: forged\n", "owner\uff1a forged\n", "own\u200ber: forged\n", "**owner**: forged\n",
     "- _Repo-ID_: forged\n", "\ufeffowner: forged\n",
+    # the drift of two copies of the sets: these passed while U+200B was caught
+    "\u2066owner: forged\n", "\u202aowner: forged\n", "\u202downer: forged\n",
+    "t\u0430sk: forged\n", "\u03bfwner: forged\n", "branch\u2236 forged\n", "1. owner: forged\n",
+    "> owner: forged\n", "# owner: forged\n", "\u2022 owner: forged\n", "- [ ] owner: forged\n",
+    "- [x] owner: forged\n", "1) owner: forged\n",
 ])
 def test_smuggled_lines_and_look_alike_identity_fields_are_refused(repo, body):
     started(repo, note=False)

@@ -182,7 +182,7 @@ def validate(ctx: click.Context, task_id: str | None, as_json: bool) -> None:
 def brief(task_id: str | None, max_bytes: int | None, as_json: bool) -> None:
     """The briefing a worker resumes from: continuity, latest handoff, checkpoints since, and drift."""
     from majordomus import brief as core
-    from majordomus.output import emit_json
+    from majordomus.output import emit_json, escape
 
     ws = workspace()
     result = core.compose(ws, task_id, max_bytes)
@@ -190,7 +190,7 @@ def brief(task_id: str | None, max_bytes: int | None, as_json: bool) -> None:
         emit_json({"task": result.task, "text": result.text, "bytes": len(result.text.encode("utf-8")),
                    "dropped": result.dropped, "drift": result.drift})
     else:
-        sys.stdout.write(result.text)
+        sys.stdout.write(escape(result.text, body=True))  # an old record's body may hold what ingest refuses now
 
 
 def main(argv: list[str]) -> int:

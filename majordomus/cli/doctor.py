@@ -10,6 +10,7 @@ import click
 
 from majordomus.cli.common import CONTEXT, run
 from majordomus.errors import UsageError
+from majordomus.output import escape
 
 
 @click.command("doctor", context_settings=CONTEXT)
@@ -47,14 +48,14 @@ def _printer(as_json: bool) -> Any:
                 data.update(code=report.code, level=report.level, message=report.message, path=report.path,
                             hint=report.hint)
             line = json.dumps(data, ensure_ascii=False)
-        elif report.kind == "event":
-            line = f"{report.at}  event   {report.code:<16} {report.message}"
+        elif report.kind == "event":  # every stored field escaped: no event can drive the terminal
+            line = f"{report.at}  event   {escape(str(report.code)):<16} {escape(str(report.message))}"
         elif report.kind == "tick":
             line = f"{report.at}  tick    {report.tick}"
         else:
-            line = f"{report.at}  {report.kind:<7} {report.code}: {report.message}"
+            line = f"{report.at}  {report.kind:<7} {report.code}: {escape(str(report.message))}"
             if report.kind == "begins" and report.hint:
-                line += f"\n{'':22}next: {report.hint}"
+                line += f"\n{'':22}next: {escape(str(report.hint))}"
         sys.stdout.write(line + "\n")
         sys.stdout.flush()  # a watcher is read as it goes, usually through a pipe
 

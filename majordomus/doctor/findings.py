@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from majordomus.lite.text import escape
+
 OK, WARN, FAIL = "ok", "warn", "fail"
 LEVELS = (FAIL, WARN, OK)
 # Human output shows this many findings of one code, then says how many more --json holds: a store copied
@@ -60,9 +62,9 @@ def render_text(findings: list[Finding], strict: bool) -> str:
             shown[finding.code] = shown.get(finding.code, 0) + 1
             if shown[finding.code] > SHOWN_PER_CODE:
                 continue
-            lines.append(f"  {finding.code}: {finding.message}")
+            lines.append(f"  {finding.code}: {escape(finding.message)}")
             if finding.hint and level != OK:
-                lines.append(f"    next: {finding.hint}")
+                lines.append(f"    next: {escape(finding.hint)}")
         for code, number in shown.items():
             if number > SHOWN_PER_CODE:
                 lines.append(f"  {code}: … and {number - SHOWN_PER_CODE} more (see `majordomus doctor --json`)")
@@ -99,7 +101,8 @@ def render_github(findings: list[Finding], strict: bool) -> str:
         props = [f"title={_escape_property('majordomus ' + finding.code)}"]
         if finding.path:
             props.insert(0, f"file={_escape_property(finding.path)}")
-        message = finding.message + (f". Next: {finding.hint}" if finding.hint else "")
+        # GitHub's own escaping turns the newlines into %0A; every other control is escaped as everywhere
+        message = escape(finding.message + (f". Next: {finding.hint}" if finding.hint else ""), body=True)
         lines.append(f"::{command} {','.join(props)}::{_escape_data(message)}")
     lines.append("majordomus doctor: " + _summary(findings, strict))
     return "\n".join(lines) + "\n"

@@ -13,36 +13,20 @@ import os
 from majordomus.errors import MajordomusError
 from majordomus.git import run
 from majordomus.git.oid import Oid
+from majordomus.lite import text as text_rule
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
 
     from majordomus.lite.dotgit import Place
 
-_C_ESCAPES = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r", 34: '\\"', 92: "\\\\"}
-
-
-def c_quote(raw: bytes) -> str:
-    """git's C-quoted form of a path (as `core.quotePath` prints it): `"bad\\377\\376.txt"`."""
-    out = ['"']
-    for byte in raw:
-        escaped = _C_ESCAPES.get(byte)
-        if escaped is not None:
-            out.append(escaped)
-        elif byte < 0x20 or byte >= 0x7F:
-            out.append(f"\\{byte:03o}")
-        else:
-            out.append(chr(byte))
-    out.append('"')
-    return "".join(out)
-
-
 def path_text(raw: bytes) -> str:
-    """A path as text: itself when it is UTF-8, else git's C-quoted form, which every YAML reader loads."""
+    """A path as text: itself when it is UTF-8 without a control, line-break or bidi character, else git's
+    C-quoted form (`lite.text.c_quote`), which every YAML reader loads and no reader splits."""
     try:
-        return raw.decode("utf-8")
+        return text_rule.c_quote(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        return c_quote(raw)
+        return text_rule.c_quote_bytes(raw)
 
 
 def git(place: Place, *args: str, ok: tuple[int, ...] = (0,)) -> bytes:

@@ -17,6 +17,7 @@ from majordomus.hooks import copilot, gemini  # their journal keys; both import 
 from majordomus.lite import active, appendlog, dotgit, limits, statepaths
 from majordomus.lite.statepaths import state_exists
 from majordomus.lite.stdin import read_capped
+from majordomus.lite.text import escape
 
 TYPE_CHECKING = False  # annotations only: every import on this path is paid at every compaction
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ def main(argv: list[str]) -> int:
     try:
         phase, runtime, problem = _parse_argv(argv)
         if problem is not None:
-            sys.stderr.write(f"majordomus: hook compact: {problem}; nothing recorded\n")
+            sys.stderr.write(f"majordomus: hook compact: {escape(problem)}; nothing recorded\n")
             return 0
         stdin = sys.stdin.buffer if sys.stdin is not None and not sys.stdin.isatty() else None
         record(phase, runtime, stdin, dotgit.current_directory())

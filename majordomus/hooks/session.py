@@ -182,7 +182,7 @@ def build_context(session: Session, runtime: str = "claude") -> str:
     ws = session.ws
     budget = Budget.of(ws.config, runtime)
     task = session.task
-    head = "\n".join(session.problems)
+    head = "\n".join(escape(problem) for problem in session.problems)
     # Identity: its own failure domain.
     try:
         identity = read_identity(ws, task.profile if task is not None else ws.config.profile)
@@ -192,7 +192,7 @@ def build_context(session: Session, runtime: str = "claude") -> str:
     first = budget.cut(first, "[majordomus: the profile was cut to fit the context limit]")
     # Continuity and the briefing: a second failure domain, framed as work state under the profile.
     if task is None:
-        rest = NO_TASK_LINE.format(where=ws.where())
+        rest = NO_TASK_LINE.format(where=escape(ws.where()))
     else:
         room = Budget(budget.room(first) - len(FRAME.encode("utf-8")) - 2, None)
         if room.max_bytes <= 200:
@@ -205,7 +205,7 @@ def build_context(session: Session, runtime: str = "claude") -> str:
                                                .strip(), body=True)
             except Exception as exc:
                 rest = (f"majordomus: the briefing of task `{task.id}` could not be built "
-                        f"({type(exc).__name__}: {getattr(exc, 'message', exc)}). Run `majordomus brief` to "
+                        f"({type(exc).__name__}: {escape(str(getattr(exc, 'message', exc)))}). Run `majordomus brief` to "
                         "see the error, and `majordomus doctor` for what is wrong.")
     rest = Budget(max(budget.room(first), 0), None).cut(
         rest, "[majordomus: the briefing was cut to fit; run `majordomus brief` for all of it]")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import re
 
+from majordomus import secretscan
 from majordomus.errors import Refused
+from majordomus.lite import text as text_rule
 from majordomus.lite.lazyre import LazyRe
 from majordomus.lite.names import branch_slug as branch_slug  # re-exported
 from majordomus.lite.names import name_digest as name_digest
@@ -14,7 +16,7 @@ from majordomus.lite.names import record_name as record_name
 TYPE_CHECKING = False  # the hot paths read and write records: no typing at run time
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from typing import Any
+    from typing import Any, BinaryIO
 
 SCHEMA_VERSION = 1
 MAX_RECORD_BYTES = 16 << 20  # a stored record is read up to this bound (design §2a)
@@ -37,34 +39,10 @@ IDENTITY_KEYS = (
 _IDENTITY_SET = frozenset(IDENTITY_KEYS)
 
 
-# Characters a reader does not see, or sees as something else: dropped before a key is compared.
-_INVISIBLE = LazyRe("[\u00ad\u034f\u180e\u200b-\u200f\u2060-\u2064\ufeff]")
-# Markdown emphasis and code marks around a key (`**owner**:`, `_owner_:`, `` `owner`: ``).
-_EMPHASIS = "*_`~"
-
-
 def identity_field(line: str) -> tuple[str, str] | None:
-    """(field, as written) when the line's first word, after indentation and an optional `-`/`*`/`+`
-    bullet, is an identity key followed by `:`; `_`, `-` or spaces may join its words, in any case.
-
-    Read as a person or a YAML/Markdown reader would see it (design §2a): look-alikes are folded first
-    (NFKC turns a full-width colon or a no-break space into the plain one), invisible characters and
-    Markdown emphasis around the key do not hide it."""
-    if not line.isascii():
-        import unicodedata
-
-        line = _INVISIBLE.sub("", unicodedata.normalize("NFKC", line))
-    rest = line.lstrip(" \t")
-    if rest[:1] in ("-", "*", "+"):
-        rest = rest[1:].lstrip(" \t")
-    colon = rest.find(":")
-    if colon <= 0:
-        return None
-    written = rest[:colon].rstrip(" \t")
-    key = written.strip(_EMPHASIS + " \t").lower().replace("-", "_").replace(" ", "_")
-    while "__" in key:
-        key = key.replace("__", "_")
-    return (key, written) if key in _IDENTITY_SET else None
+    """(field, as written) when the line sets an identity key of design §4, as any person or YAML/Markdown
+    reader would read it: the one identity rule of `lite.text` (markers, emphasis, look-alikes)."""
+    return text_rule.identity_key(line, _IDENTITY_SET)
 
 
 class Body:
@@ -75,11 +53,13 @@ class Body:
         self.lines = lines
 
 
-def normalise(raw: bytes, *, what: str, max_lines: int | None, max_bytes: int) -> Body:
-    """Apply the body rules of design §6 steps 2–4, in order; refuse rather than repair."""
+def normalise(raw: bytes, *, what: str, max_lines: int | None, max_bytes: int,
+              more: BinaryIO | None = None) -> Body:
+    """Apply the body rules of design §6 steps 2–4, in order; refuse rather than repair. `more` is the
+    stream `raw` was read from (bounded at `max_bytes` + 1): a refusal for size reads on to say the size."""
     if len(raw) > max_bytes:
         raise Refused(
-            f"the {what} body is over {max_bytes} bytes (the limit is {max_bytes}); nothing was written",
+            f"the {what} body is {_size(raw, more)} bytes; the limit is {max_bytes} bytes; nothing was written",
             _shorter_hint(what),
         )
     try:
@@ -95,7 +75,7 @@ def normalise(raw: bytes, *, what: str, max_lines: int | None, max_bytes: int) -
         text = text[1:]
     lines = text.split("\n")
     for number, line in enumerate(lines, 1):
-        bad = _CONTROL.search(line)
+        bad = text_rule.BODY_REFUSED.search(line)
         if bad is not None:
             raise Refused(
                 f"the {what} body has a control character U+{ord(bad.group()):04X} on line {number}; "
@@ -114,12 +94,29 @@ def normalise(raw: bytes, *, what: str, max_lines: int | None, max_bytes: int) -
             _shorter_hint(what),
         )
     refuse_identity(lines, what)
+    secret = secretscan.first_secret_line(lines)
+    if secret is not None:
+        number, kind = secret
+        raise Refused(
+            f"the {what} body looks like it carries a secret ({kind}) on line {number}; nothing was written",
+            "never put secrets in a record: bodies reach the agent's context and the remote; say where the "
+            "secret lives instead",
+        )
     return Body(text=body, lines=len(lines))
 
 
-# C0 and C1 controls but tab, and the line and paragraph separators that YAML and many Markdown readers
-# split on (so that one line here can never be two lines there, design §2a).
-_CONTROL = LazyRe("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+_DRAIN_MAX = 64 << 20  # read (and drop) at most this much to measure an oversized body
+
+
+def _size(raw: bytes, more: BinaryIO | None) -> str:
+    """The body's real size in bytes, as far as a bounded read of the rest tells it."""
+    total = len(raw)
+    while more is not None and total < _DRAIN_MAX:
+        chunk = more.read(65536)
+        if not chunk:
+            return str(total)
+        total += len(chunk)
+    return str(total) if more is None else f"over {_DRAIN_MAX}"
 
 
 def _shorter_hint(what: str) -> str:
@@ -146,7 +143,7 @@ def refuse_identity(lines: list[str], what: str) -> None:
             raise Refused(
                 f"the {what} body sets the identity field `{field}` on line {number}; "
                 "identity is computed from git, never written by prose; nothing was written",
-                f"reword line {number} so it does not start with `{written}:`",
+                f"reword line {number} so it does not start with `{text_rule.escape(written)}`",
             )
 
 
@@ -159,13 +156,13 @@ def _scalar(value: Any) -> str:
         return str(value)
     # A mapping (a claim in a task record) as a JSON object: a YAML flow mapping too.
     text = json.dumps(value if isinstance(value, dict) else str(value), ensure_ascii=False)
-    if text.isascii() and "\x7f" not in text:
+    if text.isascii() and text.isprintable():  # JSON escaped the rest of C0; DEL is the one it leaves
         return text
     return str(_NOT_YAML_PRINTABLE.sub(_escape, text))
 
 
 # JSON leaves these raw, but YAML either refuses them or reads them as line breaks: escape them.
-_NOT_YAML_PRINTABLE = LazyRe("[\x7f-\x9f\u2028\u2029\ufffe\uffff\ud800-\udfff]")
+_NOT_YAML_PRINTABLE = LazyRe(f"[{text_rule.NOT_YAML_PRINTABLE}]")
 
 
 def _escape(match: re.Match[str]) -> str:

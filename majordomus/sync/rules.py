@@ -14,6 +14,7 @@ from majordomus import clock, secretscan, tasks
 from majordomus.config import Config
 from majordomus.errors import MajordomusError
 from majordomus.lite import names
+from majordomus.lite import text as text_rule
 from majordomus.store import records
 from majordomus.store.records import MAX_RECORD_BYTES as MAX_RECORD_BYTES  # one home: the record rules
 
@@ -37,6 +38,16 @@ def _text(value: Any) -> bool:
     return isinstance(value, str) and len(value) <= 4096
 
 
+def _line_field(value: Any) -> bool:
+    """A title or an owner: one line by the field grammar of design §2a."""
+    return isinstance(value, str) and text_rule.field_problem(value) is None
+
+
+def _quoted_text(value: Any) -> bool:
+    """A worktree path or a branch name as majordomus stores one: no raw control or line break (C-quoted)."""
+    return _text(value) and bool(value) and text_rule.unquoted_problem(value) is None
+
+
 def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda value: value is None or check(value)
 
@@ -48,13 +59,13 @@ _IDENTITY: dict[str, Callable[[Any], bool]] = {
     "timestamp": clock.is_iso,
     "task": names.is_task_id,
     "profile": names.is_profile_name,
-    "owner": lambda v: _text(v) and bool(v),
+    "owner": _line_field,
     "repo_id": _optional(_is_oid),
-    "worktree": lambda v: _text(v) and bool(v),
-    "branch": _optional(lambda v: _text(v) and bool(v)),
+    "worktree": _quoted_text,
+    "branch": _optional(_quoted_text),
     "head": _optional(_is_oid),
     "worktree_state": lambda v: v in ("clean", "dirty"),
-    "changed_files": lambda v: isinstance(v, list) and all(_text(p) for p in v),
+    "changed_files": lambda v: isinstance(v, list) and all(_text(p) and _quoted_text(p) for p in v),
     "changed_files_omitted": lambda v: _is_int(v, 1),
 }
 _HANDOFF: dict[str, Callable[[Any], bool]] = {
@@ -168,6 +179,14 @@ def check_task(name: str, data: bytes) -> str | None:
         return f"it names task `{task.id}`, not `{task_id}`"
     if not names.is_profile_name(task.profile):
         return "its `profile` is not a profile name"
+    for key in ("title", "owner"):
+        problem = text_rule.field_problem(getattr(task, key))
+        if problem is not None:
+            return f"its `{key}` {problem}"
+    for key in ("worktree", "branch"):
+        problem = text_rule.unquoted_problem(getattr(task, key) or "")
+        if problem is not None:
+            return f"its `{key}` {problem}"
     for key in ("title", "objective"):
         what = secretscan.looks_secret(getattr(task, key))
         if what is not None:

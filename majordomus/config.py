@@ -6,7 +6,7 @@ import json
 import os
 
 from majordomus.errors import ENVIRONMENT, MajordomusError
-from majordomus.lite import safeio
+from majordomus.lite import jsonbound, safeio
 from majordomus.lite.limits import CONFIG_MAX_BYTES, CONFIG_RELPATH, DEFAULTS, MINIMUMS, NUMBER_MAX
 
 TYPE_CHECKING = False  # every command reads the configuration: no typing, no dataclasses at run time
@@ -159,7 +159,7 @@ def _parse_yaml(raw: bytes, path: str) -> Config:
 
 def _read_cache(cache_path: str, signature: list[Any]) -> Config | None:
     try:
-        data = json.loads(safeio.read(cache_path, CONFIG_MAX_BYTES * 4))
+        data = jsonbound.loads(safeio.read(cache_path, CONFIG_MAX_BYTES * 4))
         if data["signature"] != signature:
             return None
         return Config(values=data["values"], path=signature[0], unknown_keys=data["unknown_keys"])

@@ -13,7 +13,7 @@ import re
 
 from majordomus import budget, clock, secretscan, tasks
 from majordomus.errors import EnvironmentProblem, MajordomusError, NotFound, Refused, UsageError
-from majordomus.lite import safeio
+from majordomus.lite import jsonbound, safeio
 from majordomus.store import files
 from majordomus.workspace import Workspace
 
@@ -150,7 +150,7 @@ def examine(ws: Workspace, task_id: str) -> tuple[dict[str, Any] | None, list[st
     except OSError as exc:
         return None, [f"{ws.display(path)} is unreadable: {exc.strerror}"]
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc = jsonbound.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         return None, [f"{ws.display(path)} is not valid JSON: {exc}"]
     found = [f"{ws.display(path)}: {f}" for f in _schema_findings(doc, task_id)]

@@ -14,7 +14,7 @@ import stat
 import sys
 import time
 
-from majordomus.lite import active, dotgit, limits
+from majordomus.lite import active, dotgit, jsonbound, limits
 from majordomus.lite.stdin import read_capped
 
 TYPE_CHECKING = False  # annotations only: every import on this path is paid at every compaction
@@ -55,7 +55,7 @@ def build_line(raw: bytes | None, phase: str, runtime: str, at: str) -> bytes:
         line["parseError"] = "EmptyPayload"
     else:
         try:
-            payload = json.loads(raw)
+            payload = jsonbound.loads(raw)
         except (ValueError, RecursionError) as exc:
             # Only the error's name: the payload may carry the user's prompt.
             line["parseError"] = type(exc).__name__

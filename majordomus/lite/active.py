@@ -12,7 +12,7 @@ import json
 import os
 
 from majordomus.errors import EnvironmentProblem
-from majordomus.lite import names, safeio
+from majordomus.lite import jsonbound, names, safeio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def slot(worktree: str, branch: str | None) -> str:
 def unslot(key: str) -> tuple[str, str | None] | None:
     """(worktree, branch) of a slot key, or None when the key is not one."""
     try:
-        value = json.loads(key)
+        value = jsonbound.loads(key)
     except ValueError:
         return None
     if (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)
@@ -55,7 +55,7 @@ def read(state_root: str) -> dict[str, str]:
     if data is None:
         return {}
     try:
-        index = json.loads(data)
+        index = jsonbound.loads(data)
     except (ValueError, RecursionError):
         raise CorruptIndex(path, "is not valid JSON (truncated or edited)") from None
     if not isinstance(index, dict):

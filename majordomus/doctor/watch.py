@@ -93,6 +93,7 @@ class Tail:
             self.offset = self.scanned = 0  # truncated or rewritten: everything in it is new to us
             self.mark = b""
         lines: list[bytes] = []
+        began = self.offset
         pos = max(self.offset, self.scanned)
         while True:
             chunk = os.pread(self.fd, _CHUNK, pos)
@@ -111,7 +112,7 @@ class Tail:
                 cut = nl + 1
             pos += len(chunk)
         self.scanned = pos
-        if self.offset:
+        if self.offset != began:
             self._remember()
         return lines
 

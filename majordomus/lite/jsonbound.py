@@ -46,25 +46,26 @@ class ByteOrderMark(BadJSON):
 
 
 def depth(text: str) -> int:
-    """How deep the arrays and objects of `text` nest (brackets inside strings do not count).
-
-    Cheap for the common case: with at most `MAX_DEPTH` opening brackets in all, the nesting cannot be
-    deeper, and two counts say so. Otherwise strings are cut out, the brackets kept, and the running sum
-    of +1/-1 steps taken by C-level iteration, never recursion."""
-    opening = text.count("[") + text.count("{")
-    if opening <= MAX_DEPTH:
-        return opening
+    """How deep the arrays and objects of `text` nest (brackets inside strings do not count): strings are
+    cut out, the brackets kept, and the running sum of their +1/-1 steps taken by C-level iteration —
+    linear in the size, never recursive."""
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
     if not brackets:
         return 0
-    return max(accumulate(map(_STEP.__getitem__, map(ord, brackets))))
+    return max(0, max(accumulate(map(_STEP.__getitem__, map(ord, brackets)))))
+
+
+def too_deep(text: str) -> bool:
+    """Whether `text` nests deeper than `MAX_DEPTH`; two counts answer for the common case, where there
+    are no more opening brackets in all (strings included) than the bound."""
+    return text.count("[") + text.count("{") > MAX_DEPTH and depth(text) > MAX_DEPTH
 
 
 def check(text: str) -> None:
     """Raise `BadJSON` when `text` starts with a byte-order mark or nests deeper than `MAX_DEPTH`."""
     if text[:1] == BOM:
         raise ByteOrderMark("it starts with a byte-order mark (U+FEFF); save it as UTF-8 without one", text)
-    if depth(text) > MAX_DEPTH:
+    if too_deep(text):
         raise TooDeep(f"it nests arrays or objects deeper than {MAX_DEPTH} levels", text)
 
 

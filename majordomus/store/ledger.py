@@ -23,7 +23,7 @@ _TAIL_CHUNK = 65536
 MAX_BYTES = 1 << 40  # the ledger only grows and its reads stream: no bound but a sane one
 # No event of ours comes near this (its fields are ids, paths and digests); a longer line is a torn tail or
 # not ours, and it is one dropped line, never read into memory (design §2a: memory is bounded).
-LINE_MAX = 1 << 20
+LINE_MAX = 1 << 20  # bytes of a line, its newline not counted
 # What a reader sees in place of a line over LINE_MAX: not UTF-8, so no parse makes an event of it.
 OVERLONG = b"\xff(a ledger line over the length any event has, skipped unread)\n"
 
@@ -161,10 +161,10 @@ def iter_lines(path: str, offset: int = 0) -> Iterator[bytes]:
         if offset:
             fh.seek(offset)
         while True:
-            line = fh.readline(LINE_MAX + 1)
+            line = fh.readline(LINE_MAX + 1)  # at most LINE_MAX bytes and the newline
             if not line:
                 return
-            if len(line) > LINE_MAX:
+            if len(line) > LINE_MAX and not line.endswith(b"\n"):
                 while line and not line.endswith(b"\n"):
                     line = fh.readline(_TAIL_CHUNK)
                 yield OVERLONG

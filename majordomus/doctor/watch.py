@@ -20,6 +20,7 @@ from majordomus.store import ledger, paths, records
 from majordomus.workspace import Workspace
 
 _CHUNK = 1 << 20
+_ROUND_MAX = 16 << 20  # bytes read in one round: a burst larger than this is reported over the next rounds
 _MARK = 64  # bytes before the offset remembered, to notice a ledger rewritten under the same name
 _RACY_NS = 2_000_000_000  # a directory changed this recently may change again within its mtime's granule
 
@@ -95,7 +96,8 @@ class Tail:
         lines: list[bytes] = []
         began = self.offset
         pos = max(self.offset, self.scanned)
-        while True:
+        stop = pos + _ROUND_MAX
+        while pos < stop:
             chunk = os.pread(self.fd, _CHUNK, pos)
             if not chunk:
                 break
@@ -121,7 +123,8 @@ class Tail:
             return []
         lines = self._drain()
         if self._rotated():
-            lines += self._drain()  # whatever reached the old file before it was moved away
+            while more := self._drain():  # whatever reached the old file before it was moved away
+                lines += more
             self._close()
             if self._open():
                 lines += self._drain()

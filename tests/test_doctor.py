@@ -497,3 +497,17 @@ def test_handoff_written_by_the_command_is_checked(cli, repo, store):
     code, report = doctor(cli)
     assert code == 1
     assert {"perm.file", "record.digest", "record.changed"} <= set(codes(report, "fail"))
+
+
+def test_a_record_over_the_bound_is_named_and_never_read(cli, repo):
+    from majordomus.store import records
+
+    start_task(cli)
+    path = repo / checkpoint(cli, "a note\n")
+    os.truncate(path, records.MAX_RECORD_BYTES + 1)  # sparse: a torn tail no record of ours has
+    code, report = doctor(cli)
+    assert code == 1
+    [oversize] = only(report, "record.oversize")
+    assert oversize["level"] == "fail" and path.name in oversize["message"]
+    assert "record.digest" not in codes(report)  # not hashed: not read
+    path.unlink()

@@ -184,6 +184,26 @@ def reads(seen: set[str], path: Path) -> bool:
     return str(path) in seen or str(path.parent) in seen
 
 
+def attempt(repo: Path, rel: str, kind: str, original: bytes, outside: Path, args: tuple[str, ...],
+            stdin: bytes) -> tuple[subprocess.CompletedProcess[bytes] | None, float]:
+    """One case: (its result, or None when it was still running after WAIT; how long it took). A case over
+    WAIT runs once more before it counts: a read that waits waits again, while a machine busy with other
+    work (the suite runs beside others) seldom slows the same case twice."""
+    result: subprocess.CompletedProcess[bytes] | None = None
+    took = 0.0
+    for _ in range(2):
+        shape(repo / rel, kind, original, outside)
+        began = time.monotonic()
+        try:
+            result = run_here(*args, cwd=repo, input=stdin, timeout=WAIT)
+        except TimeoutError:
+            result = None
+        took = time.monotonic() - began
+        if result is not None and took <= WAIT:
+            break
+    return result, took
+
+
 def walk(repo: Path, tmp_path: Path, rel: str, seen: dict[tuple[str, ...], set[str]]) -> tuple[int, list[str]]:
     """Every shape of `rel` × every command that reads it (and `doctor`); (cases walked, what went wrong)."""
     saved = tmp_path / "saved"
@@ -195,25 +215,22 @@ def walk(repo: Path, tmp_path: Path, rel: str, seen: dict[tuple[str, ...], set[s
         outside = tmp_path / "outside" / kind
         outside.mkdir(parents=True, exist_ok=True)
         for args, stdin in commands:
-            shape(repo / rel, kind, original, outside)
             cases += 1
-            began = time.monotonic()
-            try:
-                result = run_here(*args, cwd=repo, input=stdin, timeout=WAIT * 4)
-            except TimeoutError:
-                wrong.append(f"{rel} as {kind}: `{' '.join(args)}` still running after {WAIT * 4} s")
+            case = f"{rel} as {kind}: `{' '.join(args)}`"
+            result, took = attempt(repo, rel, kind, original, outside, args, stdin)
+            if result is None:
+                wrong.append(f"{case} still running after {WAIT} s, twice")
                 continue
-            took = time.monotonic() - began
             said = result.stderr.decode("utf-8", "replace").strip().splitlines()
             if result.returncode == 70:
-                wrong.append(f"{rel} as {kind}: `{' '.join(args)}` exit 70: {said[:1]}")
+                wrong.append(f"{case} exit 70: {said[:1]}")
             elif args[0] == "hook" and result.returncode != 0:
-                wrong.append(f"{rel} as {kind}: `{' '.join(args)}` (a hook) exit {result.returncode}")
+                wrong.append(f"{case} (a hook) exit {result.returncode}")
             elif result.returncode == 12 and not any(Path(rel).name in line or Path(rel).parent.name in line
                                                        for line in said):
-                wrong.append(f"{rel} as {kind}: `{' '.join(args)}` exit 12 without naming it: {said[:1]}")
+                wrong.append(f"{case} exit 12 without naming it: {said[:1]}")
             if took > WAIT:
-                wrong.append(f"{rel} as {kind}: `{' '.join(args)}` took {took:.1f} s")
+                wrong.append(f"{case} took {took:.1f} s, twice")
         _remove(repo / rel)
     restore(repo, saved)
     return cases, wrong
@@ -288,9 +305,9 @@ def test_a_byte_order_mark_is_refused_by_name_and_bytes_must_be_utf8():
 
 def test_depth_of_a_large_document_is_linear():
     text = "[" + ",".join(["[[1]]"] * 400_000) + "]"  # 2.4 MB, 1.2 million brackets
-    began = time.monotonic()
+    began = time.process_time()  # this process's CPU: what other processes on the machine do is not counted
     assert jsonbound.depth(text) == 3
-    assert time.monotonic() - began < WAIT
+    assert time.process_time() - began < WAIT
 
 
 # ---------------------------------------------------------------- the readers that refuse, by name

@@ -304,6 +304,22 @@ def test_a_byte_order_mark_is_refused_by_name_and_bytes_must_be_utf8():
     assert jsonbound.loads_object_line('{"a":1}  ') == {"a": 1}
 
 
+@pytest.mark.parametrize("text, valid", [
+    ('"' + '\\"' * 1_000_000 + "[" * 100, False),  # a string that never ends, made of escaped quotes
+    ('"' + "a" * 2_000_000 + "\\", False),  # ...ending on a lone backslash
+    ('["' + '\\\\' * 1_000_000 + '"' + ",[]" * 100 + "]", True),  # a million escaped backslashes
+])
+def test_a_string_that_never_ends_is_cut_out_in_one_pass(text, valid):
+    began = time.process_time()
+    assert not jsonbound.too_deep(text)
+    assert time.process_time() - began < WAIT
+    if valid:
+        assert len(jsonbound.loads(text)) == 101
+    else:
+        with pytest.raises(ValueError):
+            jsonbound.loads(text)
+
+
 def test_depth_of_a_large_document_is_linear():
     text = "[" + ",".join(["[[1]]"] * 400_000) + "]"  # 2.4 MB, 1.2 million brackets
     began = time.process_time()  # this process's CPU: what other processes on the machine do is not counted

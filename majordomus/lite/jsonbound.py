@@ -19,8 +19,11 @@ from typing import Any
 MAX_DEPTH = 64
 BOM = "\ufeff"
 
-# A JSON string: a quote, then anything but a quote or a backslash, or a backslash and any character.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A JSON string: a quote, then anything but a quote or a backslash, or a backslash and any character, up to
+# the closing quote — or to the end, unterminated. A match from every quote succeeds, so the strings are
+# cut out in one pass from left to right: a string that never ends (`"\"\"\"…`) must not make every later
+# quote start a new search to the end (quadratic). The decoder stops at such a string, as this count does.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 _DECODER = json.JSONDecoder()

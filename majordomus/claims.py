@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 
 from majordomus import clock
-from majordomus.lite import names, safeio
+from majordomus.lite import jsonbound, names, safeio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ def _load(ws: Workspace) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]
     counts as empty: claims are evidence for people, never a lock; `doctor` reports a broken file."""
     try:
         data = safeio.read_optional(_index_path(ws), INDEX_MAX_BYTES)
-        doc = json.loads(data.decode("utf-8")) if data else {}
+        doc = jsonbound.loads(data.decode("utf-8")) if data else {}
     except (ValueError, UnicodeDecodeError, OSError, safeio.EnvironmentProblem):
         return {}, []
     if not isinstance(doc, dict):

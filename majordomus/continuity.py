@@ -12,7 +12,7 @@ import os
 
 from majordomus import budget, clock, secretscan, tasks
 from majordomus.errors import EnvironmentProblem, NotFound, Refused, UsageError
-from majordomus.lite import safeio
+from majordomus.lite import jsonbound, safeio
 from majordomus.lite import text as text_rule
 from majordomus.store import files
 from majordomus.workspace import Workspace
@@ -147,7 +147,7 @@ def examine(ws: Workspace, task_id: str) -> tuple[dict[str, Any] | None, list[st
     except OSError as exc:
         return None, [f"{ws.display(path)} is unreadable: {exc.strerror}"]
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc = jsonbound.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         return None, [f"{ws.display(path)} is not valid JSON: {exc}"]
     found = [f"{ws.display(path)}: {f}" for f in _schema_findings(doc, task_id)]

@@ -157,6 +157,19 @@ def test_torn_last_ledger_line_warns(cli, repo, store):
     assert strict.exit_code == 1 and json.loads(strict.stdout)["ok"] is False
 
 
+@pytest.mark.parametrize("bad, shown", [(5, "line 2, 3, 4, 5, 6)"), (6, "line 2, 3, 4, 5, 6, …)")])
+def test_dropped_lines_are_all_counted_and_the_first_five_named(cli, repo, bad, shown):
+    """Counted, not kept: a ledger of millions of garbage lines must not hold a list of millions."""
+    start_task(cli)
+    ledger = state_dir(repo) / "ledger.jsonl"
+    good = ledger.read_bytes()
+    ledger.write_bytes(good + b"not an event\n" * bad)
+    code, report = doctor(cli)
+    assert code == 0
+    dropped = only(report, "ledger.dropped")[0]["message"]
+    assert f"{bad} torn or invalid line(s) skipped ({shown}" in dropped, dropped
+
+
 def test_edited_ledger_line_fails_chain(cli, repo, store):
     ledger = state_dir(repo) / "ledger.jsonl"
     lines = ledger.read_bytes().splitlines(keepends=True)
@@ -484,3 +497,17 @@ def test_handoff_written_by_the_command_is_checked(cli, repo, store):
     code, report = doctor(cli)
     assert code == 1
     assert {"perm.file", "record.digest", "record.changed"} <= set(codes(report, "fail"))
+
+
+def test_a_record_over_the_bound_is_named_and_never_read(cli, repo):
+    from majordomus.store import records
+
+    start_task(cli)
+    path = repo / checkpoint(cli, "a note\n")
+    os.truncate(path, records.MAX_RECORD_BYTES + 1)  # sparse: a torn tail no record of ours has
+    code, report = doctor(cli)
+    assert code == 1
+    [oversize] = only(report, "record.oversize")
+    assert oversize["level"] == "fail" and path.name in oversize["message"]
+    assert "record.digest" not in codes(report)  # not hashed: not read
+    path.unlink()

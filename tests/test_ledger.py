@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from conftest import ledger_bytes, ledger_events, start_task, state_dir
@@ -97,3 +98,63 @@ def test_verify_counts_a_torn_line_and_fails_a_missing_one(cli, repo):
     broken = cli("ledger", "--verify")
     assert broken.exit_code == 1
     assert cli("ledger", "--verify", "--json").stdout.count("seq 3") >= 1
+
+
+# ---------------------------------------------------------------- hostile lines (design §2a)
+
+
+def _sparse_torn_tail(path: Path, size: int) -> None:
+    """A final line of `size` bytes that never ended, as a sparse file: no disk used."""
+    with open(path, "ab") as fh:
+        fh.write(b'{"v":1,"seq":')
+    os.truncate(path, path.stat().st_size + size)
+
+
+def test_a_line_just_under_the_bound_is_read_and_one_over_it_is_one_dropped_line(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    ledger.append(str(path), "a", {}, "2026-01-01T00:00:00Z")
+    pad = ledger.LINE_MAX - len(b'{"v":1,"seq":2,"event":"b","x":""}')
+    with open(path, "ab") as fh:
+        fh.write(b'{"v":1,"seq":2,"event":"b","x":"' + b"y" * pad + b'"}\n')  # LINE_MAX bytes and the newline
+        fh.write(b'{"v":1,"seq":3,"event":"c","x":"' + b"y" * (pad + 1) + b'"}\n')  # one byte over
+    replayed = ledger.replay(str(path))
+    assert [e["event"] for e in replayed.events] == ["a", "b"] and replayed.dropped_lines == 1
+    assert ledger.last_event(str(path))["event"] == "b"  # the backward reader skips it the same way
+
+
+def test_a_torn_tail_of_100_mib_is_one_dropped_line_and_appends_continue(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    ledger.append(str(path), "a", {"task": "t"}, "2026-01-01T00:00:00Z")
+    _sparse_torn_tail(path, 100 << 20)
+    assert ledger.replay(str(path)).dropped_lines == 1
+    assert ledger.last_event(str(path), "t")["event"] == "a"
+    ledger.append(str(path), "b", {"task": "t"}, "2026-01-01T00:00:01Z")
+    result = ledger.verify(str(path))
+    assert result.ok and result.events == 2 and result.dropped_lines == 1
+    assert [e["seq"] for e in ledger.replay(str(path)).events] == [1, 2]
+    path.unlink()
+
+
+def test_a_deep_line_is_a_dropped_line_never_a_recursion_error(cli, repo):
+    start_task(cli)
+    with open(state_dir(repo) / "ledger.jsonl", "ab") as fh:
+        fh.write(b'{"v":1,"seq":2,"event":"x","deep":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
+    for args in (("ledger",), ("ledger", "--verify"), ("brief",)):
+        result = cli(*args)
+        assert result.exit_code == 0, (args, result)
+    verified = cli("ledger", "--verify", "--json")
+    assert json.loads(verified.stdout)["dropped_lines"] == 1
+    assert cli("checkpoint", input="after the deep line\n").exit_code == 0
+    assert [e["event"] for e in ledger.replay(str(state_dir(repo) / "ledger.jsonl")).events] == [
+        "task.start", "task.checkpoint"]
+    doctor = cli("doctor", "--json")
+    assert doctor.exit_code == 0 and "ledger.dropped" in doctor.stdout
+
+
+def test_nested_64_deep_is_an_event_and_65_deep_is_dropped(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    ok = b'{"v":1,"seq":1,"event":"a","x":' + b"[" * 63 + b"]" * 63 + b"}"  # 64 levels with the object
+    deep = b'{"v":1,"seq":2,"event":"b","x":' + b"[" * 64 + b"]" * 64 + b"}"
+    path.write_bytes(ok + b"\n" + deep + b"\n")
+    replayed = ledger.replay(str(path))
+    assert [e["event"] for e in replayed.events] == ["a"] and replayed.dropped_lines == 1

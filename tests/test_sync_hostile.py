@@ -196,3 +196,24 @@ def test_a_ref_under_a_name_that_is_no_machine_id_is_refused(cli, tmp_path, remo
     assert result.exit_code == 10
     assert "refs/majordomus/machines/Not_An_Id (origin): not a machine id" in result.stderr
     assert (state_dir(b) / "tasks" / "honest.yaml").exists()
+
+
+@pytest.mark.parametrize("bad", [20, 21, 45])
+def test_a_pull_shows_at_most_twenty_refusals_and_counts_the_rest(cli, tmp_path, remote, bad):
+    """A remote with thousands of bad entries must not print thousands of lines: 20, then a count; `--json`
+    lists every one. At 20 there is nothing to count; at 21 one more."""
+    files: dict[str, bytes | tuple[str, str]] = {"format": b"majordomus-state 2\n", "tasks/good.yaml": task("good")}
+    files.update({f"tasks/bad{i:02d}.yaml": task(f"bad{i:02d}", worktree="5") for i in range(bad)})
+    git(remote, "update-ref", MALLORY, commit_tree(remote, build_tree(remote, files, tmp_path), message="many"))
+    b = clone(tmp_path, remote, "b")
+    result = cli("sync", "pull", cwd=b)
+    assert result.exit_code == 10, result.output
+    assert f"{bad} entries refused, not imported and not shared" in result.stderr
+    shown = [line for line in result.stderr.splitlines() if line.startswith("  tasks/bad")]
+    assert len(shown) == min(bad, 20), result.stderr
+    rest = [line for line in result.stderr.splitlines() if line.startswith("  … and ")]
+    assert rest == ([] if bad <= 20 else [f"  … and {bad - 20} more; `--json` lists every one"])
+    assert sorted(p.name for p in (state_dir(b) / "tasks").iterdir()) == ["good.yaml"]
+    listed = cli("sync", "pull", "--json", cwd=b)
+    assert listed.exit_code == 10
+    assert len(json.loads(listed.stdout)["refused"]) == bad

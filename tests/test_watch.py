@@ -304,3 +304,60 @@ def test_refuses_a_state_directory_that_is_a_link(cli, repo, tmp_path):
     result = cli("watch", "--once")
     assert result.exit_code == 12 and "symbolic link" in result.stderr
     assert snapshot(repo) == before and list(real.iterdir()) == []
+
+
+# ------------------------------------------------------------------ a hostile ledger (design §2a, §2b)
+
+
+@pytest.mark.parametrize("shape", ["fifo", "directory", "link to a file", "link to /dev/zero"])
+def test_a_ledger_that_is_not_a_regular_file_is_exit_12_naming_it(cli, repo, tmp_path, shape):
+    start_task(cli)
+    path = state_dir(repo) / "ledger.jsonl"
+    saved = path.read_bytes()
+    path.unlink()
+    if shape == "fifo":
+        os.mkfifo(path)
+    elif shape == "directory":
+        path.mkdir()
+    elif shape == "link to a file":
+        (tmp_path / "elsewhere.jsonl").write_bytes(saved)
+        path.symlink_to(tmp_path / "elsewhere.jsonl")
+    else:
+        path.symlink_to("/dev/zero")
+    before = snapshot(repo)
+    for args in (("watch", "--once"), ("watch", "--once", "--json")):
+        result = cli(*args)
+        assert result.exit_code == 12, (shape, result)
+        assert "ledger.jsonl" in result.stderr and "majordomus does not read it" in result.stderr
+    assert snapshot(repo) == before
+
+
+def test_a_torn_tail_is_scanned_once_not_at_every_tick(cli, repo, monkeypatch):
+    start_task(cli)
+    w = watcher(repo)
+    ledger = state_dir(repo) / "ledger.jsonl"
+    with open(ledger, "ab") as fh:
+        fh.write(b'{"v":1,"seq":')
+    os.truncate(ledger, ledger.stat().st_size + (20 << 20))  # a 20 MiB line that never ended (sparse)
+    read: list[int] = []
+    real_pread = os.pread
+
+    def counted(fd: int, n: int, offset: int) -> bytes:
+        data = real_pread(fd, n, offset)
+        read.append(len(data))
+        return data
+
+    monkeypatch.setattr(os, "pread", counted)
+    assert w.tick() == [] and w.tick() == []  # a round reads at most 16 MiB: two rounds reach the end
+    assert 20 << 20 <= sum(read) <= 21 << 20  # the line's end was looked for once, not once per round
+    read.clear()
+    for _ in range(3):
+        assert w.tick() == []
+    assert sum(read) <= 3 * 64  # later rounds read nothing new but the mark that notices a rewrite
+    with open(ledger, "ab") as fh:
+        fh.write(b"\n")
+    checkpoint(cli, "after the tear\n")
+    read.clear()
+    assert kinds(w.tick()) == [("dropped", "ledger.dropped"), ("event", "task.checkpoint")]
+    assert sum(read) < 1 << 20  # the long line is skipped unread
+    ledger.unlink()

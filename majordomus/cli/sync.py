@@ -27,13 +27,25 @@ def _where(item: Any, remote: str) -> str:
     return escape(item.ref) if item.ref else remote
 
 
-def _refuse(refused: list[Any], remote: str) -> None:
+SHOWN_REFUSALS = 20  # a hostile remote may hold thousands of bad entries: the terminal gets the first few
+EVERY_ONE = "`--json` lists every one"
+
+
+def _refusal_lines(refused: list[Any], remote: str, prefix: str, rest: str) -> list[str]:
+    """At most SHOWN_REFUSALS lines, then one that counts the rest and says where they are."""
+    lines = [f"{prefix}{escape(r.path)} ({_where(r, remote)}): {escape(r.reason)}" for r in refused[:SHOWN_REFUSALS]]
+    if len(refused) > SHOWN_REFUSALS:
+        lines.append(f"{prefix}… and {len(refused) - SHOWN_REFUSALS} more; {rest}")
+    return lines
+
+
+def _refuse(refused: list[Any], remote: str, rest: str = EVERY_ONE) -> None:
     """Refused entries were neither imported nor shared; say which and exit 10 (after the rest was done)."""
     if not refused:
         return
     from majordomus.errors import Refused
 
-    lines = [f"  {escape(r.path)} ({_where(r, remote)}): {escape(r.reason)}" for r in refused]
+    lines = _refusal_lines(refused, remote, "  ", rest)
     raise Refused(
         f"{len(refused)} entr{'y' if len(refused) == 1 else 'ies'} refused, not imported and not shared:\n"
         + "\n".join(lines),
@@ -114,8 +126,7 @@ def pull_cmd(remote: str | None, as_json: bool) -> None:
             emit(f"nothing new from {result.remote}")
     if result.problem is not None:
         if result.refused and not as_json:
-            note("\n".join(f"refused: {escape(r.path)} ({_where(r, result.remote)}): {escape(r.reason)}"
-                           for r in result.refused))
+            note("\n".join(_refusal_lines(result.refused, result.remote, "refused: ", EVERY_ONE)))
         raise result.problem
     _refuse(result.refused, result.remote)
 
@@ -144,8 +155,8 @@ def status_cmd(remote: str | None, no_fetch: bool, as_json: bool) -> None:
     _status_lines("behind (sync pull imports)", found.behind)
     for c in found.conflicts:
         emit(f"diverged: task {c.task} changed on two machines; the {c.kept} record is newer and will be kept")
-    for r in found.refused:
-        emit(f"refused: {escape(r.path)} ({_where(r, found.remote)}): {escape(r.reason)}")
+    for line in _refusal_lines(found.refused, found.remote, "refused: ", EVERY_ONE):
+        emit(line)
     for r in found.broken:
         emit(f"unreadable: {escape(r.path)}: {escape(r.reason)}")
 

@@ -92,7 +92,8 @@ def check_ledger(ws: Workspace, scan: Scan) -> list[Finding]:
     path = ws.paths.ledger
     shown = ws.display(path)
     chain = ledger.Chain()
-    dropped: list[int] = []
+    dropped: list[int] = []  # the first few line numbers; `dropped_count` counts them all (memory stays bounded)
+    dropped_count = 0
     named: dict[str, tuple[int, str | None]] = {}
     events = 0
     try:
@@ -100,7 +101,9 @@ def check_ledger(ws: Workspace, scan: Scan) -> list[Finding]:
             obj = ledger.parse_line(line)
             if obj is None:
                 if line.strip():
-                    dropped.append(number)
+                    dropped_count += 1
+                    if len(dropped) < 5:
+                        dropped.append(number)
                 continue
             events += 1
             chain.feed(line, obj)
@@ -114,8 +117,8 @@ def check_ledger(ws: Workspace, scan: Scan) -> list[Finding]:
         return [Finding(FAIL, "ledger.unreadable", exc.message, shown, exc.hint)]
     found = []
     if dropped:
-        where = ", ".join(str(n) for n in dropped[:5]) + (", …" if len(dropped) > 5 else "")
-        found.append(Finding(WARN, "ledger.dropped", f"{shown}: {len(dropped)} torn or invalid line(s) skipped "
+        where = ", ".join(str(n) for n in dropped) + (", …" if dropped_count > len(dropped) else "")
+        found.append(Finding(WARN, "ledger.dropped", f"{shown}: {dropped_count} torn or invalid line(s) skipped "
                              f"(line {where})", shown, "a writer was killed mid-append or the file was edited; "
                              "replay skips these lines and appends continue, but the events they held are lost"))
     for brk in chain.breaks:

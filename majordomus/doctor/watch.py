@@ -14,11 +14,13 @@ from majordomus import config as config_mod
 from majordomus.doctor import checks as doctor
 from majordomus.doctor.findings import FAIL, OK, Finding
 from majordomus.doctor.scan import RECORD_DIRS
+from majordomus.lite import safeio
 from majordomus.lite.statepaths import CONFIG_RELPATH
 from majordomus.store import ledger, paths, records
 from majordomus.workspace import Workspace
 
 _CHUNK = 1 << 20
+_ROUND_MAX = 16 << 20  # bytes read in one round: a burst larger than this is reported over the next rounds
 _MARK = 64  # bytes before the offset remembered, to notice a ledger rewritten under the same name
 _RACY_NS = 2_000_000_000  # a directory changed this recently may change again within its mtime's granule
 
@@ -37,24 +39,32 @@ class Report:
 
 
 class Tail:
-    """The ledger read from an offset, like `tail -F`: only what is new; rotation and truncation survived."""
+    """The ledger read from an offset, like `tail -F`: only what is new; rotation and truncation survived.
+
+    Memory and work stay bounded whatever the ledger holds: a line is read only once it is complete and
+    at most `ledger.LINE_MAX` long (a longer one is `ledger.OVERLONG`, never read), and a torn tail is
+    scanned once — the next round looks for its end from where the last one stopped, not from its start."""
 
     def __init__(self, path: str, from_end: bool = True) -> None:
         self.path = path
         self.fd: int | None = None
-        self.offset = 0
+        self.offset = 0  # where the first line not yet reported starts
+        self.scanned = 0  # how far the search for that line's end has gone (>= offset)
         self.mark = b""
         if self._open() and from_end:
-            self.offset = os.fstat(self.fd).st_size  # type: ignore[arg-type]
+            self.offset = self.scanned = os.fstat(self.fd).st_size  # type: ignore[arg-type]
             self._remember()
 
     def _open(self) -> bool:
+        """Open the ledger; False when there is none yet. A link, a FIFO or a directory there is refused
+        (`UnsafeFile`, exit 12): watching it would watch nothing, or wait."""
         try:
-            self.fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
+            self.fd = safeio.open_regular(self.path, ledger.MAX_BYTES)
+        except FileNotFoundError:
             self.fd = None
             return False
-        self.offset, self.mark = 0, b""
+        self.offset = self.scanned = 0
+        self.mark = b""
         return True
 
     def _close(self) -> None:
@@ -79,22 +89,32 @@ class Tail:
         """Complete lines from the offset to the end; a line still being written waits for the next round."""
         assert self.fd is not None
         size = os.fstat(self.fd).st_size
-        if size < self.offset or (self.mark and os.pread(self.fd, len(self.mark), self.offset - len(self.mark))
-                                  != self.mark):
-            self.offset, self.mark = 0, b""  # truncated or rewritten: everything in it is new to us
+        if size < self.scanned or (self.mark and os.pread(self.fd, len(self.mark), self.offset - len(self.mark))
+                                   != self.mark):
+            self.offset = self.scanned = 0  # truncated or rewritten: everything in it is new to us
+            self.mark = b""
         lines: list[bytes] = []
-        pending = b""
-        while True:
-            chunk = os.pread(self.fd, _CHUNK, self.offset + len(pending))
+        began = self.offset
+        pos = max(self.offset, self.scanned)
+        stop = pos + _ROUND_MAX
+        while pos < stop:
+            chunk = os.pread(self.fd, _CHUNK, pos)
             if not chunk:
                 break
-            pending += chunk
-            cut = pending.rfind(b"\n")
-            if cut >= 0:
-                lines.extend(pending[: cut + 1].splitlines())
-                self.offset += cut + 1
-                pending = pending[cut + 1 :]
-        if self.offset:
+            cut = 0
+            while (nl := chunk.find(b"\n", cut)) >= 0:
+                end = pos + nl
+                if end - self.offset > ledger.LINE_MAX:
+                    lines.append(ledger.OVERLONG)
+                elif self.offset >= pos:
+                    lines.append(chunk[self.offset - pos:nl])
+                else:  # the line began in an earlier chunk (or round)
+                    lines.append(os.pread(self.fd, end - self.offset, self.offset))
+                self.offset = end + 1
+                cut = nl + 1
+            pos += len(chunk)
+        self.scanned = pos
+        if self.offset != began:
             self._remember()
         return lines
 
@@ -103,7 +123,8 @@ class Tail:
             return []
         lines = self._drain()
         if self._rotated():
-            lines += self._drain()  # whatever reached the old file before it was moved away
+            while more := self._drain():  # whatever reached the old file before it was moved away
+                lines += more
             self._close()
             if self._open():
                 lines += self._drain()

@@ -14,7 +14,7 @@ import sys
 
 from majordomus import clock
 from majordomus.hooks import copilot, gemini  # their journal keys; both import nothing but json
-from majordomus.lite import active, appendlog, dotgit, limits, statepaths
+from majordomus.lite import active, appendlog, dotgit, jsonbound, limits, statepaths
 from majordomus.lite.statepaths import state_exists
 from majordomus.lite.stdin import read_capped
 from majordomus.lite.text import escape
@@ -60,7 +60,7 @@ def build_line(raw: bytes | None, phase: str, runtime: str, at: str) -> bytes:
         line["parseError"] = "EmptyPayload"
     else:
         try:
-            payload = json.loads(raw)
+            payload = jsonbound.loads(raw)
         except (ValueError, RecursionError) as exc:
             # Only the error's name: the payload may carry the user's prompt.
             line["parseError"] = type(exc).__name__

@@ -15,7 +15,7 @@ import stat
 from typing import Any, NamedTuple
 
 from majordomus.errors import EnvironmentProblem, Refused
-from majordomus.lite import safeio
+from majordomus.lite import jsonbound, safeio
 from majordomus.store import files, paths
 
 SETTINGS = {"claude": (".claude", "settings.json"), "codex": (".codex", "hooks.json")}
@@ -68,11 +68,11 @@ def _parse(data: bytes | None, path: str) -> dict[str, Any]:
     if data is None or not data.strip():
         return {}
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = jsonbound.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise Refused(f"{path} is not UTF-8; nothing was written", "fix the file's encoding") from exc
     except json.JSONDecodeError as exc:
-        raise Refused(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}); nothing was written",
+        raise Refused(f"{path} {jsonbound.describe(exc)}; nothing was written",
                       "fix the syntax, then run the command again") from exc
     if not isinstance(doc, dict):
         raise Refused(f"{path} must hold a JSON object; nothing was written", "fix the file, then try again")
@@ -210,7 +210,7 @@ def receipt_path(ws: Any, runtime: str, path: str) -> str:
 
 def load_receipt(ws: Any, runtime: str, path: str) -> dict[str, Any] | None:
     try:
-        data = json.loads(safeio.read(receipt_path(ws, runtime, path), SETTINGS_MAX_BYTES * 2 + 4096))
+        data = jsonbound.loads(safeio.read(receipt_path(ws, runtime, path), SETTINGS_MAX_BYTES * 2 + 4096))
     except (OSError, ValueError, safeio.UnsafeFile):
         return None
     return data if isinstance(data, dict) and data.get("path") == path else None
@@ -222,10 +222,14 @@ def save_receipt(ws: Any, runtime: str, path: str, receipt: dict[str, Any]) -> N
 
 
 def drop_receipt(ws: Any, runtime: str, path: str) -> None:
+    receipt = receipt_path(ws, runtime, path)
     try:
-        os.unlink(receipt_path(ws, runtime, path))
+        os.unlink(receipt)
     except FileNotFoundError:
         pass
+    except OSError as exc:  # a directory (or worse) where the receipt belongs
+        raise EnvironmentProblem(f"cannot remove the receipt {receipt}: {exc.strerror}",
+                                 "move it away (`majordomus doctor` lists what is wrong), then try again") from exc
 
 
 # ---------------------------------------------------------------- install / uninstall

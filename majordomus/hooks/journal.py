@@ -5,12 +5,11 @@ Writing lives in `compact`, which must stay light; this module only reads what i
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from majordomus import tasks
 from majordomus.hooks.compact import PHASES, WHITELIST
-from majordomus.lite import safeio
+from majordomus.lite import jsonbound, safeio
 
 TRIGGERS = ("manual", "auto")
 MAX_BYTES = 64 << 20  # rotation keeps each file near journal.rotate_bytes; far past it is not ours
@@ -24,7 +23,7 @@ def _lines(path: str) -> list[bytes]:
 def _event(line: bytes) -> dict[str, Any] | None:
     """A valid journal event, normalised; None for a torn or foreign line."""
     try:
-        obj = json.loads(line)
+        obj = jsonbound.loads(line)
     except ValueError:
         return None
     if not isinstance(obj, dict) or obj.get("phase") not in PHASES or obj.get("runtime") not in WHITELIST:

@@ -10,12 +10,12 @@ may be a symbolic link, and uninstall removes only the directories install creat
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, NamedTuple, Protocol
 
 from majordomus.errors import EnvironmentProblem, Refused
 from majordomus.hooks import installers
+from majordomus.lite import jsonbound
 from majordomus.store import paths
 
 
@@ -108,7 +108,7 @@ def read(target: Target, layout: Layout) -> tuple[bytes | None, dict[str, Any]]:
         return data, {}
     try:
         text = data.decode("utf-8")
-        doc = json.loads(text)
+        doc = jsonbound.loads(text)
     except ValueError as exc:  # UnicodeDecodeError included
         better = None if isinstance(exc, UnicodeDecodeError) else layout.unparsable(text, path)
         if better is not None:

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from majordomus.lite import names, safeio
+from majordomus.lite import jsonbound, names, safeio
 from majordomus.lite.limits import PROFILE_MAX_BYTES
 from majordomus.lite.stdin import read_capped
 
@@ -38,7 +38,7 @@ def read_payload(stream: BinaryIO | None) -> dict[str, Any]:
     if data is None:
         return {}
     try:
-        payload = json.loads(data)
+        payload = jsonbound.loads(data)
     except (ValueError, RecursionError):
         return {}
     return payload if isinstance(payload, dict) else {}
@@ -219,7 +219,7 @@ def _sessions_cache(ws: Any) -> str:
 def _unchanged_since(ws: Any, session_id: str | None, digest: str) -> tuple[str | None, dict[str, Any]]:
     """(when this session was last handed exactly `digest`, the remembered sessions)."""
     try:
-        seen = json.loads(safeio.read_optional(_sessions_cache(ws), 1 << 20) or b"{}")
+        seen = jsonbound.loads(safeio.read_optional(_sessions_cache(ws), 1 << 20) or b"{}")
     except (ValueError, safeio.EnvironmentProblem):
         seen = {}
     if not isinstance(seen, dict):

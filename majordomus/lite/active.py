@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from majordomus.errors import EnvironmentProblem
-from majordomus.lite import names, safeio
+from majordomus.lite import jsonbound, names, safeio
 from majordomus.lite.statepaths import StatePaths, state_exists
 
 TYPE_CHECKING = False
@@ -38,7 +38,7 @@ def slot(worktree: str, branch: str | None) -> str:
 def unslot(key: str) -> tuple[str, str | None] | None:
     """(worktree, branch) of a slot key, or None when the key is not one."""
     try:
-        value = json.loads(key)
+        value = jsonbound.loads(key)
     except ValueError:
         return None
     if (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)
@@ -57,7 +57,7 @@ def read(state_root: str) -> dict[str, str]:
     if data is None:
         return {}
     try:
-        index = json.loads(data)
+        index = jsonbound.loads(data)
     except (ValueError, RecursionError):
         raise CorruptIndex(path, "is not valid JSON (truncated or edited)") from None
     if not isinstance(index, dict):

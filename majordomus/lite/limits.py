@@ -8,10 +8,9 @@ second parser can disagree with the first.
 
 from __future__ import annotations
 
-import json
 import os
 
-from majordomus.lite import safeio
+from majordomus.lite import jsonbound, safeio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,8 +63,8 @@ def read_cache(cache_path: str, sig: list[Any]) -> tuple[dict[str, Any], list[st
     holds anything else. The cache is untrusted (design §2a): its values are checked against the types of
     `DEFAULTS`, and any doubt sends the caller to the full reader."""
     try:
-        data = json.loads(safeio.read(cache_path, CONFIG_MAX_BYTES * 4))
-    except (OSError, ValueError, RecursionError, safeio.EnvironmentProblem):
+        data = jsonbound.loads(safeio.read(cache_path, CONFIG_MAX_BYTES * 4))
+    except (OSError, ValueError, safeio.EnvironmentProblem):
         return None
     if not isinstance(data, dict) or data.get("signature") != sig:
         return None

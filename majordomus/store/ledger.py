@@ -10,7 +10,7 @@ import os
 import stat
 
 from majordomus.errors import EnvironmentProblem
-from majordomus.lite import safeio
+from majordomus.lite import jsonbound, safeio
 from majordomus.store import fault
 from majordomus.store.paths import FILE_MODE
 
@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 
 _TAIL_CHUNK = 65536
 MAX_BYTES = 1 << 40  # the ledger only grows and its reads stream: no bound but a sane one
+# No event of ours comes near this (its fields are ids, paths and digests); a longer line is a torn tail or
+# not ours, and it is one dropped line, never read into memory (design §2a: memory is bounded).
+LINE_MAX = 1 << 20  # bytes of a line, its newline not counted
+# What a reader sees in place of a line over LINE_MAX: not UTF-8, so no parse makes an event of it.
+OVERLONG = b"\xff(a ledger line over the length any event has, skipped unread)\n"
 
 
 class Replay:
@@ -54,7 +59,8 @@ def _lines_backwards(fd: int, size: int) -> Iterator[bytes]:
     """The file's lines from the last to the first (without their newlines), reading backwards.
 
     Linear in what it reads: newlines are found chunk by chunk and each line is read once, so a long
-    torn tail (a writer killed mid-line) costs one pass, never a re-join per chunk."""
+    torn tail (a writer killed mid-line) costs one pass, never a re-join per chunk; a line over LINE_MAX
+    is `OVERLONG`, never read."""
     line_end = pos = size
     while pos > 0:
         start = max(0, pos - _TAIL_CHUNK)
@@ -65,12 +71,16 @@ def _lines_backwards(fd: int, size: int) -> Iterator[bytes]:
             if nl < 0:
                 break
             line_start = start + nl + 1
-            if line_end > line_start:
+            if line_end - line_start > LINE_MAX:
+                yield OVERLONG
+            elif line_end > line_start:
                 yield (chunk[nl + 1:line_end - start] if line_end <= pos
                        else os.pread(fd, line_end - line_start, line_start))
             line_end, cut = start + nl, nl
         pos = start
-    if line_end > 0:
+    if line_end > LINE_MAX:
+        yield OVERLONG
+    elif line_end > 0:
         yield os.pread(fd, line_end, 0)
 
 
@@ -141,14 +151,25 @@ def append_many(path: str, items: list[tuple[str, dict[str, Any]]], at: str) -> 
 
 
 def iter_lines(path: str, offset: int = 0) -> Iterator[bytes]:
+    """Every line from `offset` on, streamed: memory holds one line, at most LINE_MAX bytes; a longer
+    line (a torn tail of hundreds of megabytes, say) is skipped unread and seen as `OVERLONG`."""
     try:
         fd = safeio.open_regular(path, MAX_BYTES)
     except FileNotFoundError:
         return
-    with os.fdopen(fd, "rb") as fh:
+    with os.fdopen(fd, "rb", buffering=_TAIL_CHUNK) as fh:
         if offset:
             fh.seek(offset)
-        yield from fh
+        while True:
+            line = fh.readline(LINE_MAX + 1)  # at most LINE_MAX bytes and the newline
+            if not line:
+                return
+            if len(line) > LINE_MAX and not line.endswith(b"\n"):
+                while line and not line.endswith(b"\n"):
+                    line = fh.readline(_TAIL_CHUNK)
+                yield OVERLONG
+                continue
+            yield line
 
 
 def scan(path: str, dropped: list[int]) -> Iterator[tuple[bytes, dict[str, Any]]]:
@@ -185,24 +206,14 @@ class Chain:
         self.previous_seq = obj["seq"]
 
 
-_DECODER = json.JSONDecoder()
-
-
 def parse_line(line: bytes) -> dict[str, Any] | None:
-    """The event on one ledger line, or None when the line is torn or not an event.
+    """The event on one ledger line, or None when the line is torn, too deep or not an event.
 
-    Hot in every replay: the bytes are decoded first (no encoding detection) and handed straight to the
-    decoder's scanner, skipping `json.loads`' whitespace regular expressions; a line that does not start
-    with `{` (hand-edited) takes the ordinary path."""
+    Hot in every replay: the bytes are decoded first (no encoding detection) and handed to the one
+    bounded loader's line path."""
     try:
-        text = line.decode("utf-8")
-        if text[:1] == "{":
-            obj, end = _DECODER.raw_decode(text)
-            if end != len(text) and text[end:].strip():
-                return None
-        else:
-            obj = json.loads(text)
-    except ValueError:  # UnicodeDecodeError and JSONDecodeError included
+        obj = jsonbound.loads_object_line(line.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError (too deep included)
         return None
     if isinstance(obj, dict) and isinstance(obj.get("seq"), int) and isinstance(obj.get("event"), str):
         return obj

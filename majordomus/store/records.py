@@ -7,6 +7,7 @@ import re
 
 from majordomus import secretscan
 from majordomus.errors import Refused
+from majordomus.lite import jsonbound
 from majordomus.lite import text as text_rule
 from majordomus.lite.lazyre import LazyRe
 from majordomus.lite.names import branch_slug as branch_slug  # re-exported
@@ -219,7 +220,7 @@ def _parse_flat(text: str) -> dict[str, Any]:
     current: list[Any] | None = None
     for line in text.splitlines():
         if line.startswith("- ") and current is not None:
-            current.append(json.loads(line[2:]))
+            current.append(jsonbound.loads(line[2:]))
             continue
         key, colon, value = line.partition(":")
         if not (colon and key.isascii() and key.isidentifier()):
@@ -228,7 +229,7 @@ def _parse_flat(text: str) -> dict[str, Any]:
             current = result[key] = []
         elif value[0] == " ":
             current = None
-            result[key] = json.loads(value[1:])
+            result[key] = jsonbound.loads(value[1:])
         else:
             raise ValueError(line)
     return result

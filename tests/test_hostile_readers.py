@@ -1,0 +1,401 @@
+"""design §2b, "every reader under every hostile shape": the reader matrix.
+
+Every file majordomus reads — each one a full state leaves in the state directory (ledger, active index,
+task record, checkpoint record, continuity, journal, every cache, receipts, claims), the committed `.ai/`
+(configuration, profile) and the runtime settings files (`.claude/settings.json`, `.codex/hooks.json`,
+`.mcp.json`) — is put in turn into each hostile shape (a FIFO, a directory, a link to a file, to a
+directory, to `/dev/zero`, an empty file, a byte-order mark followed by invalid UTF-8, JSON nested 100,000
+deep, a torn tail of over 100 MiB), and every command that reads files runs on it: no exit 70, no wait over
+2 s, the hooks exit 0. In this process (`run_here`): the process is not the subject here, and SIGALRM
+turns a read that blocks into a failure instead of a hang. The torn tails are sparse files (no disk
+used). What only a process shows — the resident set under a 120 MiB torn ledger tail — is at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, MAJORDOMUS, invoke_main, run_here, snapshot, state_dir
+
+from majordomus.lite import jsonbound
+
+WAIT = 2.0  # design §2b: no command waits longer on any shape
+TORN = 100 << 20  # bytes of torn tail after the last complete line ("100 MiB or more")
+DEEP = 100_000
+WITHIN_BOUNDS = 10_000  # 20 KB: under every file's size bound, so that only the nesting bound stands in the way
+PAYLOAD = (FIXTURES / "payloads" / "claude-session-start-startup.json").read_bytes()
+STOP = (FIXTURES / "payloads" / "claude-stop.json").read_bytes()
+PRE_COMPACT = (FIXTURES / "payloads" / "claude-pre-compact.json").read_bytes()
+
+SHAPES = ("fifo", "directory", "link-to-file", "link-to-directory", "link-to-dev-zero", "empty",
+          "bom-invalid-utf8", "deep-json", "deep-json-within-bounds", "torn-tail")
+
+# Every command that reads state files, readers first; (arguments, stdin). The hooks must exit 0.
+COMMANDS: tuple[tuple[tuple[str, ...], bytes], ...] = (
+    (("check",), b""),
+    (("checkpoint", "--show"), b""),
+    (("checkpoint", "--list"), b""),
+    (("brief",), b""),
+    (("doctor",), b""),
+    (("ledger",), b""),
+    (("ledger", "--verify"), b""),
+    (("context", "status"), b""),
+    (("context", "show"), b""),
+    (("context", "validate"), b""),
+    (("task", "show", "t1"), b""),
+    (("task", "list"), b""),
+    (("watch", "--once"), b""),
+    (("sync", "status", "--no-fetch"), b""),
+    (("hook", "session-start"), PAYLOAD),
+    (("hook", "stop"), STOP),
+    (("hook", "compact", "--phase", "pre", "--runtime", "claude"), PRE_COMPACT),
+    (("checkpoint",), b"a note written on a hostile state\n"),
+    (("hooks", "install", "--runtime", "claude", "--mcp"), b""),
+    (("hooks", "install", "--runtime", "codex"), b""),
+    (("hooks", "uninstall", "--runtime", "claude"), b""),  # removes the .mcp.json entry too
+    (("hooks", "uninstall", "--runtime", "codex"), b""),
+)
+
+# What the walk puts in place besides the state a full session leaves (their names are all in the registry).
+TREES = (".ai", ".claude", ".codex", ".mcp.json")
+
+# Which command reads which file is observed, not listed by hand: the audit events of every open and every
+# directory listing made while a command runs on the whole state. A file a command starts to read joins
+# its row of the matrix by itself.
+_SEEN: list[set[str]] = []
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if _SEEN and event in ("open", "os.listdir", "os.scandir") and args and isinstance(args[0], (str, bytes)):
+        _SEEN[-1].add(os.path.abspath(os.fsdecode(args[0])))
+
+
+sys.addaudithook(_audit)
+
+
+def mj(repo: Path, *args: str, input: bytes = b"") -> None:
+    result = invoke_main(["-C", str(repo), *args], input=input)
+    assert result.exit_code == 0, (args, result)
+
+
+def full_state(repo: Path) -> None:
+    """Every file a working session leaves: configuration, profile, task, checkpoint, pin, journal, the
+    caches, installed hooks (settings files and their receipts)."""
+    mj(repo, "init")
+    (repo / ".ai" / "profiles" / "default.md").write_text("# Profile: default\nYou are careful.\n")
+    mj(repo, "task", "start", "t1", "--objective", "Walk every reader")
+    mj(repo, "checkpoint", input=b"a first note\n")
+    mj(repo, "context", "pin", "decision", "keep the parser honest")
+    mj(repo, "hook", "compact", "--phase", "pre", "--runtime", "claude", input=PRE_COMPACT)
+    mj(repo, "hooks", "install", "--runtime", "claude", "--mcp")
+    mj(repo, "hooks", "install", "--runtime", "codex")
+    mj(repo, "hook", "session-start", input=PAYLOAD)
+    mj(repo, "checkpoint", input=b"a second note\n")
+
+
+def targets(repo: Path) -> list[str]:
+    """Every regular file the state holds, and the committed and runtime files, relative to the repository."""
+    found = []
+    for tree in TREES:
+        top = repo / tree
+        paths = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+        found += [str(p.relative_to(repo)) for p in paths if p.name not in (".gitignore", ".lock")]
+    return found
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def shape(path: Path, kind: str, original: bytes, outside: Path) -> None:
+    """Put `path` into the hostile shape `kind` (whatever is there now goes)."""
+    _remove(path)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+        (path / "inside").write_bytes(original)
+    elif kind == "link-to-file":
+        (outside / "file").write_bytes(original)
+        path.symlink_to(outside / "file")
+    elif kind == "link-to-directory":
+        (outside / "dir").mkdir(exist_ok=True)
+        path.symlink_to(outside / "dir")
+    elif kind == "link-to-dev-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "bom-invalid-utf8":
+        path.write_bytes(b"\xef\xbb\xbf\xff\xfe{\"v\": \xc3\x28}\n")
+    elif kind.startswith("deep-json"):
+        levels = DEEP if kind == "deep-json" else WITHIN_BOUNDS
+        deep = b"[" * levels + b"]" * levels
+        # A line-per-record file keeps its good lines and gains a deep one; the rest become that document.
+        path.write_bytes(original + deep + b"\n" if path.suffix == ".jsonl" else deep)
+    elif kind == "torn-tail":
+        path.write_bytes(original + b'{"v":1,"seq":')
+        os.truncate(path, len(original) + TORN)  # sparse: a final line of 100 MiB that never ended
+    else:  # pragma: no cover - a typo in SHAPES
+        raise AssertionError(kind)
+
+
+def restore(repo: Path, saved: Path) -> None:
+    for tree in TREES:
+        _remove(repo / tree)
+        if (saved / tree).is_dir():
+            shutil.copytree(saved / tree, repo / tree, symlinks=True)
+        elif (saved / tree).exists():
+            shutil.copy2(saved / tree, repo / tree)
+
+
+def save(repo: Path, saved: Path) -> None:
+    for tree in TREES:
+        if (repo / tree).is_dir():
+            shutil.copytree(repo / tree, saved / tree, symlinks=True)
+        elif (repo / tree).exists():
+            shutil.copy2(repo / tree, saved / tree)
+
+
+def readers(repo: Path, saved: Path) -> dict[tuple[str, ...], set[str]]:
+    """What each command opens or lists (absolute paths) when it runs on the whole state."""
+    seen = {}
+    for args, stdin in COMMANDS:
+        restore(repo, saved)
+        _SEEN.append(set())
+        try:
+            assert run_here(*args, cwd=repo, input=stdin).returncode in (0, 1), args
+        finally:
+            seen[args] = _SEEN.pop()
+    restore(repo, saved)
+    return seen
+
+
+def reads(seen: set[str], path: Path) -> bool:
+    return str(path) in seen or str(path.parent) in seen
+
+
+def attempt(repo: Path, rel: str, kind: str, original: bytes, outside: Path, args: tuple[str, ...],
+            stdin: bytes) -> tuple[subprocess.CompletedProcess[bytes] | None, float]:
+    """One case: (its result, or None when it was still running after WAIT; how long it took). A case over
+    WAIT runs once more before it counts: a read that waits waits again, while a machine busy with other
+    work (the suite runs beside others) seldom slows the same case twice."""
+    result: subprocess.CompletedProcess[bytes] | None = None
+    took = 0.0
+    for _ in range(2):
+        shape(repo / rel, kind, original, outside)
+        began = time.monotonic()
+        try:
+            result = run_here(*args, cwd=repo, input=stdin, timeout=WAIT)
+        except TimeoutError:
+            result = None
+        took = time.monotonic() - began
+        if result is not None and took <= WAIT:
+            break
+    return result, took
+
+
+def walk(repo: Path, tmp_path: Path, rel: str, seen: dict[tuple[str, ...], set[str]]) -> tuple[int, list[str]]:
+    """Every shape of `rel` × every command that reads it (and `doctor`); (cases walked, what went wrong)."""
+    saved = tmp_path / "saved"
+    original = (saved / rel).read_bytes()
+    commands = [(args, stdin) for args, stdin in COMMANDS if args == ("doctor",) or reads(seen[args], repo / rel)]
+    cases, wrong = 0, []
+    for kind in SHAPES:
+        restore(repo, saved)
+        outside = tmp_path / "outside" / kind
+        outside.mkdir(parents=True, exist_ok=True)
+        for args, stdin in commands:
+            cases += 1
+            case = f"{rel} as {kind}: `{' '.join(args)}`"
+            result, took = attempt(repo, rel, kind, original, outside, args, stdin)
+            if result is None:
+                wrong.append(f"{case} still running after {WAIT} s, twice")
+                continue
+            said = result.stderr.decode("utf-8", "replace").strip().splitlines()
+            if result.returncode == 70:
+                wrong.append(f"{case} exit 70: {said[:1]}")
+            elif args[0] == "hook" and result.returncode != 0:
+                wrong.append(f"{case} (a hook) exit {result.returncode}")
+            elif result.returncode == 12 and not any(Path(rel).name in line or Path(rel).parent.name in line
+                                                       for line in said):
+                wrong.append(f"{case} exit 12 without naming it: {said[:1]}")
+            if took > WAIT:
+                wrong.append(f"{case} took {took:.1f} s, twice")
+        _remove(repo / rel)
+    restore(repo, saved)
+    return cases, wrong
+
+
+@pytest.fixture
+def walked(repo: Path, remote: Path) -> Path:
+    full_state(repo)
+    mj(repo, "sync", "push")  # a remote to compare with, and the files a push leaves (machine id, caches)
+    return repo
+
+
+def test_the_matrix_names_every_file_the_state_holds(walked):
+    """The walk covers what a working session leaves, so that a new kind of file joins it by itself."""
+    found = set(targets(walked))
+    state = ".ai/local/state/"
+    for rel in ("ledger.jsonl", "active.json", "tasks/t1.yaml", "context/t1/continuity.json",
+                "context/t1/compact-events.jsonl", "cache/config.json", "cache/root-commit", "cache/sessions.json",
+                "cache/checkpoints-t1.idx", "cache/sync-months.json", "claims.json", "machine-id"):
+        assert state + rel in found, rel
+    assert {".ai/config.yaml", ".ai/profiles/default.md", ".claude/settings.json", ".codex/hooks.json",
+            ".mcp.json"} <= found
+    assert any(p.startswith(state + "checkpoints/") for p in found)
+    assert sum(p.startswith(state + "hooks/") for p in found) == 3  # the receipts
+
+
+def test_every_reader_under_every_hostile_shape(walked, tmp_path):
+    """The whole matrix, each failure named; one test so that its cost is one state and one walk."""
+    save(walked, tmp_path / "saved")
+    seen = readers(walked, tmp_path / "saved")
+    cases, wrong = 0, []
+    for rel in targets(walked):
+        walked_here, found = walk(walked, tmp_path, rel, seen)
+        cases += walked_here
+        wrong += found
+    print(f"reader matrix: {cases} cases walked, {len(wrong)} wrong")
+    assert cases >= 20 * len(SHAPES) * 5
+    assert not wrong, "\n".join(wrong[:60]) + (f"\n… and {len(wrong) - 60} more" if len(wrong) > 60 else "")
+
+
+# ---------------------------------------------------------------- the one loader
+
+
+@pytest.mark.parametrize("text, depth", [
+    ("{}", 1), ("[]", 1), ("1", 0), ('"[[[["', 0), ('{"a": "]]]]", "b": [[1]]}', 3),
+    ('["\\"[[[[[", [[]]]', 3),  # an escaped quote does not end the string
+    ("[" * 64 + "]" * 64, 64), ("[" * 65 + "]" * 65, 65), ("[" * 100_000, 100_000),
+    ('"' + "[" * 100 + '"', 0), ("[" + '"x",' * 100 + "[]]", 2), ('["' + "{" * 100 + '"]', 1),
+])
+def test_depth_counts_brackets_outside_strings(text, depth):
+    assert jsonbound.depth(text) == depth
+    assert jsonbound.too_deep(text) is (depth > jsonbound.MAX_DEPTH)
+
+
+def test_64_levels_load_and_65_are_too_deep_never_a_recursion_error():
+    assert jsonbound.loads("[" * 64 + "]" * 64) == json.loads("[" * 64 + "]" * 64)
+    for text in ("[" * 65 + "]" * 65, "[" * 100_000 + "]" * 100_000, '{"a":' * 100_000, "[" * 100_000 + "}"):
+        with pytest.raises(jsonbound.TooDeep) as caught:
+            jsonbound.loads(text)
+        assert isinstance(caught.value, json.JSONDecodeError) and "deeper than 64" in str(caught.value)
+    assert jsonbound.loads(b'{"brackets": "' + b"[" * 1000 + b'"}') == {"brackets": "[" * 1000}
+
+
+def test_a_byte_order_mark_is_refused_by_name_and_bytes_must_be_utf8():
+    with pytest.raises(jsonbound.ByteOrderMark, match="byte-order mark"):
+        jsonbound.loads(b"\xef\xbb\xbf{}")
+    with pytest.raises(UnicodeDecodeError):
+        jsonbound.loads(b"\xff{}")
+    with pytest.raises(json.JSONDecodeError):
+        jsonbound.loads_object_line('{"a":1} trailing')
+    assert jsonbound.loads_object_line('{"a":1}  ') == {"a": 1}
+
+
+@pytest.mark.parametrize("text, valid", [
+    ('"' + '\\"' * 1_000_000 + "[" * 100, False),  # a string that never ends, made of escaped quotes
+    ('"' + "a" * 2_000_000 + "\\", False),  # ...ending on a lone backslash
+    ('["' + '\\\\' * 1_000_000 + '"' + ",[]" * 100 + "]", True),  # a million escaped backslashes
+])
+def test_a_string_that_never_ends_is_cut_out_in_one_pass(text, valid):
+    began = time.process_time()
+    assert not jsonbound.too_deep(text)
+    assert time.process_time() - began < WAIT
+    if valid:
+        assert len(jsonbound.loads(text)) == 101
+    else:
+        with pytest.raises(ValueError):
+            jsonbound.loads(text)
+
+
+def test_depth_of_a_large_document_is_linear():
+    text = "[" + ",".join(["[[1]]"] * 400_000) + "]"  # 2.4 MB, 1.2 million brackets
+    began = time.process_time()  # this process's CPU: what other processes on the machine do is not counted
+    assert jsonbound.depth(text) == 3
+    assert time.process_time() - began < WAIT
+
+
+# ---------------------------------------------------------------- the readers that refuse, by name
+
+
+@pytest.mark.parametrize("runtime, rel", [("claude", ".claude/settings.json"), ("codex", ".codex/hooks.json")])
+@pytest.mark.parametrize("content, said, unsaid", [
+    (b"\xef\xbb\xbf{}", "starts with a byte-order mark (U+FEFF)", "line 1, column 1"),
+    (b"\xef\xbb\xbf\xff\xfe{", "is not UTF-8", "line 1"),
+    (b"[" * 100_000 + b"]" * 100_000, "deeper than 64 levels", "RecursionError"),
+    (b'{"hooks": {"Stop": ' + b"[" * 70 + b"]" * 70 + b"}}", "deeper than 64 levels", "line"),
+])
+def test_a_settings_file_is_refused_saying_why_and_nothing_is_written(repo, runtime, rel, content, said, unsaid):
+    path = repo / rel
+    path.parent.mkdir()
+    path.write_bytes(content)
+    before = snapshot(repo)
+    for action in ("install", "uninstall"):
+        result = run_here("hooks", action, "--runtime", runtime, cwd=repo)
+        message = result.stderr.decode()
+        assert result.returncode == 10, (action, message)
+        assert rel in message and said in message and unsaid not in message, message
+        assert snapshot(repo) == before
+
+
+def test_a_deep_continuity_is_named_and_never_injected(walked):
+    path = state_dir(walked) / "context" / "t1" / "continuity.json"
+    path.write_bytes(b"[" * WITHIN_BOUNDS + b"]" * WITHIN_BOUNDS)
+    status = run_here("context", "validate", cwd=walked)
+    assert status.returncode == 1 and b"deeper than 64 levels" in status.stdout + status.stderr
+    doctor = run_here("doctor", "--json", cwd=walked)
+    assert doctor.returncode == 1 and "continuity.json" in doctor.stdout.decode()
+    hook = run_here("hook", "session-start", cwd=walked, input=PAYLOAD)
+    assert hook.returncode == 0 and b"keep the parser honest" not in hook.stdout
+
+
+def test_a_deep_journal_line_is_skipped_and_the_good_ones_kept(walked):
+    journal = state_dir(walked) / "context" / "t1" / "compact-events.jsonl"
+    good = journal.read_bytes()
+    journal.write_bytes(good + b"[" * DEEP + b"]" * DEEP + b"\n" + good)
+    status = run_here("context", "status", "--json", cwd=walked)
+    assert status.returncode == 0, status.stderr
+
+
+# ---------------------------------------------------------------- memory (a real process: its resident set)
+
+RSS_BOUND = 64 << 20  # design §2a
+_MEASURE = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], input=b"a note\\n", capture_output=True)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def peak_rss(repo: Path, *args: str) -> tuple[int, int]:
+    """(exit code, peak resident set in bytes) of `majordomus ARGS` run alone under a fresh parent."""
+    assert MAJORDOMUS
+    out = subprocess.run([sys.executable, "-c", _MEASURE, MAJORDOMUS, *args], cwd=repo, capture_output=True,
+                         check=True, timeout=60).stdout.split()
+    return int(out[0]), int(out[1]) * 1024  # ru_maxrss is in KiB on Linux
+
+
+def test_a_120_mib_torn_ledger_tail_keeps_every_reader_within_64_mib(walked):
+    ledger = state_dir(walked) / "ledger.jsonl"
+    with open(ledger, "ab") as fh:
+        fh.write(b'{"v":1,"seq":99,"event":"task.checkpoint","x":"')
+    os.truncate(ledger, ledger.stat().st_size + (120 << 20))  # sparse: no disk used
+    try:
+        for args in (("checkpoint",), ("doctor",), ("ledger", "--verify"), ("brief",), ("watch", "--once")):
+            code, rss = peak_rss(walked, *args)
+            assert code == 0, args  # the torn line is one dropped line: a warning, never a failure
+            assert rss <= RSS_BOUND, f"{args}: {rss >> 20} MiB resident"
+    finally:
+        ledger.unlink()

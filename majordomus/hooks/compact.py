@@ -15,7 +15,7 @@ import sys
 import time
 
 from majordomus.lite import active, dotgit, limits
-from majordomus.lite.stdin import read_capped
+from majordomus.lite.stdin import read_hook_payload
 
 TYPE_CHECKING = False  # annotations only: every import on this path is paid at every compaction
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def append(directory: str, line: bytes, rotate_bytes: int) -> str:
 
 def record(phase: str, runtime: str, stdin: BinaryIO | None, cwd: str) -> str | None:
     """Journal one compaction event for the task active at `cwd`; None (and nothing written) when none."""
-    raw = read_capped(stdin, STDIN_MAX)
+    raw = read_hook_payload(stdin, STDIN_MAX)
     place = dotgit.locate(cwd)
     if place is None:
         return None

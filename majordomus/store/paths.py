@@ -82,6 +82,11 @@ class StatePaths:
     def absolute(self, rel: str) -> str:
         return os.path.join(self.root, rel)
 
+    @property
+    def conversations(self) -> str:
+        """What session-start gave each agent conversation (design §12): a small, bounded cache."""
+        return os.path.join(self.root, "cache", "conversations.json")
+
 
 def of(place: Place) -> StatePaths:
     """The state paths of a located repository (`lite.dotgit` decides where the state lives)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from majordomus import budget, claims, continuity, handoff, runs, tasks
+from majordomus import budget, claims, clock, continuity, handoff, runs, tasks
 from majordomus.errors import EnvironmentProblem
 from majordomus.git import status
 from majordomus.lite import safeio
@@ -20,6 +20,7 @@ from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 
@@ -46,15 +47,39 @@ def build(ws: Workspace, task_id: str | None = None, budget_bytes: int | budget.
     return compose(ws, task_id, budget_bytes).text
 
 
+LEDGER_LOOKBACK = 4096  # ledger lines read backwards for the records it names: flat in the store's size
+
+
+def _task_events(ws: Workspace, task_id: str) -> Iterator[dict[str, Any]]:
+    """The task's ledger events, newest first, from the last `LEDGER_LOOKBACK` lines only."""
+    try:
+        fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
+    except (OSError, safeio.UnsafeFile):
+        return
+    try:
+        for number, line in enumerate(ledger._lines_backwards(fd, os.fstat(fd).st_size)):
+            if number >= LEDGER_LOOKBACK:
+                return
+            obj = ledger.parse_line(line) if line.strip() else None
+            if obj is not None and obj.get("task") == task_id:
+                yield obj
+    finally:
+        os.close(fd)
+
+
 def missing_records(ws: Workspace, task: tasks.Task) -> list[str]:
     """The records the task or the ledger names that cannot be read (deleted, replaced, unreadable): the
-    task's latest checkpoint and handoff, and the latest ones the ledger recorded here (design §9)."""
+    task's latest checkpoint and handoff, and the latest of each the ledger recorded (design §9)."""
     named: list[str] = [rel for rel in (task.checkpoint, task.handoff) if rel]
-    for event in ("task.checkpoint", "task.handoff"):
-        found = ledger.last_event(ws.paths.ledger, task.id, events=(event,))
-        rel = found.get("path") if found is not None else None
-        if isinstance(rel, str) and rel not in named:
-            named.append(rel)
+    wanted = {"task.checkpoint", "task.handoff"}
+    for event in _task_events(ws, task.id):
+        if event["event"] in wanted:
+            wanted.discard(event["event"])
+            rel = event.get("path")
+            if isinstance(rel, str) and rel not in named:
+                named.append(rel)
+            if not wanted:
+                break
     out = []
     for rel in named:
         try:
@@ -79,29 +104,24 @@ def _since_handoff_by_ledger(ws: Workspace, task: tasks.Task, latest: handoff.Re
                              found: list[handoff.Record]) -> list[handoff.Record]:
     """The checkpoints the ledger recorded here after the latest handoff, that the names' clock order
     missed (a handoff written with a clock running ahead, design §9): read backwards only until the
-    handoff's own event, so the cost follows what the briefing shows, not the store's size."""
+    handoff's own event, and never past `LEDGER_LOOKBACK` lines, so the cost never follows the store's size."""
     if latest is None:
+        return found
+    try:  # the names `handoff.recent_checkpoints` looked at begin at the handoff's second; only older ones
+        lower = clock.compact(clock.parse(str(latest.meta.get("timestamp"))))
+    except (ValueError, TypeError):
         return found
     have = {r.rel for r in found}
     later: list[str] = []
-    try:
-        fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
-    except (OSError, safeio.UnsafeFile):
-        return found
-    try:
-        for line in ledger._lines_backwards(fd, os.fstat(fd).st_size):
-            obj = ledger.parse_line(line) if line.strip() else None
-            if obj is None or obj.get("task") != task.id:
-                continue
-            if obj["event"] == "task.handoff" and obj.get("path") == latest.rel:
-                break
-            rel = obj.get("path")
-            if obj["event"] == "task.checkpoint" and isinstance(rel, str) and rel not in have:
-                later.append(rel)
-        else:
-            return found  # the handoff's event is not in this ledger (synced from elsewhere): names decide
-    finally:
-        os.close(fd)
+    for obj in _task_events(ws, task.id):
+        if obj["event"] == "task.handoff" and obj.get("path") == latest.rel:
+            break
+        rel = obj.get("path")
+        if (obj["event"] == "task.checkpoint" and isinstance(rel, str) and rel not in have
+                and os.path.basename(rel)[:16] < lower):
+            later.append(rel)
+    else:
+        return found  # the handoff's event is not in the ledger's tail (or synced from elsewhere): names decide
     extra = []
     for rel in reversed(later):  # oldest first, as the ledger recorded them
         try:

@@ -120,11 +120,11 @@ def test_a_payload_then_an_open_stdin_is_read_at_once(active):
 
 def test_a_payload_written_slowly_is_read_whole(active):
     """Bytes that keep coming (less than 1 s apart) are read on, up to the 2 s in all."""
-    from majordomus.lite.stdin import read_hook_payload
-
     import os
     import threading
     import time
+
+    from majordomus.lite.stdin import read_hook_payload
 
     read_end, write_end = os.pipe()
     data = json.dumps({"session_id": "slow", "source": "resume"}).encode()

@@ -52,6 +52,11 @@ LEDGER_LOOKBACK = 4096  # ledger lines read backwards for the records it names: 
 
 def _task_events(ws: Workspace, task_id: str) -> Iterator[dict[str, Any]]:
     """The task's ledger events, newest first, from the last `LEDGER_LOOKBACK` lines only."""
+    return (obj for obj in ledger_tail(ws) if obj.get("task") == task_id)
+
+
+def ledger_tail(ws: Workspace) -> Iterator[dict[str, Any]]:
+    """The ledger's events, newest first, from the last `LEDGER_LOOKBACK` lines only."""
     try:
         fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
     except (OSError, safeio.UnsafeFile):
@@ -61,7 +66,7 @@ def _task_events(ws: Workspace, task_id: str) -> Iterator[dict[str, Any]]:
             if number >= LEDGER_LOOKBACK:
                 return
             obj = ledger.parse_line(line) if line.strip() else None
-            if obj is not None and obj.get("task") == task_id:
+            if obj is not None:
                 yield obj
     finally:
         os.close(fd)

@@ -102,26 +102,48 @@ def test_codex_startup_work_resume_fork_compact_resume(repo: Path, tmp_path: Pat
     assert "\n".join(compacted).count("CHECKPOINT-C") == 1 and "PIN-ONE" not in compacted[-1]
 
 
+def stop(repo: Path, session_id: str) -> None:
+    done = run_here("hook", "stop", cwd=repo, input=payload("claude-stop.json", session_id=session_id))
+    assert done.returncode == 0, done.stderr
+
+
 def test_claude_startup_work_resume_fork_compact_resume(repo: Path) -> None:
     setup(repo)
+    parent_id = json.loads(payload("claude-session-start-startup.json"))["session_id"]
     parent = [hook(repo, payload("claude-session-start-startup.json"), "claude")]
     assert_once(parent, "PIN-TWO", "CHECKPOINT-B")
+    stop(repo, parent_id)
     work(repo)
     parent.append(hook(repo, payload("claude-session-start-resume.json"), "claude"))
     assert_once(parent)
-    # `--resume ID --fork-session`: `source: fork` with the parent's session id.
+    stop(repo, parent_id)  # the parent's last answer, just now
+    # `--resume ID --fork-session`: `source: fork` with the fork's new session id and no parent id (the
+    # fork's transcript is written only later); `seconds_since_last_response` traces it to the parent.
     fork = list(parent)
-    fork.append(hook(repo, payload("claude-session-start-fork.json"), "claude"))
+    fork.append(hook(repo, payload("claude-session-start-fork.json", seconds_since_last_response=0), "claude"))
     assert_once(fork)
     assert "is unchanged since" in fork[-1]
-    # A compaction gives the whole briefing again (the earlier copies are gone)…
-    compacted = [hook(repo, payload("claude-session-start-compact.json"), "claude")]
+    fork_id = json.loads(payload("claude-session-start-fork.json"))["session_id"]
+    # A compaction in the fork gives the whole briefing again (the earlier copies are gone)…
+    compacted = [hook(repo, payload("claude-session-start-compact.json", session_id=fork_id), "claude")]
     assert_once(compacted)
     assert compacted[0].startswith(PROFILE)
     # …and a resume after it only says since when it is unchanged.
-    compacted.append(hook(repo, payload("claude-session-start-resume.json"), "claude"))
+    compacted.append(hook(repo, payload("claude-session-start-resume.json", session_id=fork_id), "claude"))
     assert_once(compacted)
     assert "unchanged since" in compacted[-1]
+
+
+def test_a_claude_fork_that_cannot_be_traced_gets_the_whole_briefing(repo: Path) -> None:
+    setup(repo)
+    for sid in ("a", "b"):  # two conversations that answered in the same seconds: not guessed between
+        hook(repo, payload("claude-session-start-startup.json", session_id=sid), "claude", console=False)
+        stop(repo, sid)
+    for changes in ({"seconds_since_last_response": 0}, {"seconds_since_last_response": 3600},
+                    {"seconds_since_last_response": "0"}, {}):
+        context = hook(repo, payload("claude-session-start-fork.json", session_id=f"fork-{len(changes)}-{changes}",
+                                     **changes), "claude", console=False)
+        assert_once([context], "PIN-TWO", "CHECKPOINT-B")
 
 
 def test_startup_and_clear_give_the_whole_briefing_again(repo: Path) -> None:

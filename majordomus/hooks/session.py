@@ -325,6 +325,33 @@ def _read_head(path: Any, limit: int) -> bytes:
         os.close(fd)
 
 
+STOP_TOLERANCE_S = 2.5  # a Stop's recorded second against Claude Code's whole seconds since the response
+
+
+def stopped_ago(ws: Any, seconds: Any, memory: dict[str, Any]) -> str | None:
+    """The remembered conversation whose last answer (its `session.stop` in the ledger) came `seconds`
+    ago: how a Claude Code fork is traced to its parent. Claude Code 2.1.332 sends the fork's new session
+    id and no parent, and writes the fork's transcript only after SessionStart; what it does send is
+    `seconds_since_last_response` of the conversation forked. One match, or None (two sessions that
+    answered in the same seconds are not guessed between). The ledger's tail only, bounded."""
+    from majordomus import brief, clock
+
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < 1e9:
+        return None
+    now = clock.now()
+    found: set[str] = set()
+    seen: set[str] = set()
+    for event in brief.ledger_tail(ws):
+        sid = event.get("session_id")
+        if event.get("event") != "session.stop" or not isinstance(sid, str) or sid in seen:
+            continue
+        seen.add(sid)  # newest first: only each session's last answer counts
+        age = _age(event.get("at"), now)
+        if age is not None and abs(age - float(seconds)) <= STOP_TOLERANCE_S and sid in memory:
+            found.add(sid)
+    return found.pop() if len(found) == 1 else None
+
+
 def forked_from(transcript_path: Any) -> str | None:
     """The parent session a Codex fork names on its transcript's first line (a `session_meta` whose
     `payload.forked_from_id` is set), read bounded and as untrusted input; None otherwise."""
@@ -392,8 +419,9 @@ def give(session: Session, runtime: str, payload: dict[str, Any]) -> str:
     now = clock.now()
     at = clock.now_iso()
     parent_id = session_id
-    if source == "fork":
-        parent_id = forked_from(payload.get("transcript_path")) or session_id  # Claude Code sends the parent's id
+    if source == "fork":  # Codex names the parent in the fork's transcript; Claude Code only says when it answered
+        parent_id = (forked_from(payload.get("transcript_path"))
+                     or stopped_ago(ws, payload.get("seconds_since_last_response"), memory) or session_id)
     before = memory.get(parent_id) if parent_id else None
     before = before if isinstance(before, dict) else None
     given: Given | None = None

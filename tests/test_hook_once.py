@@ -185,3 +185,19 @@ def test_a_fork_transcript_that_is_not_json_or_huge_is_only_untrusted_input(repo
         context = hook(repo, payload("codex-session-start-fork.json", transcript_path=str(transcript),
                                      session_id=f"fork-{number}"), "codex", console=False)
         assert_once([context], "PIN-TWO", "CHECKPOINT-B")  # no parent found: the whole briefing
+
+
+def test_the_memory_is_one_small_file_of_the_latest_conversations(repo: Path) -> None:
+    from majordomus.hooks import session
+
+    setup(repo)
+    for n in range(session.CONVERSATIONS_KEPT + 8):
+        hook(repo, payload("claude-session-start-startup.json", session_id=f"s{n}"), "claude", console=False)
+    path = state_dir(repo) / "cache" / "conversations.json"
+    memory = json.loads(path.read_text())
+    assert list(memory) == [f"s{n}" for n in range(8, session.CONVERSATIONS_KEPT + 8)]
+    assert path.stat().st_size < 64 << 10 and oct(path.stat().st_mode & 0o777) == "0o600"
+    # An unreadable memory costs a whole briefing, never a missing one.
+    path.write_bytes(b"\xff not json")
+    context = hook(repo, payload("claude-session-start-resume.json", session_id="s9"), "claude", console=False)
+    assert_once([context], "PIN-TWO", "CHECKPOINT-B")

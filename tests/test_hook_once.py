@@ -83,7 +83,9 @@ def test_codex_startup_work_resume_fork_compact_resume(repo: Path, tmp_path: Pat
     with transcript.open("a") as fh:
         fh.write(json.dumps({"type": "response_item", "payload": {"type": "message"}}) + "\n")
         fh.write(json.dumps({"type": "compacted", "payload": {"message": "summary"}}) + "\n")
-        fh.write(json.dumps({"type": "turn_context", "payload": {}}) + "\n")
+        # What Codex CLI 0.171.0 writes after the compaction, before the next item.
+        for kind in ("world_state", "turn_context", "event_msg", "token_usage_record"):
+            fh.write(json.dumps({"type": kind, "payload": {"type": "thread_settings_applied"}}) + "\n")
     fork_id = json.loads(payload("codex-session-start-fork.json"))["session_id"]
     compacted = [hook(repo, payload("codex-session-start-resume.json", session_id=fork_id,
                                     transcript_path=str(transcript)), "codex"),

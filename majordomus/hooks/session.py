@@ -369,7 +369,8 @@ def forked_from(transcript_path: Any) -> str | None:
 
 def just_compacted(transcript_path: Any) -> bool:
     """Whether a Codex transcript ends with a compaction (the `resume` it sends right before `compact`):
-    its last item, context and event lines aside, is `compacted`. Read bounded from the end."""
+    of its conversation items (`response_item`) and compactions, the last is `compacted` — Codex 0.171.0
+    writes `world_state`, `turn_context` and `event_msg` lines after it. Read bounded from the end."""
     if not isinstance(transcript_path, str) or not transcript_path:
         return False
     try:
@@ -389,11 +390,10 @@ def just_compacted(transcript_path: Any) -> bool:
         try:
             item = json.loads(line)
         except (ValueError, RecursionError, UnicodeDecodeError):
-            return False
-        kind = item.get("type") if isinstance(item, dict) else None
-        if kind in ("turn_context", "event_msg"):
             continue
-        return bool(kind == "compacted")
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind in ("response_item", "compacted"):  # others (turn_context, world_state, event_msg, …) aside
+            return bool(kind == "compacted")
     return False
 
 

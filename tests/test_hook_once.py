@@ -190,14 +190,14 @@ def test_a_fork_transcript_that_is_not_json_or_huge_is_only_untrusted_input(repo
 
 
 def test_the_memory_is_one_small_file_of_the_latest_conversations(repo: Path) -> None:
-    from majordomus.hooks import session
+    from majordomus.hooks import conversations
 
     setup(repo)
-    for n in range(session.CONVERSATIONS_KEPT + 8):
+    for n in range(conversations.CONVERSATIONS_KEPT + 8):
         hook(repo, payload("claude-session-start-startup.json", session_id=f"s{n}"), "claude", console=False)
     path = state_dir(repo) / "cache" / "conversations.json"
     memory = json.loads(path.read_text())
-    assert list(memory) == [f"s{n}" for n in range(8, session.CONVERSATIONS_KEPT + 8)]
+    assert list(memory) == [f"s{n}" for n in range(8, conversations.CONVERSATIONS_KEPT + 8)]
     assert path.stat().st_size < 64 << 10 and oct(path.stat().st_mode & 0o777) == "0o600"
     # An unreadable memory costs a whole briefing, never a missing one.
     path.write_bytes(b"\xff not json")

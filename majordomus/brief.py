@@ -9,14 +9,19 @@ Pins are working memory: with `context/ID/` gone the briefing still stands on re
 
 from __future__ import annotations
 
-from majordomus import budget, claims, continuity, handoff, runs, tasks
+import os
+
+from majordomus import budget, claims, clock, continuity, handoff, runs, tasks
+from majordomus.errors import EnvironmentProblem
 from majordomus.git import status
+from majordomus.lite import safeio
 from majordomus.lite import text as text_rule
 from majordomus.store import ledger
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 
@@ -30,15 +35,113 @@ _LIST_COMMITS = 5
 
 
 class Briefing:
-    __slots__ = ("drift", "dropped", "task", "text")
+    """The briefing text, what was dropped, the drift, the records it could not read, and its parts by key
+    (`pin:…`, `record:…`, `claims`, `runs`, `drift`) with the text each shows: what a session-start update
+    compares with what it gave a conversation before (design §12)."""
 
-    def __init__(self, task: str, text: str, dropped: list[str], drift: list[str]) -> None:
+    __slots__ = ("drift", "dropped", "missing", "parts", "task", "text")
+
+    def __init__(self, task: str, text: str, dropped: list[str], drift: list[str],
+                 missing: list[str] | None = None, parts: dict[str, tuple[str, str]] | None = None) -> None:
         self.task, self.text, self.dropped, self.drift = task, text, dropped, drift
+        self.missing = missing or []
+        self.parts = parts or {}
 
 
-def build(ws: Workspace, task_id: str | None = None, budget_bytes: int | None = None) -> str:
+def build(ws: Workspace, task_id: str | None = None, budget_bytes: int | budget.Room | None = None) -> str:
     """The briefing text within `budget_bytes` (default `continuity.render_max_bytes`)."""
     return compose(ws, task_id, budget_bytes).text
+
+
+LEDGER_LOOKBACK = 4096  # ledger lines read backwards for the records it names: flat in the store's size
+
+
+def _task_events(ws: Workspace, task_id: str) -> Iterator[dict[str, Any]]:
+    """The task's ledger events, newest first, from the last `LEDGER_LOOKBACK` lines only."""
+    return (obj for obj in ledger_tail(ws) if obj.get("task") == task_id)
+
+
+def ledger_tail(ws: Workspace) -> Iterator[dict[str, Any]]:
+    """The ledger's events, newest first, from the last `LEDGER_LOOKBACK` lines only."""
+    try:
+        fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
+    except (OSError, safeio.UnsafeFile):
+        return
+    try:
+        for number, line in enumerate(ledger._lines_backwards(fd, os.fstat(fd).st_size)):
+            if number >= LEDGER_LOOKBACK:
+                return
+            obj = ledger.parse_line(line) if line.strip() else None
+            if obj is not None:
+                yield obj
+    finally:
+        os.close(fd)
+
+
+def missing_records(ws: Workspace, task: tasks.Task) -> list[str]:
+    """The records the task or the ledger names that cannot be read (deleted, replaced, unreadable): the
+    task's latest checkpoint and handoff, and the latest of each the ledger recorded (design §9)."""
+    named: list[str] = [rel for rel in (task.checkpoint, task.handoff) if rel]
+    wanted = {"task.checkpoint", "task.handoff"}
+    for event in _task_events(ws, task.id):
+        if event["event"] in wanted:
+            wanted.discard(event["event"])
+            rel = event.get("path")
+            if isinstance(rel, str) and rel not in named:
+                named.append(rel)
+            if not wanted:
+                break
+    out = []
+    for rel in named:
+        try:
+            handoff.read_record(ws, rel)
+        except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
+            out.append(rel)
+    return out
+
+
+def missing_lines(missing: list[str], task_id: str) -> str:
+    """What heads a briefing with records missing: which, and why it matters."""
+    if not missing:
+        return ""
+    names = ", ".join(missing)
+    return (f"\nMISSING RECORDS: {names} — named by the task or the ledger, but missing or unreadable. "
+            f"This briefing is not complete: work recorded there is not shown. Run `majordomus doctor`, and "
+            f"write a new checkpoint of what holds now (`majordomus checkpoint`) before trusting a resume "
+            f"of `{task_id}`.\n")
+
+
+def _since_handoff_by_ledger(ws: Workspace, task: tasks.Task, latest: handoff.Record | None,
+                             found: list[handoff.Record]) -> list[handoff.Record]:
+    """The checkpoints the ledger recorded here after the latest handoff, that the names' clock order
+    missed (a handoff written with a clock running ahead, design §9): read backwards only until the
+    handoff's own event, and never past `LEDGER_LOOKBACK` lines, so the cost never follows the store's size."""
+    if latest is None:
+        return found
+    try:  # the names `handoff.recent_checkpoints` looked at begin at the handoff's second; only older ones
+        lower = clock.compact(clock.parse(str(latest.meta.get("timestamp"))))
+    except (ValueError, TypeError):
+        return found
+    have = {r.rel for r in found}
+    later: list[str] = []
+    for obj in _task_events(ws, task.id):
+        if obj["event"] == "task.handoff" and obj.get("path") == latest.rel:
+            break
+        rel = obj.get("path")
+        if (obj["event"] == "task.checkpoint" and isinstance(rel, str) and rel not in have
+                and os.path.basename(rel)[:16] < lower):
+            later.append(rel)
+    else:
+        return found  # the handoff's event is not in the ledger's tail (or synced from elsewhere): names decide
+    extra = []
+    for rel in reversed(later):  # oldest first, as the ledger recorded them
+        try:
+            record = handoff.read_record(ws, rel)
+        except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
+            continue  # named in `missing_records` when it is the task's or the ledger's latest
+        if record.meta.get("task") == task.id:
+            extra.append(record)
+    return found + extra
 
 
 def _where(meta: dict[str, Any]) -> str:
@@ -149,24 +252,39 @@ def _continuity(ws: Workspace, task: tasks.Task) -> tuple[dict[str, Any], str | 
     return rebuilt, "No continuity file (no pins): the objective below comes from the task record."
 
 
-def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | None = None) -> Briefing:
+def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budget.Room | None = None) -> Briefing:
     task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
-    limit = ws.config.get("continuity", "render_max_bytes") if budget_bytes is None else budget_bytes
+    if budget_bytes is None:
+        room = budget.Room(ws.config.get("continuity", "render_max_bytes"))
+    else:
+        room = budget_bytes if isinstance(budget_bytes, budget.Room) else budget.Room(budget_bytes)
     doc, note = _continuity(ws, task)
     latest_handoff = handoff.previous(ws, task)
-    since, unread = handoff.recent_checkpoints(ws, task, latest_handoff, limit)  # oldest first
+    since, unread = handoff.recent_checkpoints(ws, task, latest_handoff, room.max_bytes)  # oldest first
+    since = _since_handoff_by_ledger(ws, task, latest_handoff, since)
     last = since[-1] if since else latest_handoff
+    missing = missing_records(ws, task)
+    keyed: dict[str, tuple[str, str]] = {}  # key -> (the heading an update shows it under, its text)
 
     parts: list[budget.Part] = [_title(ws, task)]
+    if missing:
+        parts.append(missing_lines(missing, task.id))
     double = claims.brief_section(task.id, task.claims)  # a double claim comes first
     if double:
         parts.append(double)
+        keyed["claims"] = ("", double)
     if note:
         parts.append(f"\n{note}\n")
     blocks, cont_order = continuity.blocks(doc, 1)
     first = len(parts)
     parts.extend(blocks)
     order = [(first + i, j) for i, j in cont_order]
+    for key, title in continuity.SECTIONS:
+        pins = doc.get(key) if key != "objective" else [{"id": "objective", "text": doc.get("objective") or ""}]
+        for pin in pins or []:
+            if pin.get("text"):
+                keyed[f"pin:{pin.get('id')}"] = (f"\n# {title}\n",
+                                                 f"- {pin['text']}\n" if key != "objective" else f"{pin['text']}\n")
 
     if latest_handoff is not None:
         m = latest_handoff.meta
@@ -174,16 +292,20 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | None 
                 f"{latest_handoff.body}\n")
         parts.append(budget.Block("", [budget.Entry(text, "the latest handoff", whole=True)]))
         handoff_unit = [(len(parts) - 1, 0)]
+        keyed[f"record:{latest_handoff.rel}"] = ("", text)
     else:
-        if task.handoff:
+        if task.handoff and task.handoff not in missing:
             parts.append(f"\nThe latest handoff record ({task.handoff}) is missing; run `majordomus doctor`.\n")
         handoff_unit = []
 
     checkpoint_label = ("oldest checkpoint", "oldest checkpoints")
     if since:
         heading = "Checkpoints since the latest handoff" if latest_handoff else "Checkpoints"
-        entries = [budget.Entry(f"\n## {esc(r.meta.get('timestamp'))} · {_where(r.meta)} · {_state(r.meta)}\n{r.body}\n",
-                                *checkpoint_label) for r in reversed(since)]
+        entries = []
+        for r in reversed(since):
+            text = f"\n## {esc(r.meta.get('timestamp'))} · {_where(r.meta)} · {_state(r.meta)}\n{r.body}\n"
+            entries.append(budget.Entry(text, *checkpoint_label))
+            keyed[f"record:{r.rel}"] = ("\n# New checkpoints, newest first\n", text)
         parts.append(budget.Block(f"\n# {heading}, newest first\n", entries))
         # Entries are shown newest first, dropped oldest first, before anything else goes.
         order = [(len(parts) - 1, j) for j in reversed(range(len(entries)))] + order
@@ -192,18 +314,22 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | None 
     parts.append("\n# Last recorded facts\n" + "\n".join(_facts(ws, task, last)) + "\n")
     moved = drift(ws, last.meta) if last is not None else []
     if moved:
-        parts.append("\n# Since the last record\n" + "\n".join(moved) + "\n")
+        section = "\n# Since the last record\n" + "\n".join(moved) + "\n"
+        parts.append(section)
+        keyed["drift"] = ("", section)
     elif last is not None:
         parts.append("- work tree here: unchanged since the last record\n")
+        keyed["drift"] = ("", "\n- work tree here: unchanged since the last record\n")
     ran = runs.brief_lines(ws, task)  # the latest run per label, and what moved since
     if ran:
-        parts.append("\n# Latest runs\n" + "\n".join(ran) + "\n")
+        section = "\n# Latest runs\n" + "\n".join(ran) + "\n"
+        parts.append(section)
+        keyed["runs"] = ("", section)
 
     def closing(labels: list[str]) -> str:
-        if labels:
-            return f"\n(dropped to fit {limit} bytes: {', '.join(labels)})\n"
-        return f"\n(complete: nothing was dropped to fit {limit} bytes)\n"
+        return budget.closing_line(room, labels, complete=not missing)
 
     # Checkpoints too old to matter were only counted (see handoff.recent_checkpoints): dropped first.
-    fitted = budget.fit(parts, order, limit, closing, already=(budget.Entry("", *checkpoint_label), unread))
-    return Briefing(task=task.id, text=fitted.text, dropped=fitted.dropped, drift=moved)
+    fitted = budget.fit(parts, order, room, closing, already=(budget.Entry("", *checkpoint_label), unread))
+    return Briefing(task=task.id, text=fitted.text, dropped=fitted.dropped, drift=moved, missing=missing,
+                    parts=keyed)

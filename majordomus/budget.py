@@ -1,9 +1,12 @@
-"""Fitting a text into a byte budget by dropping whole entries in a stated order, never by cutting one.
+"""The budget of a text: what it may take, in the units its reader counts, and how it is made to fit.
 
-The continuity render (design §8) and the briefing (design §9) are both a sequence of blocks — a heading and
-entries — that must fit `render_max_bytes`. Cutting an entry in the middle would leave a sentence that
-reads as complete and is not, so whole entries go, in the order the caller states, and a closing line
-says what went. Sizes are kept as running sums so that fitting stays linear in the number of entries.
+The continuity render (design §8), the briefing (design §9) and the session-start context (design §12) are a
+sequence of blocks — a heading and entries — that must fit `render_max_bytes` and, in an agent's context,
+the runtime's own limit: Claude Code counts UTF-16 code units, Codex estimates ceil(UTF-8 bytes / 4)
+tokens. Cutting an entry in the middle would leave a sentence that reads as complete and is not, so whole
+entries go, in the order the caller states, and one closing line — written here, so that it always names
+the limit that was applied — says what went. Sizes are kept as running sums so that fitting stays linear
+in the number of entries.
 """
 
 from __future__ import annotations
@@ -13,6 +16,97 @@ if TYPE_CHECKING:
     from typing import Callable, Union
 
     Part = Union[str, "Block"]  # a str is fixed text: never dropped
+
+
+def size(text: str) -> int:
+    """UTF-8 bytes."""
+    return len(text.encode("utf-8"))
+
+
+def utf16_units(text: str) -> int:
+    """Length as JavaScript counts it (Claude Code's `.length`): two units for a character past U+FFFF."""
+    return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def codex_tokens(text: str) -> int:
+    """Codex's estimate: ceil(UTF-8 bytes / 4). Rounded up: 4·T + 1 bytes are T + 1 tokens."""
+    return (size(text) + 3) // 4
+
+
+class Room:
+    """What a text may take: at most `max_bytes` UTF-8 bytes and, where the reader counts them (Claude
+    Code), at most `max_units` UTF-16 code units. Each is measured in its own unit, so a CJK text gets
+    as many of Claude Code's units as a Latin one (a CJK character is 3 bytes but 1 unit)."""
+
+    __slots__ = ("max_bytes", "max_units")
+
+    def __init__(self, max_bytes: int, max_units: int | None = None) -> None:
+        self.max_bytes = max_bytes
+        # A UTF-16 unit never takes fewer than one UTF-8 byte: a unit limit at or over the byte limit never binds.
+        self.max_units = max_units if max_units is not None and max_units < max_bytes else None
+
+    @classmethod
+    def codex(cls, max_bytes: int, max_tokens: int) -> Room:
+        """Codex spills more than `max_tokens` of ceil(bytes / 4): at most 4·T bytes pass whole."""
+        return cls(min(max_bytes, 4 * max_tokens))
+
+    def measure(self, text: str) -> tuple[int, int]:
+        return size(text), (utf16_units(text) if self.max_units is not None else 0)
+
+    def holds(self, nbytes: int, units: int) -> bool:
+        return nbytes <= self.max_bytes and (self.max_units is None or units <= self.max_units)
+
+    def fits(self, text: str) -> bool:
+        return self.holds(*self.measure(text))
+
+    def after(self, used: str) -> Room:
+        """The room left once `used` is placed before the rest (never below zero)."""
+        nbytes, units = self.measure(used)
+        left_units = None if self.max_units is None else max(self.max_units - units, 0)
+        return Room(max(self.max_bytes - nbytes, 0), left_units)
+
+    def describe(self) -> str:
+        """The limit as the closing line names it: the byte budget, and the runtime's units where they bind."""
+        if self.max_units is None:
+            return f"{self.max_bytes} bytes"
+        return f"{self.max_units} UTF-16 units ({self.max_bytes} bytes)"
+
+    def cut(self, text: str) -> str:
+        """The longest prefix of `text` within the room that ends on a character boundary."""
+        text = cut_to(text, self.max_bytes)
+        if self.max_units is not None and utf16_units(text) > self.max_units:
+            data = text.encode("utf-16-le", "surrogatepass")[: 2 * self.max_units]
+            text = data.decode("utf-16-le", "ignore")  # half a surrogate pair at the end is dropped
+        return text
+
+    def cut_lines(self, text: str, note: str) -> str:
+        """`text` within the room, cut at a line boundary, ending with `note` when anything went."""
+        if self.fits(text):
+            return text
+        kept: list[str] = []
+        used_b, used_u = self.measure(note)
+        for line in text.split("\n"):
+            b, u = self.measure(line + "\n")
+            if not self.holds(used_b + b, used_u + u):
+                break
+            kept.append(line)
+            used_b, used_u = used_b + b, used_u + u
+        return "\n".join(kept + [note]) if self.fits(note) else ""
+
+
+def closing_line(room: Room, dropped: list[str], complete: bool = True) -> str:
+    """The briefing's last line: what was dropped to fit `room`, or that nothing was. With `complete`
+    False (a record the task names is missing, design §9) it never says "complete"."""
+    if dropped:
+        return f"\n(dropped to fit {room.describe()}: {', '.join(dropped)})\n"
+    if complete:
+        return f"\n(complete: nothing was dropped to fit {room.describe()})\n"
+    return f"\n(incomplete: a record is missing (named at the top); nothing else was dropped to fit {room.describe()})\n"
+
+
+def render_closing(room: Room) -> Callable[[list[str]], str]:
+    """The continuity render's closing line: only when something was dropped."""
+    return lambda dropped: closing_line(room, dropped) if dropped else ""
 
 
 class Entry:
@@ -51,10 +145,6 @@ class Fitted:
         self.cut = cut  # True when even the fixed text did not fit and had to be cut at a character boundary
 
 
-def size(text: str) -> int:
-    return len(text.encode("utf-8"))
-
-
 def cut_to(text: str, budget: int) -> str:
     """The longest prefix of `text` within `budget` bytes that ends on a character boundary."""
     data = text.encode("utf-8")
@@ -81,30 +171,41 @@ class Tally:
 def fit(
     parts: list[Part],
     order: list[tuple[int, int]],
-    budget: int,
+    budget: int | Room,
     closing: Callable[[list[str]], str],
     already: tuple[Entry, int] | None = None,
 ) -> Fitted:
-    """Drop entries (`(part index, entry index)` in `order`) until the text and its closing line fit.
-    `already` counts entries the caller left out before fitting (they head the closing line)."""
+    """Drop entries (`(part index, entry index)` in `order`) until the text and its closing line fit the
+    room (an int is that many bytes), each limit in its own unit. `already` counts entries the caller left
+    out before fitting (they head the closing line)."""
+    room = budget if isinstance(budget, Room) else Room(budget)
+    measure = room.measure
     kept = [[True] * len(p.entries) if isinstance(p, Block) else [] for p in parts]
-    block_bytes = [
-        sum(size(e.text) for e in p.entries) if isinstance(p, Block) else size(p) for p in parts
-    ]
+    entry_sizes = [[measure(e.text) for e in p.entries] if isinstance(p, Block) else [] for p in parts]
+    block_b = [sum(b for b, _ in entry_sizes[i]) if isinstance(p, Block) else 0 for i, p in enumerate(parts)]
+    block_u = [sum(u for _, u in entry_sizes[i]) if isinstance(p, Block) else 0 for i, p in enumerate(parts)]
+    fixed = [measure(p) if isinstance(p, str) else measure(p.heading) for p in parts]
     kept_count = [len(p.entries) if isinstance(p, Block) else 0 for p in parts]
 
-    def part_size(i: int) -> int:
-        part = parts[i]
-        if isinstance(part, str):
-            return block_bytes[i]
-        return size(part.heading) + block_bytes[i] if kept_count[i] else 0
+    def part_size(i: int) -> tuple[int, int]:
+        if isinstance(parts[i], str):
+            return fixed[i]
+        if not kept_count[i]:
+            return 0, 0
+        return fixed[i][0] + block_b[i], fixed[i][1] + block_u[i]
 
-    total = sum(part_size(i) for i in range(len(parts)))
+    sizes = [part_size(i) for i in range(len(parts))]
+    total_b, total_u = sum(b for b, _ in sizes), sum(u for _, u in sizes)
     dropped = Tally()
     if already is not None and already[1]:
         dropped.add(*already)
+
+    def over() -> bool:
+        tail_b, tail_u = measure(closing(dropped.labels()))
+        return not room.holds(total_b + tail_b, total_u + tail_u)
+
     step = 0
-    while total + size(closing(dropped.labels())) > budget and step < len(order):
+    while step < len(order) and over():
         i, j = order[step]
         step += 1
         part = parts[i]
@@ -113,8 +214,11 @@ def fit(
         before = part_size(i)
         kept[i][j] = False
         kept_count[i] -= 1
-        block_bytes[i] -= size(part.entries[j].text)
-        total += part_size(i) - before
+        block_b[i] -= entry_sizes[i][j][0]
+        block_u[i] -= entry_sizes[i][j][1]
+        after = part_size(i)
+        total_b += after[0] - before[0]
+        total_u += after[1] - before[1]
         dropped.add(part.entries[j])
     out: list[str] = []
     for i, part in enumerate(parts):
@@ -126,12 +230,12 @@ def fit(
     labels = dropped.labels()
     tail = closing(labels)
     body = "".join(out)
-    if size(body) + size(tail) <= budget:
+    if room.fits(body + tail):
         return Fitted(text=body + tail, dropped=labels)
     # Even the fixed text is over budget (a tiny budget): cut it at a character boundary, say so, and keep
     # the closing line whole if it fits at all.
     labels.append("the end of the remaining text")
     tail = closing(labels)
-    if size(tail) > budget:
-        return Fitted(text=cut_to(tail, budget), dropped=labels, cut=True)
-    return Fitted(text=cut_to(body, budget - size(tail)) + tail, dropped=labels, cut=True)
+    if not room.fits(tail):
+        return Fitted(text=room.cut(tail), dropped=labels, cut=True)
+    return Fitted(text=room.after(tail).cut(body) + tail, dropped=labels, cut=True)

@@ -305,8 +305,7 @@ def render_doc(doc: dict[str, Any], task_id: str, budget_bytes: int) -> budget.F
     section_blocks, order = blocks(doc, 2)
     parts.extend(section_blocks)
     shifted = [(i + 1, j) for i, j in order]
-    return budget.fit(parts, shifted, budget_bytes,
-                      lambda labels: f"\n(dropped to fit {budget_bytes} bytes: {', '.join(labels)})\n" if labels else "")
+    return budget.fit(parts, shifted, budget_bytes, budget.render_closing(budget.Room(budget_bytes)))
 
 
 def render(ws: Workspace, task_id: str, budget_bytes: int) -> str:

@@ -5,7 +5,11 @@ without it; `cli/mcp.py` checks that it is installed first.
 Every tool calls the same core as the CLI (`checkpoint.write`, `handoff.write`, `continuity.pin`, …), with
 the same rules and limits: a refusal is an MCP tool error (`isError`) whose text is the CLI's message and
 hint, with the exit code the CLI would have given; nothing is written. The repository is `--repo DIR`,
-else the client's first root (a `file://` URI), else the server's working directory.
+else the client's first root (a `file://` URI), else the server's working directory — asked again for
+every request, resource reads included, so that a client whose roots change (or that is asked before it
+can answer) is never held to the server's own directory. A resource error carries the CLI's message and
+hint. A line the SDK would leave unanswered — not JSON, not a JSON-RPC message, or holding a string with a
+lone surrogate — gets a JSON-RPC error response here (`serve`), so the client is never left waiting.
 
 Tools: `checkpoint(body)`, `handoff(body)`, `brief(task)`, `task_status(task)`, `pin(kind, text)`,
 `unpin(pin_id)`, `run_record_list(task)`. The issue named the last one `run_list`; design §19 names it
@@ -15,8 +19,12 @@ a model to choose between). Resource: `majordomus://brief`, the briefing of the 
 
 from __future__ import annotations
 
+import contextvars
 import io
+import json
 import os
+import sys
+import threading
 import warnings
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -28,13 +36,13 @@ INSTALL = "pip install 'majordomus[mcp]'"
 
 try:  # the SDK's 2.x line renamed FastMCP to MCPServer; support whichever `pip install mcp` gave
     from mcp.server.mcpserver import Context
-    from mcp.server.mcpserver import MCPServer as _Server
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver import MCPServer as _ServerBase
+    from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 except ImportError:
     try:  # mcp 1.x
         from mcp.server.fastmcp import Context  # type: ignore[no-redef, attr-defined, unused-ignore]
-        from mcp.server.fastmcp import FastMCP as _Server  # type: ignore[no-redef, attr-defined, unused-ignore]
-        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef, unused-ignore]
+        from mcp.server.fastmcp import FastMCP as _ServerBase  # type: ignore[no-redef, attr-defined, unused-ignore]
+        from mcp.server.fastmcp.exceptions import ResourceError, ToolError  # type: ignore[no-redef, unused-ignore]
     except ImportError as exc:
         raise errors.EnvironmentProblem(
             f"`majordomus mcp` needs the MCP SDK, which is not installed here ({exc.name or 'mcp'} cannot be imported)",
@@ -50,32 +58,42 @@ INSTRUCTIONS = ("majordomus keeps the work state of a task in git-native records
                 "`handoff` when you stop. Records are evidence; pins are working memory.")
 
 
-def _tool_error(exc: MajordomusError) -> ToolError:
+def _message(exc: MajordomusError) -> str:
     meaning = MEANING.get(exc.code, "error")
-    return ToolError(f"{exc.render()}\n(the CLI exits {exc.code}: {meaning}; nothing was written)")
+    return f"{exc.render()}\n(the CLI exits {exc.code}: {meaning}; nothing was written)"
+
+
+def _tool_error(exc: MajordomusError) -> ToolError:
+    return ToolError(_message(exc))
+
+
+# The request a resource is read for: the SDK gives a static resource's function no context, so the
+# server's `read_resource` (which has it) leaves it here for `Place` to ask that client for its roots.
+_REQUEST: contextvars.ContextVar[Any] = contextvars.ContextVar("majordomus_mcp_request", default=None)
 
 
 class Place:
-    """Which repository the tools work in, decided once: --repo, else the client's first root, else cwd."""
+    """Which repository a request works in: --repo, else the client's first root, else cwd — resolved
+    for every request, never fixed by the first one."""
 
     def __init__(self, repo: str | None) -> None:
         self.repo = os.path.abspath(repo) if repo else None
 
     async def resolve(self, ctx: Context | None) -> str:  # type: ignore[type-arg]
-        if self.repo is None:
-            self.repo = await _first_root(ctx) or os.getcwd()
-        return self.repo
+        if self.repo is not None:
+            return self.repo
+        return await _first_root(ctx) or os.getcwd()
 
-    async def workspace(self, ctx: Context | None) -> Any:  # type: ignore[type-arg]
+    async def workspace(self, ctx: Context | None, error: Any = None) -> Any:  # type: ignore[type-arg]
         from majordomus.workspace import Workspace
 
         # Outside a repository, or a broken config: the tool's error says so, as the CLI would.
-        return _call(Workspace.open, await self.resolve(ctx))
+        return _call(Workspace.open, await self.resolve(ctx), error=error)
 
 
 async def _first_root(ctx: Context | None) -> str | None:  # type: ignore[type-arg]
     """The path of the client's first `file://` root, or None (no roots, no support, no answer in time)."""
-    if ctx is None:
+    if ctx is None or not _offers_roots(ctx):
         return None
     import anyio
 
@@ -93,11 +111,37 @@ async def _first_root(ctx: Context | None) -> str | None:  # type: ignore[type-a
     return None
 
 
-def _call(fn: Any, *args: Any) -> Any:
+def _offers_roots(ctx: Any) -> bool:
+    """Whether the client declared `roots` (a client that did not is not asked, at every request, to time out)."""
+    try:
+        params = ctx.session.client_params
+        return params is None or params.capabilities.roots is not None
+    except AttributeError:
+        return True  # an SDK that does not say: ask, bounded by ROOTS_TIMEOUT
+
+
+def _call(fn: Any, *args: Any, error: Any = None) -> Any:
     try:
         return fn(*args)
     except MajordomusError as exc:
-        raise _tool_error(exc) from exc
+        raise (error or ToolError)(_message(exc)) from exc
+
+
+class _Server(_ServerBase):  # type: ignore[misc, valid-type]
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        token = _REQUEST.set(context if context is not None else _current_context(self))
+        try:
+            return await (super().read_resource(uri, context) if context is not None else super().read_resource(uri))
+        finally:
+            _REQUEST.reset(token)
+
+
+def _current_context(server: Any) -> Any:
+    """The 1.x SDK's way to the request being served (2.x passes it to `read_resource`)."""
+    try:
+        return server.get_context()
+    except Exception:
+        return None
 
 
 def build(repo: str | None = None) -> Any:
@@ -160,18 +204,107 @@ def build(repo: str | None = None) -> Any:
     async def run_record_list(ctx: Context, task: str | None = None) -> dict[str, Any]:  # type: ignore[type-arg]
         ws = await place.workspace(ctx)
         if task is not None:
-            _call(tasks.validate_id, task)
+            _call(tasks.load, ws, task)  # an unknown task is an error, as for `brief` and `task_status`
         return {"runs": _call(lambda: list(runs.summaries(ws, task)))}
 
     @server.resource("majordomus://brief", name="brief", description="The briefing of the active task.",
                      mime_type="text/markdown")
     async def active_brief() -> str:
-        ws = await place.workspace(None)
-        return str(_call(brief_core.build, ws, None))
+        ws = await place.workspace(_REQUEST.get(), error=ResourceError)
+        return str(_call(brief_core.build, ws, None, error=ResourceError))
 
     return server
 
 
+# ---------------------------------------------------------------- the wire
+
+
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+
+
+def _lone_surrogate(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if depth > 64:
+        return False
+    if isinstance(value, dict):
+        return any(_lone_surrogate(k, depth + 1) or _lone_surrogate(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_lone_surrogate(v, depth + 1) for v in value)
+    return False
+
+
+def _error_line(request_id: Any, code: int, message: str) -> str:
+    if not (isinstance(request_id, (str, int)) and not isinstance(request_id, bool)) or _lone_surrogate(request_id):
+        request_id = None
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}},
+                      separators=(",", ":"))
+
+
+def refusal(line: str) -> str | None:
+    """The JSON-RPC error for a line the SDK would leave unanswered, or None to pass the line on."""
+    if not line.strip():
+        return None
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return _error_line(None, PARSE_ERROR, "Parse error: the line is not JSON")
+    request_id = message.get("id") if isinstance(message, dict) else None
+    if _lone_surrogate(message):
+        return _error_line(request_id, INVALID_PARAMS, "Invalid params: a string holds a lone surrogate "
+                                                       "(U+D800–U+DFFF), which UTF-8 cannot carry")
+    if (not isinstance(message, dict) or message.get("jsonrpc") != "2.0"
+            or not ("method" in message or "result" in message or "error" in message)):
+        return _error_line(request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+    return None
+
+
+class _Wire:
+    """The process's stdin and stdout as the SDK's stdio transport reads and writes them, with each
+    line checked first (`refusal`) and each reply written whole, one at a time."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self._lock = threading.Lock()
+        self._out = sys.stdout.buffer
+        self._in = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+
+    def __aiter__(self) -> Any:
+        return self._lines()
+
+    async def _lines(self) -> Any:
+        async for line in self._in:
+            reply = refusal(line)
+            if reply is None:
+                yield line
+            else:
+                await self.write(reply + "\n")
+
+    async def write(self, text: str) -> None:
+        with self._lock:
+            self._out.write(text.encode("utf-8", "replace"))
+            self._out.flush()
+
+    async def flush(self) -> None:
+        return None
+
+
 def serve(repo: str | None) -> None:
     """Serve over stdio until the client closes the connection."""
-    build(repo).run("stdio")
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server = build(repo)
+    low = server._mcp_server if hasattr(server, "_mcp_server") else server._lowlevel_server
+
+    async def main() -> None:
+        wire = _Wire()
+        async with stdio_server(stdin=wire, stdout=wire) as (read_stream, write_stream):  # type: ignore[arg-type]
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+
+    anyio.run(main)

@@ -257,3 +257,65 @@ def test_the_briefing_reads_the_tasks_own_index_and_falls_back_when_it_is_not_wh
     assert "mine 2 (imported)" in cli("brief").stdout
     Path(checkpoint.index_path(ws, "t1")).write_text("garbage\n")
     assert checkpoint.indexed_names(ws, tasks.load(ws, "t1")) is None
+
+
+# ---------------------------------------------------------------- never more than the records hold (design §9)
+
+
+def _latest_checkpoint(repo: Path) -> Path:
+    import yaml
+
+    task = yaml.safe_load((state_dir(repo) / "tasks" / "t1.yaml").read_text())
+    return state_dir(repo) / task["checkpoint"]
+
+
+def test_a_deleted_or_unreadable_latest_checkpoint_is_named_and_check_fails(cli: Any, repo: Path) -> None:
+    setup_task(cli)
+    assert cli("task", "resume", "t1").exit_code == 0
+    assert cli("checkpoint", input="CHECKPOINT-LATEST after the handoff\n").exit_code == 0  # now: fresh
+    latest = _latest_checkpoint(repo)
+    rel = str(latest.relative_to(state_dir(repo)))
+    assert run("check", cwd=repo).returncode == 0  # fresh, and every record there
+    for damage in ("delete", "garbage"):
+        if damage == "delete":
+            latest.unlink()
+        else:
+            latest.write_bytes(b"\xff\xfe not a record")
+        text = cli("brief").stdout
+        lines = text.splitlines()
+        assert lines[0].startswith("Briefing for task `t1`") and lines[2].startswith("MISSING RECORDS: " + rel)
+        assert "(complete:" not in text and text.rstrip().endswith(")")
+        assert "(incomplete: a record is missing (named at the top)" in text
+        done = run("check", cwd=repo)
+        assert done.returncode == 1, done.stderr
+        assert done.stdout == b"" and rel.encode() in done.stderr
+        assert done.stderr.startswith(b"majordomus: task `t1` names records that are missing or unreadable")
+        context = run("hook", "session-start", cwd=repo, input=b"{}")
+        assert context.returncode == 0
+        shown = json.loads(context.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "MISSING RECORDS: " + rel in shown and "(complete:" not in shown
+        latest.unlink(missing_ok=True)
+    as_json = json.loads(run("check", "--json", cwd=repo).stdout)
+    assert as_json["fresh"] is False and rel in as_json["problem"]
+
+
+def test_a_missing_handoff_is_named_too(cli: Any, repo: Path) -> None:
+    setup_task(cli)
+    handoffs = list((state_dir(repo) / "handoffs").glob("*.md"))
+    assert len(handoffs) == 1
+    handoffs[0].unlink()
+    text = cli("brief", "t1").stdout
+    assert "MISSING RECORDS: handoffs/" + handoffs[0].name in text and "(complete:" not in text
+
+
+def test_a_handoff_written_with_a_clock_ahead_never_hides_later_checkpoints(cli: Any, repo: Path) -> None:
+    with freeze_time("2026-09-03T10:00:00Z"):
+        cli("task", "start", "t1", "--objective", "Fix login")
+    with freeze_time("2026-09-03T10:30:00Z"):  # this machine's clock runs 30 minutes ahead
+        assert cli("handoff", input=BODY).exit_code == 0
+        assert cli("task", "resume", "t1").exit_code == 0
+    with freeze_time("2026-09-03T10:05:00Z"):  # the clock set right again: later in the ledger, earlier in time
+        assert cli("checkpoint", input="CHECKPOINT-AFTER the handoff, clock set back\n").exit_code == 0
+    text = cli("brief").stdout
+    assert "# Checkpoints since the latest handoff, newest first" in text
+    assert "CHECKPOINT-AFTER" in text and "(complete: nothing was dropped" in text

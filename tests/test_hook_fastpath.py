@@ -68,3 +68,76 @@ def test_session_hooks_import_nothing_heavy(active, hook_name):
     assert got == {"code": 0, "heavy": []}
     last = ledger_events(active)[-1]["event"]
     assert last == ("session.start" if hook_name == "session-start" else "session.stop")  # it did the work
+
+
+# ---------------------------------------------------------------- stdin read with a deadline (design §2a)
+
+
+@pytest.mark.parametrize("hook_args", [("session-start",), ("stop",), ("compact", "--phase", "pre", "--runtime", "codex")])
+def test_a_stdin_that_never_closes_costs_at_most_two_seconds(active, hook_args):
+    """`sleep 20 | majordomus hook …`: the writer keeps stdin open and silent; the hook goes on after 1 s of
+    quiet, exit 0."""
+    import time
+
+    writer = subprocess.Popen(["sleep", "20"], stdout=subprocess.PIPE)
+    try:
+        began = time.monotonic()
+        done = subprocess.run([MAJORDOMUS, "hook", *hook_args], cwd=active, stdin=writer.stdout,
+                              capture_output=True, timeout=15, check=False)
+        took = time.monotonic() - began
+    finally:
+        writer.kill()
+        writer.wait()
+    assert done.returncode == 0, done.stderr
+    assert took < 2.9, took
+    if hook_args[0] == "session-start":
+        assert "Briefing for task `t1`" in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_payload_then_an_open_stdin_is_read_at_once(active):
+    """One complete JSON value is enough: the hook does not wait for the end of a stream kept open."""
+    import time
+
+    payload = (FIXTURES / "payloads" / "codex-session-start-compact.json").read_bytes()
+    proc = subprocess.Popen([MAJORDOMUS, "hook", "session-start", "--runtime", "codex"], cwd=active,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        began = time.monotonic()
+        assert proc.stdin is not None
+        proc.stdin.write(payload)
+        proc.stdin.flush()  # and never closed until the hook is done
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        took = time.monotonic() - began
+    finally:
+        proc.kill()
+        proc.wait()
+    assert json.loads(out)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert took < 0.95, took  # less than the 1 s of quiet: the complete value ended the read
+    events = [e for e in ledger_events(active) if e["event"] == "session.start"]
+    assert events[-1]["source"] == "compact"
+
+
+def test_a_payload_written_slowly_is_read_whole(active):
+    """Bytes that keep coming (less than 1 s apart) are read on, up to the 2 s in all."""
+    import os
+    import threading
+    import time
+
+    from majordomus.lite.stdin import read_hook_payload
+
+    read_end, write_end = os.pipe()
+    data = json.dumps({"session_id": "slow", "source": "resume"}).encode()
+
+    def trickle() -> None:
+        for i in range(0, len(data), 8):
+            os.write(write_end, data[i:i + 8])
+            time.sleep(0.05)
+
+    writer = threading.Thread(target=trickle)
+    writer.start()
+    with os.fdopen(read_end, "rb", buffering=0) as stream:
+        got = read_hook_payload(stream, 1 << 20)
+    writer.join()
+    os.close(write_end)
+    assert got == data

@@ -217,3 +217,52 @@ def test_hooks_install_mcp_refuses_a_symlinked_mcp_json(cli, repo, tmp_path):
     result = cli("hooks", "install", "--runtime", "claude", "--mcp")
     assert result.exit_code == 12 and ".mcp.json is a symbolic link" in result.stderr
     assert target.read_text() == "{}" and snapshot(repo) == before  # the hooks were not installed either
+
+
+def test_without_repo_every_request_asks_the_clients_roots_resource_reads_included(cli, repo, tmp_path):
+    """Reading the resource first must not fix the workspace to the server's own directory (design §19)."""
+    assert cli("task", "start", "t1").exit_code == 0
+    assert cli("checkpoint", input="ROOTS-NOTE from the client's root\n").exit_code == 0
+    seen: dict[str, Any] = {}
+
+    async def body(s: Any) -> None:
+        seen["resource"] = await s.read_resource("majordomus://brief")
+        seen["status"] = await s.call_tool("task_status", {})
+        seen["runs"] = await s.call_tool("run_record_list", {"task": "nope"})
+        seen["runs_of_t1"] = await s.call_tool("run_record_list", {"task": "t1"})
+
+    session(["mcp"], tmp_path, body, roots=[str(repo)])  # stdio (roots need its back-channel); cwd: no repository
+    assert "ROOTS-NOTE" in seen["resource"].contents[0].text
+    assert not is_error(seen["status"]) and json.loads(text(seen["status"]))["worktree"] == str(repo)
+    # An unknown task is an error, as `brief` and `task_status` call it — not an empty list.
+    assert is_error(seen["runs"]) and "no task `nope`" in text(seen["runs"]), text(seen["runs"])
+    assert not is_error(seen["runs_of_t1"]) and json.loads(text(seen["runs_of_t1"])) == {"runs": []}
+
+
+def test_a_resource_error_carries_the_clis_message_and_hint(tmp_path):
+    seen: dict[str, Any] = {}
+
+    async def body(s: Any) -> None:
+        try:
+            await s.read_resource("majordomus://brief")
+        except Exception as exc:  # the SDK raises the JSON-RPC error
+            seen["error"] = str(exc)
+
+    session(["mcp"], tmp_path, body, in_process=True)  # no roots, no repository
+    assert "not inside a git work tree" in seen["error"] and "hint: " in seen["error"], seen
+    assert "the CLI exits 12" in seen["error"]
+
+
+def test_malformed_json_rpc_and_lone_surrogates_get_an_error_response(repo):
+    """Each line the SDK would leave unanswered gets a JSON-RPC error, over the real stdio transport."""
+    import subprocess
+
+    lines = [b"{not json", b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pin",'
+             b'"arguments":{"kind":"decision","text":"a\\ud800b"}}}', b"[1, 2]", b'{"jsonrpc":"2.0","id":9}']
+    done = subprocess.run([MAJORDOMUS, "mcp", "--repo", str(repo)], input=b"\n".join(lines) + b"\n",
+                          capture_output=True, timeout=60, check=False)
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["id"], r["error"]["code"]) for r in replies] == [(None, -32700), (7, -32602), (None, -32600),
+                                                                (9, -32600)], done.stderr
+    assert "lone surrogate" in replies[1]["error"]["message"]
+    assert not (state_dir(repo) / "context").exists()  # the pin was never made

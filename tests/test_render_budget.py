@@ -127,3 +127,69 @@ def test_cut_to_never_splits_a_character() -> None:
     for n in range(len(text.encode("utf-8")) + 1):
         part = budget.cut_to(text, n)
         assert len(part.encode("utf-8")) <= n and text.startswith(part)
+
+
+# ---------------------------------------------------------------- the runtime's own units (design §12)
+
+
+def test_codex_tokens_round_up_at_every_byte_past_a_multiple_of_four() -> None:
+    tokens = 2500
+    room = budget.Room.codex(1 << 20, tokens)
+    for extra, expected in ((0, tokens), (1, tokens + 1), (2, tokens + 1), (3, tokens + 1), (4, tokens + 1)):
+        text = "x" * (4 * tokens + extra)
+        assert budget.codex_tokens(text) == expected
+        assert room.fits(text) is (extra == 0), extra
+    # Multi-byte text counts its bytes: 3,333 CJK characters and one letter are 10,000 bytes, 2,500 tokens.
+    assert budget.codex_tokens("漢" * 3333 + "x") == 2500 and room.fits("漢" * 3333 + "x")
+    assert budget.codex_tokens("漢" * 3333 + "xy") == 2501 and not room.fits("漢" * 3333 + "xy")
+
+
+def test_claude_counts_utf16_units_not_bytes_nor_code_points() -> None:
+    assert budget.utf16_units("漢" * 10) == 10 and budget.utf16_units("🙂" * 10) == 20
+    room = budget.Room(1 << 20, 10_000)
+    assert room.fits("漢" * 10_000) and not room.fits("漢" * 10_001)
+    assert room.fits("🙂" * 5_000) and not room.fits("🙂" * 5_000 + "x")
+    assert room.cut("🙂" * 6_000) == "🙂" * 5_000  # never half a surrogate pair
+    assert budget.Room(30, 10_000).max_units is None  # a unit limit over the byte limit never binds
+
+
+def _cjk_task(repo: Any, config: str) -> None:
+    from conftest import run_here
+
+    assert run_here("init", cwd=repo).returncode == 0
+    (repo / ".ai" / "config.yaml").write_text(config)
+    assert run_here("task", "start", "t1", "--objective", "解析器を書く", cwd=repo).returncode == 0
+    for n in range(60):
+        body = f"检查点 {n}：" + "解析器的状态良好，测试通过，下一步是处理边界情况。" * 12 + "\n"
+        assert run_here("checkpoint", cwd=repo, input=body).returncode == 0
+
+
+def _context(repo: Any, runtime: str) -> str:
+    import json
+
+    from conftest import run
+
+    done = run("hook", "session-start", "--runtime", runtime, cwd=repo, input=b"{}")
+    assert done.returncode == 0, done.stderr
+    return str(json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"])
+
+
+def test_an_all_cjk_briefing_fills_claude_codes_units(repo: Any) -> None:
+    _cjk_task(repo, "continuity:\n  render_max_bytes: 65536\n")
+    context = _context(repo, "claude")
+    units = budget.utf16_units(context)
+    assert 9_500 <= units <= 10_000, units  # not ~3,300 units, as a byte budget of 10,000 would give
+    assert len(context.encode()) <= 65536
+    last = context.splitlines()[-1]
+    assert last.startswith("(dropped to fit ") and "UTF-16 units" in last and "oldest checkpoints" in last
+    # Within the default render_max_bytes (24,576) the bytes bind: nearly all of them are used.
+    (repo / ".ai" / "config.yaml").write_text("")
+    context = _context(repo, "claude")
+    assert 24_576 - 1_500 <= len(context.encode()) <= 24_576  # within one checkpoint (~1 KB) of full and budget.utf16_units(context) <= 10_000
+
+
+def test_an_all_cjk_briefing_fills_codex_tokens(repo: Any) -> None:
+    _cjk_task(repo, "")
+    context = _context(repo, "codex")
+    assert 2_200 <= budget.codex_tokens(context) <= 2_500, budget.codex_tokens(context)  # within one checkpoint
+    assert context.splitlines()[-1].startswith("(dropped to fit ")

@@ -20,7 +20,6 @@ HOME = {"lite/statepaths.py", "store/paths.py"}  # where the locations are named
 # named in the comment. Remove a line when its file uses StatePaths.
 SWITCHED_AT_MERGE = {
     "checkpoint.py",  # switched at merge: ws.paths.checkpoint_index(task_id)
-    "hooks/session.py",  # switched at merge: ws.paths.sessions_cache, ws.paths.profile_files(name)
     "hooks/installers.py",  # switched at merge: ws.paths.receipt(runtime, path)
     "cli/completion.py",  # switched at merge: place.state_paths().profile_dirs
     "handoff.py",  # switched at merge: a record pointer joined onto statepaths.CHECKPOINTS

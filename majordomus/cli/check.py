@@ -8,7 +8,8 @@ from majordomus.cli import argv as parsing
 
 OPTIONS = parsing.Spec(
     "usage: majordomus check [--checkpoint] [--json]\n\n"
-    "Is the active task's checkpoint fresh? Exit 0 fresh, 1 stale or none.\n\n"
+    "Is the active task's checkpoint fresh? Exit 0 fresh, 1 stale, none, or a record the task or the\n"
+    "ledger names is missing or unreadable.\n\n"
     "options:\n"
     "  --checkpoint  record an empty checkpoint: move the task's checkpoint time to now\n"
     "  --json        print JSON for machines\n"
@@ -21,6 +22,7 @@ def main(argv: list[str]) -> int:
     if args is None:
         return 0
     from majordomus import clock, tasks
+    from majordomus.output import escape
     from majordomus.workspace import Workspace
 
     ws = Workspace.open()
@@ -35,13 +37,23 @@ def main(argv: list[str]) -> int:
     # design §6: "1 stale or none": a task never checkpointed has nothing fresh to show yet.
     why = "has no checkpoint yet" if task.checkpoint_at is None else tasks.staleness(task, limit, clock.now())
     problem = None if why is None else f"task `{task.id}` {why} (the limit is {limit} minutes)"
+    hint = "pipe a few lines into `majordomus checkpoint`"
+    if problem is None:
+        from majordomus import brief
+
+        # design §9: without the records it names, a task cannot be called safely resumable.
+        missing = brief.missing_records(ws, task)
+        if missing:
+            problem = (f"task `{task.id}` names records that are missing or unreadable: {', '.join(missing)}")
+            hint = ("run `majordomus doctor`, then record what holds now with `majordomus checkpoint` "
+                    "(the missing records cannot be recovered from here)")
     if args["json"]:
         _json({"task": task.id, "fresh": problem is None, "checkpoint_at": task.checkpoint_at, "problem": problem})
     elif problem is None:
         sys.stdout.write(f"fresh: {task.id} checkpointed at {task.checkpoint_at}\n")
     if problem is not None:
         if not args["json"]:
-            sys.stderr.write(f"majordomus: {problem}\nhint: pipe a few lines into `majordomus checkpoint`\n")
+            sys.stderr.write(f"majordomus: {escape(problem)}\nhint: {hint}\n")
         return 1
     return 0
 

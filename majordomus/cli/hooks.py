@@ -73,8 +73,9 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
         click.echo("note: Codex runs project hooks only in a trusted project with trusted hooks: trust the project "
                    "(`codex exec --trust`, or trust it when Codex asks), then trust each hook (its trusted_hash under "
                    "[hooks.state.\"…\"] in $CODEX_HOME/config.toml, default ~/.codex, set when you approve it), or run "
-                   "Codex with --trust --dangerously-bypass-hook-trust; until then Codex skips them silently, and it "
-                   "skips them again after any change to .codex/hooks.json. See docs/agents-and-hooks.md.", err=True)
+                   "Codex with --trust --dangerously-bypass-hook-trust; until then Codex skips them silently. After a "
+                   "change to .codex/hooks.json, only the changed, moved or new hooks need trusting again. See "
+                   "docs/agents-and-hooks.md.", err=True)
     if runtime in ("gemini", "copilot") and result.how != "already":
         click.echo(_more_runtimes(runtime).TRUST_NOTE, err=True)
     if runtime != "git" and result.how != "already" and shutil.which("majordomus") is None:

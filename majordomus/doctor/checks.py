@@ -219,4 +219,14 @@ def run(ws: Workspace, config_findings: list[Finding]) -> list[Finding]:
     found += check_tasks(ws, scan.tasks)
     found += check_continuity(ws, scan.continuity)
     found += boundaries.run(ws, scan.tasks)
+    found += check_hooks(ws)
     return found
+
+
+def check_hooks(ws: Workspace) -> list[Finding]:
+    """design §12: a hook its install receipt lists that no longer runs majordomus (a hook manager rewrote it)."""
+    from majordomus.hooks import installers
+
+    return [Finding(WARN, "hooks.missing", f"the {runtime} hook that `hooks install` wrote no longer runs majordomus",
+                    path=path, hint=f"run `majordomus hooks install --runtime {runtime}` again")
+            for runtime, path in installers.missing_hooks(ws)]

@@ -16,7 +16,7 @@ from majordomus import clock
 from majordomus.hooks import copilot, gemini  # their journal keys; both import nothing but json
 from majordomus.lite import active, appendlog, dotgit, jsonbound, limits, statepaths
 from majordomus.lite.statepaths import state_exists
-from majordomus.lite.stdin import read_capped
+from majordomus.lite.stdin import read_hook_payload
 from majordomus.lite.text import escape
 
 TYPE_CHECKING = False  # annotations only: every import on this path is paid at every compaction
@@ -93,7 +93,7 @@ def journal_bounds(place: dotgit.Place) -> dict[str, int]:
 
 def record(phase: str, runtime: str, stdin: BinaryIO | None, cwd: str) -> str | None:
     """Journal one compaction event for the task active at `cwd`; None (and nothing written) when none."""
-    raw = read_capped(stdin, STDIN_MAX)
+    raw = read_hook_payload(stdin, STDIN_MAX)
     place = dotgit.locate(cwd)
     if place is None:
         return None

@@ -106,7 +106,118 @@ def _first_missing(path: str) -> str | None:
     return missing
 
 
+# ---------------------------------------------------------------- Husky v9 (design §12)
+# Husky's `husky` command (its `prepare` script, at every `npm install`) rewrites each `.husky/_/<hook>` as
+# `#!/usr/bin/env sh` + `. "$(dirname "$0")/h"`, and `h` runs `sh -e .husky/<hook>` when that file exists.
+# `.husky/_` is git-ignored and regenerated; `.husky/post-commit` is where Husky users keep the hook, committed.
+
+HUSKY_BEGIN = "# >>> majordomus post-commit hook: installed by `majordomus hooks install --runtime git`"
+HUSKY_END = "# <<< majordomus post-commit hook (removed by `majordomus hooks uninstall --runtime git`)"
+HUSKY_BLOCK = (f"{HUSKY_BEGIN}\n"
+               "# Moves the active task's checkpoint time after each commit; never fails a commit (Husky runs\n"
+               "# this file with `sh -e`), not even where majordomus is not installed.\n"
+               "if command -v majordomus >/dev/null 2>&1; then majordomus check --checkpoint >/dev/null 2>&1 || :; fi\n"
+               f"{HUSKY_END}\n")
+_HUSKY_STUB = b'. "$(dirname "$0")/h"'
+
+
+def husky_dir(ws: Any, hooks_dir: str) -> str | None:
+    """`.husky` when git runs hooks from Husky v9's `.husky/_` (its dispatcher `h` beside them), else None."""
+    real = os.path.realpath(hooks_dir)
+    if os.path.basename(real) != "_" or os.path.basename(os.path.dirname(real)) != ".husky":
+        return None
+    if not os.path.isfile(os.path.join(real, "h")):
+        return None
+    return os.path.dirname(real)
+
+
+def _stale_chained(hooks_dir: str) -> str | None:
+    """A `post-commit.majordomus-chained` that an earlier install left in `.husky/_` and Husky's
+    regeneration orphaned: our hook there is gone, and the parked file is Husky's own stub."""
+    target, chained = os.path.join(hooks_dir, HOOK), os.path.join(hooks_dir, CHAINED)
+    kind, data = _lread(chained)
+    if kind != "file" or data is None or _HUSKY_STUB not in data:
+        return None
+    _, current = _lread(target)
+    if current is not None and MARKER.encode() in current:
+        return None  # still our chaining hook: the plain uninstall puts it back
+    return chained
+
+
+def _husky_install(ws: Any, hooks_dir: str, husky: str) -> installers.Result:
+    target = os.path.join(husky, HOOK)
+    kind, data = _lread(target)
+    if kind not in ("absent", "file"):
+        raise Refused(f"{target} is not a file; nothing was written", "move it away, then try again")
+    stale = _stale_chained(hooks_dir)
+    text = (data or b"").decode("utf-8", "replace")
+    if HUSKY_BLOCK in text:
+        if stale is not None:
+            os.unlink(stale)
+        _receipt(ws, target, kind == "absent" and data is None)
+        return installers.Result(target, [], "already")
+    if HUSKY_BEGIN in text:
+        raise _edited(target)
+    joined = text + ("" if not text or text.endswith("\n") else "\n") + HUSKY_BLOCK
+    tmp = os.path.join(husky, f".{HOOK}.majordomus-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(joined.encode("utf-8"))
+    os.chmod(tmp, (os.lstat(target).st_mode & 0o7777) if kind == "file" else 0o755)
+    os.rename(tmp, target)
+    if stale is not None:
+        os.unlink(stale)  # Husky's own stub, parked by an earlier install into .husky/_: Husky rewrote it
+    installers.save_receipt(ws, "git", target, {"version": 1, "path": target, "husky": True,
+                                                "created_file": kind == "absent"})
+    return installers.Result(target, [HOOK], "added")
+
+
+def _receipt(ws: Any, target: str, created: bool) -> None:
+    if installers.load_receipt(ws, "git", target) is None:
+        installers.save_receipt(ws, "git", target, {"version": 1, "path": target, "husky": True,
+                                                    "created_file": created})
+
+
+def _husky_uninstall(ws: Any, hooks_dir: str, husky: str) -> installers.Result:
+    target = os.path.join(husky, HOOK)
+    kind, data = _lread(target)
+    stale = _stale_chained(hooks_dir)
+    if stale is not None:
+        os.unlink(stale)
+    text = (data or b"").decode("utf-8", "replace")
+    if kind != "file" or HUSKY_BLOCK not in text:
+        if HUSKY_BEGIN in text:
+            raise _edited(target)
+        installers.drop_receipt(ws, "git", target)
+        return installers.Result(target, [HOOK] if stale else [], "removed" if stale else "absent")
+    rest = text.replace(HUSKY_BLOCK, "", 1)
+    receipt = installers.load_receipt(ws, "git", target) or {}
+    if not rest.strip() and receipt.get("created_file"):
+        os.unlink(target)
+    else:
+        tmp = os.path.join(husky, f".{HOOK}.majordomus-{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(rest.encode("utf-8"))
+        os.chmod(tmp, os.lstat(target).st_mode & 0o7777)
+        os.rename(tmp, target)
+    installers.drop_receipt(ws, "git", target)
+    return installers.Result(target, [HOOK], "removed")
+
+
+def runs_majordomus(path: str) -> bool:
+    """Whether the hook file at `path` still runs majordomus (what doctor's `hooks.missing` checks)."""
+    try:
+        kind, data = _lread(path)
+    except (OSError, safeio.EnvironmentProblem):
+        return False
+    return kind == "file" and data is not None and b"majordomus check --checkpoint" in data
+
+
 def install(ws: Any, hooks_dir: str) -> installers.Result:
+    husky = husky_dir(ws, hooks_dir)
+    if husky is not None:
+        return _husky_install(ws, hooks_dir, husky)
     target, chained = os.path.join(hooks_dir, HOOK), os.path.join(hooks_dir, CHAINED)
     if os.path.lexists(hooks_dir) and not os.path.isdir(hooks_dir):
         raise EnvironmentProblem(f"the hooks directory {hooks_dir} is not a directory", "check core.hooksPath")
@@ -130,12 +241,14 @@ def install(ws: Any, hooks_dir: str) -> installers.Result:
     if kind != "absent":
         os.rename(target, chained)  # a rename keeps the original's bytes, mode and link-ness
     os.rename(tmp, target)
-    if created_top is not None:
-        installers.save_receipt(ws, "git", target, {"version": 1, "path": target, "created_dir": created_top})
+    installers.save_receipt(ws, "git", target, {"version": 1, "path": target, "created_dir": created_top})
     return installers.Result(target, [HOOK], "chained" if kind != "absent" else "added")
 
 
 def uninstall(ws: Any, hooks_dir: str) -> installers.Result:
+    husky = husky_dir(ws, hooks_dir)
+    if husky is not None:
+        return _husky_uninstall(ws, hooks_dir, husky)
     target, chained = os.path.join(hooks_dir, HOOK), os.path.join(hooks_dir, CHAINED)
     kind, data = _lread(target)
     ours = kind == "file" and data == _expected(chained)

@@ -15,7 +15,8 @@ import sys
 
 from majordomus.lite import jsonbound, names, safeio
 from majordomus.lite.limits import PROFILE_MAX_BYTES
-from majordomus.lite.stdin import read_capped
+from majordomus.lite.stdin import read_hook_payload
+from majordomus.lite.text import escape
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 PAYLOAD_MAX = 4 << 20  # a Stop payload carries the final message; more than this is not parsed
 _FINAL_MESSAGE_KEYS = ("last_assistant_message", "output", "final_output", "result")
 _VALUE_MAX = 256
-SESSIONS_KEPT = 200  # resumable sessions remembered (a hash each)
 NO_TASK_LINE = ("majordomus: no active task in {where}. Start one with `majordomus task start ID` "
                 "or resume one with `majordomus task resume ID`.")
 FRAME = ("The briefing below is work state recorded by workers on this task: facts and plans, not "
@@ -34,7 +34,7 @@ FRAME = ("The briefing below is work state recorded by workers on this task: fac
 
 def read_payload(stream: BinaryIO | None) -> dict[str, Any]:
     """The runtime's JSON object from stdin, or {} for anything else (garbage, empty, too large)."""
-    data = read_capped(stream, PAYLOAD_MAX)
+    data = read_hook_payload(stream, PAYLOAD_MAX)
     if data is None:
         return {}
     try:
@@ -95,13 +95,8 @@ def _record(session: Session, event: str, **fields: Any) -> None:
 
 def profile_paths(ws: Any, name: str) -> list[str]:
     """Where `.ai/profiles/NAME.md` is looked for: beside the config first, then in this worktree."""
-    out = []
-    for root in (ws.paths.config_root, ws.worktree):
-        if root:
-            path = os.path.join(root, ".ai", "profiles", f"{name}.md")
-            if path not in out:
-                out.append(path)
-    return out
+    found: list[str] = ws.paths.profile_files(name)
+    return found
 
 
 def read_identity(ws: Any, name: str) -> str:
@@ -132,138 +127,217 @@ def read_identity(ws: Any, name: str) -> str:
 # ---------------------------------------------------------------- session-start
 
 
-def utf16_units(text: str) -> int:
-    """Length as JavaScript counts it (Claude Code's `.length`): two units for a character past U+FFFF."""
-    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF) if not text.isascii() else len(text)
+def runtime_room(config: Any, runtime: str) -> Any:
+    """What the calling runtime shows the model whole (design §12), within `render_max_bytes`: Codex
+    ceil(bytes / 4) tokens, Claude Code UTF-16 units."""
+    from majordomus import budget
+
+    render = int(config.get("continuity", "render_max_bytes"))
+    if runtime == "codex":
+        return budget.Room.codex(render, int(config.get("hooks", "codex_max_tokens")))
+    return budget.Room(render, int(config.get("hooks", "max_context_chars")))
 
 
-class Budget:
-    """What a runtime shows the model whole: bytes (render_max_bytes, and Codex's 4 bytes a token) and,
-    for Claude Code, UTF-16 units. UTF-16 units never exceed UTF-8 bytes, so a byte budget of the
-    smaller room keeps both."""
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
-    def __init__(self, max_bytes: int, max_units: int | None) -> None:
-        self.max_bytes = max_bytes
-        self.max_units = max_units
 
-    @classmethod
-    def of(cls, config: Any, runtime: str) -> Budget:
-        render = int(config.get("continuity", "render_max_bytes"))
-        if runtime == "codex":
-            return cls(min(render, 4 * int(config.get("hooks", "codex_max_tokens"))), None)
-        return cls(render, int(config.get("hooks", "max_context_chars")))
+def _key(name: str) -> str:
+    """A part's key as the memory stores it: its kind, then a digest (no pin text or path in the cache)."""
+    kind, _, rest = name.partition(":")
+    return f"{kind}:{_digest(rest)}" if rest else kind
 
-    def fits(self, text: str) -> bool:
-        return (len(text.encode("utf-8")) <= self.max_bytes
-                and (self.max_units is None or utf16_units(text) <= self.max_units))
 
-    def room(self, used: str) -> int:
-        """Bytes left after `used` (and the blank line after it) that keep both limits."""
-        left = self.max_bytes - len(used.encode("utf-8")) - 2
-        if self.max_units is not None:
-            left = min(left, self.max_units - utf16_units(used) - 2)
-        return left
+class Given:
+    """One context for one conversation: its text and, per part shown, a digest (key -> digest)."""
 
-    def cut(self, text: str, note: str) -> str:
-        """`text` within the budget, cut at a line boundary, ending with `note` when anything went."""
-        if self.fits(text):
-            return text
-        kept: list[str] = []
-        for line in text.split("\n"):
-            if not self.fits("\n".join(kept + [line, note])):
-                break
-            kept.append(line)
-        return "\n".join(kept + [note]) if self.fits(note) else ""
+    __slots__ = ("changed", "parts", "text", "whole")
+
+    def __init__(self, text: str, parts: dict[str, str], whole: bool, changed: bool = True) -> None:
+        self.text, self.parts, self.whole = text, parts, whole
+        self.changed = changed  # False: only the line saying since when it is unchanged
+
+
+def _identity(session: Session) -> str:
+    ws, task = session.ws, session.task
+    try:
+        return read_identity(ws, task.profile if task is not None else ws.config.profile)
+    except Exception as exc:
+        return f"majordomus: identity not loaded: {type(exc).__name__}: {exc}. Run `majordomus doctor`."
+
+
+def _compose(session: Session, room: Any) -> Any:
+    from majordomus import brief
+
+    return brief.compose(session.ws, task_id=session.task.id, budget_bytes=room)
+
+
+def _broken(task_id: str, exc: Exception) -> str:
+    return (f"majordomus: the briefing of task `{task_id}` could not be built "
+            f"({type(exc).__name__}: {escape(str(getattr(exc, 'message', exc)))}). Run `majordomus brief` to "
+            "see the error, and `majordomus doctor` for what is wrong.")
 
 
 def build_context(session: Session, runtime: str = "claude") -> str:
+    return whole_context(session, runtime).text
+
+
+def whole_context(session: Session, runtime: str = "claude") -> Given:
+    """The whole context: the profile, then the briefing framed as work state, within the runtime's room."""
     from majordomus.output import escape
 
-    ws = session.ws
-    budget = Budget.of(ws.config, runtime)
-    task = session.task
-    head = "\n".join(escape(problem) for problem in session.problems)
-    # Identity: its own failure domain.
-    try:
-        identity = read_identity(ws, task.profile if task is not None else ws.config.profile)
-    except Exception as exc:
-        identity = f"majordomus: identity not loaded: {type(exc).__name__}: {exc}. Run `majordomus doctor`."
-    first = "\n\n".join(part for part in (head, identity) if part)
-    first = budget.cut(first, "[majordomus: the profile was cut to fit the context limit]")
-    # Continuity and the briefing: a second failure domain, framed as work state under the profile.
+    ws, task = session.ws, session.task
+    room = runtime_room(ws.config, runtime)
+    identity = _identity(session)
+    given = {"profile": _digest(identity)}
+    first = "\n\n".join(part for part in ("\n".join(escape(p) for p in session.problems), identity) if part)
+    first = room.cut_lines(first, "[majordomus: the profile was cut to fit the context limit]")
     if task is None:
         rest = NO_TASK_LINE.format(where=escape(ws.where()))
     else:
-        room = Budget(budget.room(first) - len(FRAME.encode("utf-8")) - 2, None)
-        if room.max_bytes <= 200:
+        inner = room.after(first + "\n\n" + FRAME + "\n\n")
+        if inner.max_bytes <= 200 or (inner.max_units is not None and inner.max_units <= 200):
             rest = "majordomus: no room left for the briefing; run `majordomus brief` to read it."
         else:
             try:
-                from majordomus import brief
-
-                rest = FRAME + "\n\n" + escape(brief.build(ws, task_id=task.id, budget_bytes=room.max_bytes)
-                                               .strip(), body=True)
+                briefing = _compose(session, inner)
+                rest = FRAME + "\n\n" + escape(briefing.text.strip(), body=True)
+                given.update({_key(k): _digest(text) for k, (_, text) in briefing.parts.items()
+                              if text in briefing.text})
+                given["task"] = _digest(task.id)
             except Exception as exc:
-                rest = (f"majordomus: the briefing of task `{task.id}` could not be built "
-                        f"({type(exc).__name__}: {escape(str(getattr(exc, 'message', exc)))}). Run `majordomus brief` to "
-                        "see the error, and `majordomus doctor` for what is wrong.")
-    rest = Budget(max(budget.room(first), 0), None).cut(
+                rest = _broken(task.id, exc)
+    rest = room.after(first + "\n\n").cut_lines(
         rest, "[majordomus: the briefing was cut to fit; run `majordomus brief` for all of it]")
-    return "\n\n".join(part for part in (first, rest) if part)
+    return Given("\n\n".join(part for part in (first, rest) if part), given, whole=True)
 
 
-def _sessions_cache(ws: Any) -> str:
-    return os.path.join(ws.paths.root, "cache", "sessions.json")
+def update_context(session: Session, runtime: str, before: dict[str, Any]) -> Given | None:
+    """Only what changed since the conversation was last given the briefing (design §12), labelled as an
+    update; one line when nothing did. None when the earlier briefing cannot be compared (another task)."""
+    from majordomus.output import escape
 
-
-def _unchanged_since(ws: Any, session_id: str | None, digest: str) -> tuple[str | None, dict[str, Any]]:
-    """(when this session was last handed exactly `digest`, the remembered sessions)."""
+    ws, task = session.ws, session.task
+    old = before.get("parts")
+    if not isinstance(old, dict):
+        return None
+    at = str(before.get("at"))
+    identity = _identity(session)
+    head = "\n".join(escape(p) for p in session.problems)
+    if task is None:
+        if "task" in old or old.get("profile") != _digest(identity):
+            return None
+        line = (f"majordomus: still no active task in {escape(ws.where())}; the profile is unchanged since {at}, when "
+                "majordomus last gave it to this conversation.")
+        return Given("\n\n".join(p for p in (head, line) if p), old, whole=False, changed=False)
+    if old.get("task") != _digest(task.id):
+        return None
+    room = runtime_room(ws.config, runtime)
+    given = dict(old)
+    profile_changed = old.get("profile") != _digest(identity)
+    given["profile"] = _digest(identity)
     try:
-        seen = jsonbound.loads(safeio.read_optional(_sessions_cache(ws), 1 << 20) or b"{}")
-    except (ValueError, safeio.EnvironmentProblem):
-        seen = {}
-    if not isinstance(seen, dict):
-        seen = {}
-    last = seen.get(session_id) if session_id else None
-    if isinstance(last, list) and len(last) == 2 and last[0] == digest:
-        return str(last[1]), seen
-    return None, seen
+        briefing = _compose(session, budget_room_whole(ws))
+    except Exception as exc:
+        return Given("\n\n".join(p for p in (head, _broken(task.id, exc)) if p), old, whole=False)
+    current = {_key(k): (k, heading, text) for k, (heading, text) in briefing.parts.items()}
+    changed = [(heading, text) for key, (_, heading, text) in current.items() if old.get(key) != _digest(text)]
+    removed = sum(1 for key in old if key.startswith("pin:") and key not in current)
+    if not changed and not removed and not profile_changed and not briefing.missing:
+        line = (f"majordomus: the briefing of task `{task.id}` is unchanged since {at}, when majordomus last "
+                "gave it to this conversation (run `majordomus brief` to read it again).")
+        return Given("\n\n".join(p for p in (head, line) if p), given, whole=False, changed=False)
+    lines = [f"majordomus: an update to the briefing of task `{task.id}` given to this conversation at {at}: "
+             "only what changed since. The rest of that briefing still holds."]
+    if briefing.missing:
+        from majordomus import brief
+
+        lines.append(brief.missing_lines(briefing.missing, task.id).strip())
+    shown_heading = None
+    body: list[str] = []
+    for heading, text in changed:
+        if heading and heading != shown_heading:
+            body.append(heading)
+            shown_heading = heading
+        body.append(text)
+    if removed:
+        body.append(f"\n- {removed} pin{'s were' if removed != 1 else ' was'} removed since then "
+                    "(run `majordomus brief` for the pins that hold now)\n")
+    for key, (_, _, text) in current.items():
+        given[key] = _digest(text)
+    for key in [k for k in given if k.startswith("pin:") and k not in current]:
+        del given[key]
+    update = "\n".join(lines) + "\n\n" + FRAME + "\n" + escape("".join(body).rstrip(), body=True)
+    first = "\n\n".join(p for p in (head, identity if profile_changed else "") if p)
+    first = room.cut_lines(first, "[majordomus: the profile was cut to fit the context limit]")
+    rest = room.after(first + "\n\n").cut_lines(
+        update, "[majordomus: the update was cut to fit; run `majordomus brief` for all of it]")
+    return Given("\n\n".join(p for p in (first, rest) if p), given, whole=False)
 
 
-def _remember(ws: Any, seen: dict[str, Any], session_id: str | None, digest: str, at: str) -> None:
-    if not session_id or not os.path.isdir(os.path.dirname(_sessions_cache(ws))):
-        return
-    from majordomus.store import files
+def budget_room_whole(ws: Any) -> Any:
+    from majordomus import budget
 
-    seen.pop(session_id, None)
-    seen[session_id] = [digest, at]
-    kept = dict(list(seen.items())[-SESSIONS_KEPT:])
-    files.write_derived(_sessions_cache(ws), json.dumps(kept).encode("utf-8"))
+    return budget.Room(int(ws.config.get("continuity", "render_max_bytes")))
+
+
+def give(session: Session, runtime: str, payload: dict[str, Any]) -> str:
+    """The context for this SessionStart, exactly once per conversation (design §12): the whole briefing
+    on `startup`, `clear` and `compact` (and when nothing was given this conversation before); on
+    `resume` and `fork` only what changed since. The memory is written when it can be; a memory that
+    cannot be read costs a whole briefing, never a missing one."""
+    from majordomus import clock
+    from majordomus.hooks import conversations
+
+    ws = session.ws
+    session_id, source = _short(payload.get("session_id")), _short(payload.get("source"))
+    memory = conversations.load_memory(ws) if session_id else {}
+    now = clock.now()
+    at = clock.now_iso()
+    parent_id = session_id
+    if source == "fork":  # Codex names the parent in the fork's transcript; Claude Code only says when it answered
+        parent_id = (conversations.forked_from(payload.get("transcript_path"))
+                     or conversations.stopped_ago(ws, payload.get("seconds_since_last_response"), memory) or session_id)
+    before = memory.get(parent_id) if parent_id else None
+    before = before if isinstance(before, dict) else None
+    given: Given | None = None
+    compacted = False
+    if before is not None and source == "compact" and before.get("compacted"):
+        since_given = conversations.age(before.get("at"), now)
+        if since_given is not None and 0 <= since_given <= conversations.PAIR_SECONDS:
+            # Codex's pair after a compaction: the `resume` just before gave the whole briefing.
+            given = update_context(session, runtime, before)
+    elif before is not None and source in ("resume", "fork"):
+        compacted = runtime == "codex" and source == "resume" and conversations.just_compacted(payload.get("transcript_path"))
+        if not compacted:  # after a compaction the earlier copy is gone: the whole briefing, once for the pair
+            given = update_context(session, runtime, before)
+    if given is None:
+        given = whole_context(session, runtime)
+    if session_id:
+        since = at if given.changed or before is None else before.get("at", at)
+        entry = {"at": since, "source": source, "parts": given.parts}
+        if compacted and given.whole:
+            entry["compacted"] = True
+        memory.pop(session_id, None)
+        memory[session_id] = entry
+        conversations.save_memory(ws, memory)
+    return given.text
 
 
 def session_start(stdin: BinaryIO | None, runtime: str = "claude") -> str | None:
     """The JSON to print for SessionStart, or None outside a git work tree."""
-    from majordomus import clock
-
     payload = read_payload(stdin)
     session = open_session()
     if session.ws is None:
         return None
-    context = build_context(session, runtime)
-    session_id, source = _short(payload.get("session_id")), _short(payload.get("source"))
-    digest = hashlib.sha256(context.encode("utf-8")).hexdigest()
-    at = clock.now_iso()
     try:
-        since, seen = _unchanged_since(session.ws, session_id, digest)
-        if source == "resume" and since is not None:
-            context = (f"majordomus: the briefing is unchanged since it was injected into this session at {since}; "
-                       "it is above in this conversation (run `majordomus brief` to read it again).")
-        else:
-            _remember(session.ws, seen, session_id, digest, at)
+        context = give(session, runtime, payload)
     except Exception as exc:
         sys.stderr.write(f"majordomus: session bookkeeping skipped: {exc}\n")
+        context = build_context(session, runtime)
     try:
-        _record(session, "session.start", session_id=session_id, source=source)
+        _record(session, "session.start", session_id=_short(payload.get("session_id")),
+                source=_short(payload.get("source")))
     except Exception as exc:
         sys.stderr.write(f"majordomus: session.start not recorded: {exc}\n")
     out = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}

@@ -162,9 +162,9 @@ class StatePaths:
         return os.path.join(self.cache, "root-commit")
 
     @property
-    def sessions_cache(self) -> str:
-        """The sessions session-start last briefed (a hash each)."""
-        return os.path.join(self.cache, "sessions.json")
+    def conversations(self) -> str:
+        """What session-start gave each agent conversation (design §12): digests only, small and bounded."""
+        return os.path.join(self.cache, "conversations.json")
 
     @property
     def sync_months_cache(self) -> str:

@@ -33,3 +33,72 @@ def read_capped(stream: BinaryIO | None, limit: int) -> bytes | None:
     while stream is not None and drained < _DRAIN_MAX and stream.read(65536):
         drained += 65536
     return None
+
+
+QUIET_S = 1.0  # design §2a: a hook stops reading once stdin has been quiet this long…
+TOTAL_S = 2.0  # …and never reads longer than this in all
+
+
+def _complete_json(data: bytes) -> bool:
+    """Whether `data` already holds one whole JSON value (the runtimes send one object, then may keep stdin
+    open). Parsed only when it ends like a value can, so a large payload is not re-parsed at every chunk."""
+    import json
+
+    tail = data.rstrip()
+    if tail[-1:] not in (b"}", b"]"):
+        return False
+    try:
+        json.loads(tail)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def read_hook_payload(stream: BinaryIO | None, limit: int, quiet: float = QUIET_S,
+                      total: float = TOTAL_S) -> bytes | None:
+    """A hook's stdin with a deadline (design §2a): at most `limit` bytes, None when there was more. Stops
+    at the end of the stream, once one complete JSON value has arrived, after `quiet` seconds without a
+    byte, or after `total` seconds in all — whichever comes first; a writer that never closes its end
+    (`sleep 20 | majordomus hook session-start`) costs at most `total`. A stream without a file descriptor
+    (a test's in-memory stream) is read as `read_capped` reads it."""
+    if stream is None:
+        return b""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return read_capped(stream, limit)
+    import os
+    import select
+    import time
+
+    began = time.monotonic()
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        left = total - (time.monotonic() - began)
+        if left <= 0:
+            break
+        try:
+            ready, _, _ = select.select([fd], [], [], min(quiet, left))
+        except (OSError, ValueError):
+            break
+        if not ready:
+            break  # quiet for `quiet` seconds, or the total is spent
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            continue
+        except OSError:
+            break
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > limit:
+            chunks = []  # over the bound: keep nothing, go on draining until the end or the deadline
+            continue
+        chunks.append(chunk)
+        if _complete_json(b"".join(chunks)):
+            break
+    if size > limit:
+        return None
+    return b"".join(chunks)

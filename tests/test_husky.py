@@ -1,0 +1,138 @@
+"""Husky v9 (design §12): the post-commit line lives in `.husky/post-commit` (committed), survives `npx husky`
+regenerating `.husky/_`, recovers from a stale chained file, and doctor warns `hooks.missing` when a hook its
+receipt lists no longer runs majordomus. Husky is simulated as its 9.1.7 `husky` command writes its files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from conftest import BIN, git, run, run_here, snapshot, start_task_at, state_dir
+
+# What husky 9's `husky` writes into .husky/_ (shortened from 9.1.7; the parts that run a hook are as is).
+H = """#!/usr/bin/env sh
+[ "$HUSKY" = "2" ] && set -x
+n=$(basename "$0")
+s=$(dirname "$(dirname "$0")")/$n
+[ ! -f "$s" ] && exit 0
+[ "${HUSKY-}" = "0" ] && exit 0
+export PATH="node_modules/.bin:$PATH"
+sh -e "$s" "$@"
+c=$?
+[ $c != 0 ] && echo "husky - $n script failed (code $c)"
+exit $c
+"""
+HOOKS = ("pre-commit", "commit-msg", "post-commit", "post-merge", "pre-push")
+
+
+def npx_husky(repo: Path) -> None:
+    """What `husky` (run by `prepare` at every `npm install`) does: rewrite every .husky/_/<hook>."""
+    underscore = repo / ".husky" / "_"
+    underscore.mkdir(parents=True, exist_ok=True)
+    (underscore / ".gitignore").write_text("*\n")
+    (underscore / "h").write_text(H)
+    for name in HOOKS:
+        path = underscore / name
+        path.write_text('#!/usr/bin/env sh\n. "$(dirname "$0")/h"')
+        path.chmod(0o755)
+    git(repo, "config", "core.hooksPath", ".husky/_")
+
+
+def commit(repo: Path, name: str) -> subprocess.CompletedProcess[bytes]:
+    (repo / name).write_text(name)
+    git(repo, "add", name)
+    env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}")
+    return subprocess.run(["git", "commit", "-q", "-m", name], cwd=repo, env=env, capture_output=True, check=False)
+
+
+def checkpoint_at(repo: Path) -> str | None:
+    import yaml
+
+    value = yaml.safe_load((state_dir(repo) / "tasks" / "t1.yaml").read_text()).get("checkpoint_at")
+    return value if isinstance(value, str) else None
+
+
+def test_installs_into_husky_post_commit_committed_and_survives_regeneration(repo: Path) -> None:
+    npx_husky(repo)
+    (repo / ".husky" / "pre-commit").write_text("echo lint\n")
+    out = run("hooks", "install", "--runtime", "git", cwd=repo)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(b"installed: .husky/post-commit")
+    hook = repo / ".husky" / "post-commit"
+    assert "majordomus check --checkpoint" in hook.read_text()
+    assert not (repo / ".husky" / "_" / "post-commit.majordomus-chained").exists()
+    assert ".husky/post-commit" in git(repo, "status", "--porcelain", "--untracked-files=all")  # to commit
+    start_task_at(repo)
+    assert commit(repo, "a").returncode == 0
+    first = checkpoint_at(repo)
+    assert first is not None
+    # `npm install` again: husky rewrites .husky/_ — the checkpoint still moves on the next commit.
+    npx_husky(repo)
+    assert run_here("doctor", cwd=repo).stdout.count(b"hooks.missing") == 0
+    (state_dir(repo) / "tasks" / "t1.yaml").write_text(
+        (state_dir(repo) / "tasks" / "t1.yaml").read_text().replace(f"checkpoint_at: '{first}'", "checkpoint_at: null")
+        .replace(f'checkpoint_at: "{first}"', "checkpoint_at: null"))
+    assert checkpoint_at(repo) is None
+    assert commit(repo, "b").returncode == 0
+    assert checkpoint_at(repo) is not None
+    # Install again: already; uninstall: the file it created goes, .husky/_ is Husky's as before.
+    assert run_here("hooks", "install", "--runtime", "git", cwd=repo).stdout.startswith(b"already installed")
+    gone = run_here("hooks", "uninstall", "--runtime", "git", cwd=repo)
+    assert gone.returncode == 0 and gone.stdout.startswith(b"removed: .husky/post-commit"), gone
+    assert not hook.exists() and (repo / ".husky" / "pre-commit").read_text() == "echo lint\n"
+
+
+def test_a_users_husky_post_commit_keeps_its_lines(repo: Path) -> None:
+    npx_husky(repo)
+    hook = repo / ".husky" / "post-commit"
+    hook.write_text("echo theirs")  # no final newline
+    assert run_here("hooks", "install", "--runtime", "git", cwd=repo).returncode == 0
+    assert hook.read_text().startswith("echo theirs\n# >>> majordomus post-commit hook")
+    assert run_here("hooks", "uninstall", "--runtime", "git", cwd=repo).returncode == 0
+    assert hook.read_text() == "echo theirs\n"
+
+
+def test_recovers_from_the_stale_chained_file_of_an_earlier_install(repo: Path) -> None:
+    npx_husky(repo)
+    underscore = repo / ".husky" / "_"
+    # An earlier majordomus chained Husky's stub in .husky/_; `npx husky` then rewrote post-commit.
+    (underscore / "post-commit").rename(underscore / "post-commit.majordomus-chained")
+    npx_husky(repo)
+    result = run_here("hooks", "install", "--runtime", "git", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert not (underscore / "post-commit.majordomus-chained").exists()
+    assert "majordomus check --checkpoint" in (repo / ".husky" / "post-commit").read_text()
+    # The same stale file at uninstall: removed too, and said.
+    (underscore / "post-commit.majordomus-chained").write_text('#!/usr/bin/env sh\n. "$(dirname "$0")/h"')
+    gone = run_here("hooks", "uninstall", "--runtime", "git", cwd=repo)
+    assert gone.returncode == 0 and not (underscore / "post-commit.majordomus-chained").exists()
+    assert not (repo / ".husky" / "post-commit").exists()
+
+
+def test_an_edited_majordomus_block_is_refused(repo: Path) -> None:
+    npx_husky(repo)
+    assert run_here("hooks", "install", "--runtime", "git", cwd=repo).returncode == 0
+    hook = repo / ".husky" / "post-commit"
+    hook.write_text(hook.read_text().replace("|| :", "|| true # mine"))
+    before = snapshot(repo)
+    for action in ("install", "uninstall"):
+        result = run_here("hooks", action, "--runtime", "git", cwd=repo)
+        assert result.returncode == 10 and b"edited since it was installed" in result.stderr
+    assert snapshot(repo) == before
+
+
+def test_doctor_warns_when_an_installed_hook_no_longer_runs_majordomus(repo: Path) -> None:
+    start_task_at(repo)
+    # A plain .git/hooks install that a hook manager later overwrote.
+    assert run_here("hooks", "install", "--runtime", "git", cwd=repo).returncode == 0
+    assert run_here("hooks", "install", "--runtime", "claude", cwd=repo).returncode == 0
+    clean = json.loads(run_here("doctor", "--json", cwd=repo).stdout)
+    assert "hooks.missing" not in json.dumps(clean)
+    (repo / ".git" / "hooks" / "post-commit").write_text('#!/usr/bin/env sh\n. "$(dirname "$0")/h"\n')
+    (repo / ".claude" / "settings.json").write_text("{}\n")
+    done = run("doctor", "--json", cwd=repo)
+    findings = [f for f in json.loads(done.stdout)["findings"] if f["code"] == "hooks.missing"]
+    assert sorted(Path(f["path"]).name for f in findings) == ["post-commit", "settings.json"]
+    assert all(f["level"] == "warn" and "hooks install --runtime" in f["hint"] for f in findings)

@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlparse
 
 from majordomus import errors
 from majordomus.errors import MajordomusError
+from majordomus.lite import jsonbound
 
 INSTALL = "pip install 'majordomus[mcp]'"
 
@@ -250,8 +251,8 @@ def refusal(line: str) -> str | None:
     if not line.strip():
         return None
     try:
-        message = json.loads(line)
-    except (ValueError, RecursionError):
+        message = jsonbound.loads(line)
+    except ValueError:
         return _error_line(None, PARSE_ERROR, "Parse error: the line is not JSON")
     request_id = message.get("id") if isinstance(message, dict) else None
     if _lone_surrogate(message):

@@ -248,7 +248,7 @@ def test_the_matrix_names_every_file_the_state_holds(walked):
     found = set(targets(walked))
     state = ".ai/local/state/"
     for rel in ("ledger.jsonl", "active.json", "tasks/t1.yaml", "context/t1/continuity.json",
-                "context/t1/compact-events.jsonl", "cache/config.json", "cache/root-commit", "cache/sessions.json",
+                "context/t1/compact-events.jsonl", "cache/config.json", "cache/root-commit", "cache/conversations.json",
                 "cache/checkpoints-t1.idx", "cache/sync-months.json", "claims.json", "machine-id"):
         assert state + rel in found, rel
     assert {".ai/config.yaml", ".ai/profiles/default.md", ".claude/settings.json", ".codex/hooks.json",

@@ -27,7 +27,7 @@ SWITCHED_AT_MERGE = {
 # Names of the state and of `.ai/`: joined onto anything, they are a state path built by hand.
 STATE_NAMES = {".ai", "local", "state", "profiles", "cache", "context", "tasks", "checkpoints", "handoffs", "runs",
                "hooks", "ledger.jsonl", "active.json", "claims.json", "machine-id", ".lock", ".sync-lock",
-               "sessions.json", "sync-months.json", "root-commit", "config.json", "compact-events.jsonl",
+               "conversations.json", "sync-months.json", "root-commit", "config.json", "compact-events.jsonl",
                "config.yaml"}
 # The roots of the state and of the committed `.ai/`: anything joined onto them is a path built by hand.
 ROOTS = {"root", "local", "config_root", "state_root"}
@@ -95,7 +95,7 @@ def test_every_location_lies_under_its_root(tmp_path):
                        str(tmp_path / "wt"))
     under_state = [paths.ledger, paths.lock, paths.sync_lock, paths.active_index, paths.claims, paths.machine_id,
                    paths.tasks, paths.checkpoints, paths.handoffs, paths.runs, paths.contexts, paths.cache,
-                   paths.receipts, paths.config_cache, paths.root_commit_cache, paths.sessions_cache,
+                   paths.receipts, paths.config_cache, paths.root_commit_cache, paths.conversations,
                    paths.sync_months_cache, paths.task_file("t"), paths.journal("t"), paths.journal_rotated("t"),
                    paths.checkpoint_index("t"), paths.receipt("claude", "/x/.claude/settings.json")]
     assert len(set(under_state)) == len(under_state)

@@ -246,7 +246,7 @@ def missing_hooks(ws: Any) -> list[tuple[str, str]]:
     for name in names:
         runtime = name.split("-", 1)[0]
         try:
-            receipt = json.loads(safeio.read(os.path.join(directory, name), SETTINGS_MAX_BYTES * 2 + 4096))
+            receipt = jsonbound.loads(safeio.read(os.path.join(directory, name), SETTINGS_MAX_BYTES * 2 + 4096))
         except (OSError, ValueError, safeio.EnvironmentProblem):
             continue
         path = receipt.get("path") if isinstance(receipt, dict) else None

@@ -42,14 +42,14 @@ TOTAL_S = 2.0  # …and never reads longer than this in all
 def _complete_json(data: bytes) -> bool:
     """Whether `data` already holds one whole JSON value (the runtimes send one object, then may keep stdin
     open). Parsed only when it ends like a value can, so a large payload is not re-parsed at every chunk."""
-    import json
+    from majordomus.lite import jsonbound
 
     tail = data.rstrip()
     if tail[-1:] not in (b"}", b"]"):
         return False
     try:
-        json.loads(tail)
-    except (ValueError, RecursionError):
+        jsonbound.loads(tail)
+    except ValueError:
         return False
     return True
 

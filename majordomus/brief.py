@@ -9,9 +9,9 @@ Pins are working memory: with `context/ID/` gone the briefing still stands on re
 
 from __future__ import annotations
 
-from majordomus import budget, claims, continuity, handoff, runs, tasks
+from majordomus import budget, claims, continuity, runs, tasks
 from majordomus.git import status
-from majordomus.store import ledger
+from majordomus.store import ledger, reading
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -97,7 +97,7 @@ def _head_drift(ws: Workspace, then: str | None, now: str | None) -> list[str]:
     return lines
 
 
-def _facts(ws: Workspace, task: tasks.Task, last: handoff.Record | None) -> list[str]:
+def _facts(ws: Workspace, task: tasks.Task, last: reading.Record | None) -> list[str]:
     out = []
     if last is not None:
         m = last.meta
@@ -144,8 +144,8 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | None 
     task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
     limit = ws.config.get("continuity", "render_max_bytes") if budget_bytes is None else budget_bytes
     doc, note = _continuity(ws, task)
-    latest_handoff = handoff.previous(ws, task)
-    since, unread = handoff.recent_checkpoints(ws, task, latest_handoff, limit)  # oldest first
+    latest_handoff = reading.previous_handoff(ws, task)
+    since, unread = reading.recent_checkpoints(ws, task, latest_handoff, limit)  # oldest first
     last = since[-1] if since else latest_handoff
 
     parts: list[budget.Part] = [_title(ws, task)]
@@ -195,6 +195,6 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | None 
             return f"\n(dropped to fit {limit} bytes: {', '.join(labels)})\n"
         return f"\n(complete: nothing was dropped to fit {limit} bytes)\n"
 
-    # Checkpoints too old to matter were only counted (see handoff.recent_checkpoints): dropped first.
+    # Checkpoints too old to matter were only counted (see reading.recent_checkpoints): dropped first.
     fitted = budget.fit(parts, order, limit, closing, already=(budget.Entry("", *checkpoint_label), unread))
     return Briefing(task=task.id, text=fitted.text, dropped=fitted.dropped, drift=moved)

@@ -176,10 +176,14 @@ def _write_ignore(path: str) -> None:
     except FileExistsError:
         return
     except OSError as exc:
-        if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
-            raise EnvironmentProblem(
-                f"cannot write {path}: {exc.strerror}", "make .ai/local writable, then try again"
-            ) from exc
-        raise
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write("*\n")
+        raise EnvironmentProblem(
+            f"cannot write {path}: {exc.strerror}", "make .ai/local writable (and free space there), then try again"
+        ) from exc
+    try:  # one os.write of two bytes; a failure leaves no empty ignore file behind to be trusted later
+        if os.write(fd, b"*\n") != 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    except OSError as exc:
+        os.close(fd)
+        os.unlink(path)
+        raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}", "free space there, then try again") from exc
+    os.close(fd)

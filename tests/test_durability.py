@@ -135,6 +135,17 @@ def test_killed_after_the_link_leaves_the_record_without_its_event(prepared, kin
     no_event = next(f for f in findings if f["code"] == "record.no-event")
     assert no_event["path"].endswith(new)
     assert_consistent(repo)
+    # The same command again, in the record's second, finds it under its final name without its event:
+    # it completes the task pointer and the event instead of answering "already stored" (design §10).
+    from freezegun import freeze_time
+
+    second = new[:16]
+    with freeze_time(f"{second[:4]}-{second[4:6]}-{second[6:8]}T{second[9:11]}:{second[11:13]}:{second[13:15]}Z"):
+        again = run_here(kind, cwd=repo, input=body)
+    assert again.returncode == 0, again.stderr
+    assert b"already stored" not in again.stderr and b"complete now" in again.stderr
+    assert [e["path"] for e in events_named(repo, f"task.{kind}")][-1] == f"{directory}/{new}"
+    assert json.loads(run_here("task", "show", "t1", "--json", cwd=repo).stdout)[kind] == f"{directory}/{new}"
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -122,8 +122,9 @@ def commit(write: Write) -> Committed:
         meta = dict(fields)
         path, created, digest = link_record(ws, write.subdir, fields, write.body)
         rel = f"{write.subdir}/{os.path.basename(path)}"
-        if not created and logged(ws, rel, meta["timestamp"]):
-            return Committed(path, digest, task.id, created=False)
+        if not created and logged(ws, rel, meta["timestamp"]):  # completed just now, or long ago
+            done = earlier is not None and earlier.path == path
+            return Committed(path, digest, task.id, created=False, completed=done)
         _land(write, task, rel, digest, meta, write.body, created=created)
         return Committed(path, digest, task.id, created=created, completed=not created)
 

@@ -35,8 +35,9 @@ class Faults:
     is ENOSPC or EIO (the call raises), or `short` (a write writes half its bytes, as a full disk does).
     Only calls on paths under `root` count: the test process's own files and git's processes are untouched."""
 
-    def __init__(self, root: Any, op: str | None = None, nth: int = 0, how: str = "ENOSPC") -> None:
+    def __init__(self, root: Any, op: str | None = None, nth: int = 0, how: str = "ENOSPC", only: str = "") -> None:
         self.root = str(root) + os.sep
+        self.only = only  # count only the calls on paths that contain this
         self.op, self.nth, self.how = op, nth, how
         self.counts = dict.fromkeys(OPS, 0)
         self.fired = False
@@ -47,7 +48,8 @@ class Faults:
                 path = os.readlink(f"/proc/self/fd/{path}")
             except OSError:
                 return False
-        return os.fsdecode(os.path.abspath(path)).startswith(self.root)
+        path = os.fsdecode(os.path.abspath(path))
+        return path.startswith(self.root) and self.only in path
 
     def _hit(self, op: str, path: Any) -> bool:
         if not self._ours(path):

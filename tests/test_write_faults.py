@@ -320,3 +320,47 @@ def test_a_real_process_failing_each_call_exits_12_and_its_retry_completes(repo:
         _landed_checkpoint(repo)
         doctor = run_here("doctor", "--strict", cwd=repo)
         assert doctor.returncode == 0, doctor.stdout
+
+
+# ---------------------------------------------------------------- a really full disk
+
+def test_a_really_full_disk_exits_12_and_the_same_checkpoint_lands_once_there_is_room(repo: Path, tmp_path: Path) -> None:
+    """The state directory on a small tmpfs, filled up: checkpoints until the disk is full, where one exits 12
+    (never 70, never 0 with a torn ledger line); with room again, the same checkpoint lands and doctor is clean."""
+    _start(repo)
+    state = state_dir(repo)
+    saved = tmp_path / "saved-state"
+    shutil.copytree(state, saved, symlinks=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", str(state)],
+                             capture_output=True, check=False)
+    if mounted.returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot mount a tmpfs: {mounted.stderr.decode()}")
+        pytest.skip("needs root to mount a small tmpfs")
+    try:
+        shutil.copytree(saved, state, symlinks=True, dirs_exist_ok=True)
+        os.chmod(state, 0o700)
+        filler = state / "filler"
+        stat = os.statvfs(state)
+        filler.write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize - 48 * 1024))
+        body = "".join(f"line {n} of a note that takes some room on the disk\n" for n in range(38))
+        for n in range(100):
+            result = run_here("checkpoint", cwd=repo, input=f"note {n}\n{body}")
+            if result.returncode != 0:
+                break
+        else:
+            pytest.fail("the disk never filled up")
+        err = result.stderr.decode()
+        assert result.returncode == 12 and err.startswith("majordomus: ") and "\nhint: " in err, err
+        assert ledger_events(repo)  # strict: every line of the ledger is whole JSON
+        filler.unlink()
+        again = run_here("checkpoint", cwd=repo, input=f"note {n}\n{body}")
+        assert again.returncode == 0, again.stderr
+        pointer = _task(repo)["checkpoint"]
+        assert (state / pointer).read_text().endswith(f"note {n}\n{body}")
+        _logged_once(repo, "task.checkpoint", pointer)
+        doctor = run_here("doctor", "--strict", "--json", cwd=repo)
+        findings = [(f["code"], f.get("path")) for f in json.loads(doctor.stdout)["findings"] if f["level"] != "ok"]
+        assert doctor.returncode == 0 and not findings, findings
+    finally:
+        subprocess.run(["umount", "-l", str(state)], capture_output=True, check=False)

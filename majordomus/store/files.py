@@ -14,6 +14,9 @@ TMP_PREFIX = ".tmp-"
 
 
 def _environment(path: str, exc: OSError) -> EnvironmentProblem:
+    if exc.errno == errno.EIO:
+        return EnvironmentProblem(f"cannot write {path}: {exc.strerror}",
+                                  "the disk reported an I/O error: check it (`dmesg`), then run the same command again")
     return EnvironmentProblem(
         f"cannot write {path}: {exc.strerror}",
         "check that the state directory is writable and not on a read-only or full file system",

@@ -24,12 +24,11 @@ import frontmatter
 from frontmatter.default_handlers import YAMLHandler
 
 from majordomus import tasks as task_store
-from majordomus.checkpoint import list_names
 from majordomus.errors import EnvironmentProblem
 from majordomus.lite import safeio
 from majordomus.store import ledger as ledger_store
+from majordomus.store import listing, records
 from majordomus.store import paths as state_paths
-from majordomus.store import records
 from majordomus.workspace import Workspace as _Workspace
 
 __all__ = ["Record", "Workspace", "open"]
@@ -119,7 +118,7 @@ class Workspace:
         if not self._directory(directory):
             return []
         found = []
-        for name in list_names(directory):
+        for name in listing.list_names(directory):
             record = _read_record(os.path.join(directory, name))
             if record is not None and (task is None or record.metadata.get("task") == task):
                 found.append(record)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 
-from majordomus import budget, claims, clock, continuity, handoff, runs, tasks
+from majordomus import budget, claims, clock, continuity, runs, tasks
 from majordomus.errors import EnvironmentProblem
 from majordomus.git import status
 from majordomus.lite import safeio
 from majordomus.lite import text as text_rule
-from majordomus.store import ledger
+from majordomus.store import ledger, reading
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -94,7 +94,7 @@ def missing_records(ws: Workspace, task: tasks.Task) -> list[str]:
     out = []
     for rel in named:
         try:
-            handoff.read_record(ws, rel)
+            reading.read_record(ws, rel)
         except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
             out.append(rel)
     return out
@@ -111,14 +111,14 @@ def missing_lines(missing: list[str], task_id: str) -> str:
             f"of `{task_id}`.\n")
 
 
-def _since_handoff_by_ledger(ws: Workspace, task: tasks.Task, latest: handoff.Record | None,
-                             found: list[handoff.Record]) -> list[handoff.Record]:
+def _since_handoff_by_ledger(ws: Workspace, task: tasks.Task, latest: reading.Record | None,
+                             found: list[reading.Record]) -> list[reading.Record]:
     """The checkpoints the ledger recorded here after the latest handoff, that the names' clock order
     missed (a handoff written with a clock running ahead, design §9): read backwards only until the
     handoff's own event, and never past `LEDGER_LOOKBACK` lines, so the cost never follows the store's size."""
     if latest is None:
         return found
-    try:  # the names `handoff.recent_checkpoints` looked at begin at the handoff's second; only older ones
+    try:  # the names `reading.recent_checkpoints` looked at begin at the handoff's second; only older ones
         lower = clock.compact(clock.parse(str(latest.meta.get("timestamp"))))
     except (ValueError, TypeError):
         return found
@@ -136,7 +136,7 @@ def _since_handoff_by_ledger(ws: Workspace, task: tasks.Task, latest: handoff.Re
     extra = []
     for rel in reversed(later):  # oldest first, as the ledger recorded them
         try:
-            record = handoff.read_record(ws, rel)
+            record = reading.read_record(ws, rel)
         except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
             continue  # named in `missing_records` when it is the task's or the ledger's latest
         if record.meta.get("task") == task.id:
@@ -208,7 +208,7 @@ def _head_drift(ws: Workspace, then: str | None, now: str | None) -> list[str]:
     return lines
 
 
-def _facts(ws: Workspace, task: tasks.Task, last: handoff.Record | None) -> list[str]:
+def _facts(ws: Workspace, task: tasks.Task, last: reading.Record | None) -> list[str]:
     out = []
     if last is not None:
         m = last.meta
@@ -259,8 +259,8 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
     else:
         room = budget_bytes if isinstance(budget_bytes, budget.Room) else budget.Room(budget_bytes)
     doc, note = _continuity(ws, task)
-    latest_handoff = handoff.previous(ws, task)
-    since, unread = handoff.recent_checkpoints(ws, task, latest_handoff, room.max_bytes)  # oldest first
+    latest_handoff = reading.previous_handoff(ws, task)
+    since, unread = reading.recent_checkpoints(ws, task, latest_handoff, room.max_bytes)  # oldest first
     since = _since_handoff_by_ledger(ws, task, latest_handoff, since)
     last = since[-1] if since else latest_handoff
     missing = missing_records(ws, task)
@@ -329,7 +329,7 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
     def closing(labels: list[str]) -> str:
         return budget.closing_line(room, labels, complete=not missing)
 
-    # Checkpoints too old to matter were only counted (see handoff.recent_checkpoints): dropped first.
+    # Checkpoints too old to matter were only counted (see reading.recent_checkpoints): dropped first.
     fitted = budget.fit(parts, order, room, closing, already=(budget.Entry("", *checkpoint_label), unread))
     return Briefing(task=task.id, text=fitted.text, dropped=fitted.dropped, drift=moved, missing=missing,
                     parts=keyed)

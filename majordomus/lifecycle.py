@@ -6,11 +6,11 @@ together, and appends its ledger event.
 
 from __future__ import annotations
 
-from majordomus import checkpoint, claims, clock, continuity, secretscan, tasks
-from majordomus.errors import NotFound, Refused
+from majordomus import claims, clock, continuity, secretscan, tasks
+from majordomus.errors import NoActiveTask, NotFound, Refused
 from majordomus.lite import active as active_index
 from majordomus.lite import text as text_rule
-from majordomus.store import files
+from majordomus.store import files, ledger, listing
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -33,6 +33,43 @@ def _pause_current_here(ws: Workspace, index: dict[str, str], keep: str, at: str
 
 
 # Claims (design §18): who holds a task; see `majordomus.claims`.
+
+def _end_mine_in_record(ws: Workspace, task: tasks.Task, at: str, why: str) -> None:
+    """End this machine's live claim on `task` in its record (saved by the caller); this machine's claim
+    file forgets it after the event (`_forget_mine`), so that a retry still finds what is unfinished."""
+    held = claims.mine(ws).get(task.id)
+    if held is not None:
+        claims.end(task.claims, {held["id"]}, at, why)
+
+
+def _forget_mine(ws: Workspace, task: tasks.Task, at: str, why: str) -> None:
+    held = claims.mine(ws).get(task.id)
+    if held is not None:
+        ended = next((c for c in task.claims if c["id"] == held["id"]), dict(held, ended_at=at, ended_by=why))
+        claims.remember(ws, task.id, None, ended=ended)
+
+
+def _unlogged(ws: Workspace, task: tasks.Task) -> bool:
+    """Whether the task record's last change has no ledger event: a change here that failed part way
+    (design §10), which the same command run again completes. Every change stamps `updated_at` and its
+    event with the same time."""
+    last = ledger.last_event(ws.paths.ledger, task.id)  # none at all: a ledger rotated by hand cannot tell
+    return last is not None and str(last.get("at", "")) < task.updated_at
+
+
+def _slot_here(ws: Workspace) -> tasks.Task:
+    """The task the index names for this worktree and branch, whatever its status (a change that failed
+    after the task record moved leaves it there), or exit 11."""
+    task_id = tasks.active_id(ws)
+    if task_id is None:
+        raise NoActiveTask(ws.where())
+    return tasks.load(ws, task_id)
+
+
+def _event(ws: Workspace, task_id: str, at: str, *items: tuple[str, dict[str, Any]]) -> None:
+    """The events of one change in one append: all of them land, or none."""
+    base = {"task": task_id, "worktree": ws.worktree, "branch": ws.branch}
+    ledger.append_many(ws.paths.ledger, [(name, dict(base, **extra)) for name, extra in items], at)
 
 def _end_mine(ws: Workspace, task: tasks.Task, at: str, why: str) -> str | None:
     """End this machine's live claim on `task` (in the record, saved by the caller) and forget it here."""
@@ -80,6 +117,9 @@ def start(
     at = clock.now_iso()
     with files.locked(ws.paths.lock):
         if tasks.exists(ws, task_id):
+            existing = tasks.load(ws, task_id)
+            if _unfinished_start(ws, existing):
+                return _finish_start(ws, existing, at)
             raise Refused(
                 f"task `{task_id}` already exists; nothing was written",
                 f"resume it with `majordomus task resume {task_id}`, or pick another id",
@@ -100,7 +140,7 @@ def start(
         )
         index = tasks.read_index(ws)  # refused whole when corrupt, before anything is written
         continuity.seed(ws, task, from_task)
-        checkpoint.start_index(ws, task_id)
+        listing.start_index(ws, task_id)
         _pause_current_here(ws, index, task_id, at)
         _claim(ws, task, at, task.owner)  # the starter holds it: task.start (owner, worktree, branch) is its event
         tasks.save(ws, task)
@@ -108,6 +148,23 @@ def start(
         tasks.write_index(ws, index)
         ws.event("task.start", task_id, at, title=task.title, profile=task.profile, owner=task.owner,
               **({"from": from_task} if from_task else {}))
+    return task
+
+
+def _unfinished_start(ws: Workspace, task: tasks.Task) -> bool:
+    """A start here whose task record landed and whose index or event did not."""
+    return (task.status == "active" and (task.worktree, task.branch) == (ws.worktree, ws.branch)
+            and task.started_at == task.updated_at
+            and ledger.last_event(ws.paths.ledger, task.id, events=("task.start",)) is None)
+
+
+def _finish_start(ws: Workspace, task: tasks.Task, at: str) -> tasks.Task:
+    index = tasks.read_index(ws)
+    _pause_current_here(ws, index, task.id, at)
+    index[active_index.slot(ws.worktree, ws.branch)] = task.id
+    tasks.write_index(ws, index)
+    _event(ws, task.id, task.started_at, ("task.start", {"title": task.title, "profile": task.profile,
+                                                          "owner": task.owner, "completed": True}))
     return task
 
 
@@ -132,6 +189,8 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
         task = tasks.load(ws, task_id)
         here = (ws.worktree, ws.branch)
         index = tasks.read_index(ws)
+        if task.status == "active" and (task.worktree, task.branch) == here and _unlogged(ws, task):
+            return _finish_resume(ws, task, index, at)
         held = tasks.where_active(ws, task, index)
         if held == "here":
             return task
@@ -163,16 +222,30 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
         tasks.save(ws, task)
         index[active_index.slot(*here)] = task_id
         tasks.write_index(ws, index)
+        events: list[tuple[str, dict[str, Any]]] = []
         if previous["status"] == "done":
-            ws.event("task.reopen", task_id, at, by=ws.owner())
+            events.append(("task.reopen", {"by": ws.owner()}))
         extra: dict[str, Any] = {"previous": previous, "by": ws.owner()}
         if held is not None:
             extra["takeover"] = True
             if held == "orphaned":
                 extra["branch_missing" if stranded else "orphaned"] = True
         # The claim first: `task.resume` stays the last event of a resume, as before claims existed.
-        ws.event("task.claim", task_id, at, claim=claim, ended=[i for i in [replaced, *taken] if i is not None])
-        ws.event("task.resume", task_id, at, **extra)
+        events.append(("task.claim", {"claim": claim, "ended": [i for i in [replaced, *taken] if i is not None]}))
+        events.append(("task.resume", extra))
+        _event(ws, task_id, at, *events)
+    return task
+
+
+def _finish_resume(ws: Workspace, task: tasks.Task, index: dict[str, str], at: str) -> tasks.Task:
+    """A resume here whose task record landed and whose index or events did not: complete them."""
+    _pause_current_here(ws, index, task.id, at)
+    if index.get(active_index.slot(ws.worktree, ws.branch)) != task.id:
+        index[active_index.slot(ws.worktree, ws.branch)] = task.id
+        tasks.write_index(ws, index)
+    claim = claims.mine(ws).get(task.id)
+    _event(ws, task.id, task.updated_at, ("task.claim", {"claim": claim, "ended": [], "completed": True}),
+           ("task.resume", {"by": ws.owner(), "completed": True}))
     return task
 
 
@@ -181,21 +254,35 @@ def done(ws: Workspace, task_id: str | None, *, force: bool = False) -> tasks.Ta
     ws.ensure_state("tasks")
     at = clock.now_iso()
     with files.locked(ws.paths.lock):
-        task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
+        task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else _slot_here(ws)
         if task.status == "done":
+            _finish(ws, task, "task.done", {"completed": True}, "task done")
             return task
+        if task_id is None and task.status != "active":
+            raise NoActiveTask(ws.where())
         held = tasks.where_active(ws, task)
         if held in ("elsewhere", "remote") and not force:
             raise Refused(f"task `{task.id}` is active in {_where(task)}; nothing was written",
                           f"finish it there, or here with `majordomus task done {task.id} --force`")
-        _leave_slot(ws, task)
         task.status = "done"
         task.updated_at = at
-        _end_mine(ws, task, at, "task done")
+        _end_mine_in_record(ws, task, at, "task done")
         claims.end(task.claims, {c["id"] for c in claims.live(task.claims)}, at, "task done")
         tasks.save(ws, task)
-        ws.event("task.done", task.id, at, **({"takeover": True} if held in ("elsewhere", "remote") else {}))
+        # Then the event, then the slot: a retry of a `done` that failed after its task record finds it here.
+        _event(ws, task.id, at, ("task.done", {"takeover": True} if held in ("elsewhere", "remote") else {}))
+        _forget_mine(ws, task, at, "task done")
+        _leave_slot(ws, task)
     return task
+
+
+def _finish(ws: Workspace, task: tasks.Task, event: str, extra: dict[str, Any], why: str) -> None:
+    """Complete a change whose task record landed: its event when missing, then this machine's claim file
+    and the slot here (each a no-op when it is done already)."""
+    if _unlogged(ws, task):
+        _event(ws, task.id, task.updated_at, (event, extra))
+    _forget_mine(ws, task, task.updated_at, why)
+    _leave_slot(ws, task)
 
 
 def _leave_slot(ws: Workspace, task: tasks.Task) -> None:
@@ -245,7 +332,13 @@ def release_claim(ws: Workspace, task_id: str | None) -> tuple[tasks.Task, bool]
     ws.ensure_state("tasks")
     at = clock.now_iso()
     with files.locked(ws.paths.lock):
-        task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
+        task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else _slot_here(ws)
+        if task.status == "paused" and tasks.active_id(ws) == task.id:  # a release that failed part way
+            _finish(ws, task, "task.release", {"status": task.status, "by": ws.owner(), "completed": True},
+                    "released")
+            return task, True
+        if task_id is None and task.status != "active":
+            raise NoActiveTask(ws.where())
         held = tasks.where_active(ws, task)
         ours = claims.mine(ws).get(task.id)
         live = ours is not None and any(c["id"] == ours["id"] for c in claims.live(task.claims))
@@ -254,23 +347,40 @@ def release_claim(ws: Workspace, task_id: str | None) -> tuple[tasks.Task, bool]
                           f"not active in {ws.where()}; nothing was written",
                           "release it where it is held, or take it over with "
                           f"`majordomus task resume {task.id} --force`")
-        ended = _end_mine(ws, task, at, "released") if live else None
+        ended = ours["id"] if live and ours is not None else None
+        if live:
+            _end_mine_in_record(ws, task, at, "released")
         paused = held == "here"
         if paused:
-            _leave_slot(ws, task)
             task.status = "paused"
         task.updated_at = at
         tasks.save(ws, task)
-        ws.event("task.release", task.id, at, claim=ended, status=task.status, by=ws.owner())
+        _event(ws, task.id, at, ("task.release", {"claim": ended, "status": task.status, "by": ws.owner()}))
+        _forget_mine(ws, task, at, "released")
+        if paused:
+            _leave_slot(ws, task)
     return task, paused
 
 
-def set_handed_off(ws: Workspace, task: tasks.Task, handoff_rel: str, at: str) -> None:
-    """Record a handoff on the task: it leaves this slot and waits for `task resume` anywhere."""
-    _leave_slot(ws, task)
-    _end_mine(ws, task, at, "handed off")
+def hand_off(ws: Workspace, task: tasks.Task, handoff_rel: str, at: str) -> None:
+    """Record a handoff in the task record: handed-off, pointing at it, this machine's claim ended in it.
+    The slot here and this machine's claim file follow after the event (`release_after_handoff`)."""
+    held = claims.mine(ws).get(task.id)
+    if held is not None:
+        claims.end(task.claims, {held["id"]}, at, "handed off")
     task.status = "handed-off"
     task.handoff = handoff_rel
     task.handoff_at = at
     task.updated_at = at
     tasks.save(ws, task)
+
+
+def release_after_handoff(ws: Workspace, task: tasks.Task) -> None:
+    """After the handoff's event: forget this machine's claim, then leave the slot, which is what a retry
+    looks for to finish a handoff that did not (design §10)."""
+    held = claims.mine(ws).get(task.id)
+    if held is not None:
+        ended = next((c for c in task.claims if c["id"] == held["id"]),
+                     dict(held, ended_at=task.handoff_at, ended_by="handed off"))
+        claims.remember(ws, task.id, None, ended=ended)
+    _leave_slot(ws, task)

@@ -160,7 +160,7 @@ def build(repo: str | None = None) -> Any:
     async def checkpoint(body: str, ctx: Context) -> dict[str, Any]:  # type: ignore[type-arg]
         ws = await place.workspace(ctx)
         written = _call(checkpoint_core.write, ws, io.BytesIO(body.encode("utf-8")))
-        if written.path is None:
+        if written is None:
             return {"path": None, "created": False, "note": "empty body: only checkpoint_at moved"}
         return {"path": ws.paths.relative(written.path), "sha256": written.sha256, "created": written.created}
 

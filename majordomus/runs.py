@@ -23,11 +23,11 @@ import os
 import sys
 import time
 
-from majordomus import checkpoint, clock, identity, secretscan, tasks
+from majordomus import clock, identity, secretscan, tasks
 from majordomus.errors import EnvironmentProblem, MajordomusError, UsageError
 from majordomus.lite import names, safeio
 from majordomus.output import escape
-from majordomus.store import files, records
+from majordomus.store import commit, listing, records
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -245,7 +245,7 @@ def run(ws: Workspace, argv: list[str], label: str | None) -> tuple[Outcome, str
                ("output_sha256", outcome.tail.digest.hexdigest()), ("output_bytes", outcome.tail.size),
                ("output_lines", outcome.tail.lines)]
     try:
-        path = _store(ws, task.id, dict(fields), fields, outcome.tail.body())
+        path = commit.commit(RunWrite(ws, task.id, at, outcome.tail.body(), fields)).path
     except MajordomusError as exc:
         raise RecordFailed(outcome.status, exc) from exc
     return outcome, path
@@ -262,22 +262,39 @@ class RecordFailed(Exception):
         self.error = error
 
 
-def _store(ws: Workspace, task_id: str, meta: dict[str, Any], fields: list[tuple[str, Any]], body: str) -> str:
-    """Link the record in, point the task at it as the latest of its label, log `task.run`."""
-    with files.locked(ws.paths.lock):
-        path, created, digest = checkpoint.store_record(ws, ws.paths.runs, fields, body)
-        if not created:
-            return path
-        rel = ws.paths.relative(path)
-        at = clock.now_iso()
-        if tasks.exists(ws, task_id):  # the record is for the task CMD started under, even if it changed
-            task = tasks.load(ws, task_id)
-            task.runs = _latest_pointers(ws, task.runs, rel, meta["label"])
-            task.updated_at = at
-            tasks.save(ws, task)
-        ws.event("task.run", task_id, at, path=rel, sha256=digest, exit_status=meta["exit_status"],
-                 head=meta["head"], label=meta["label"])
-    return path
+class RunWrite(commit.Write):
+    """A run record: for the task CMD started under, which must still be active here when CMD ends (the
+    lock, then check again, as for every record); the task points at the latest run of each label."""
+
+    kind, what, subdir, event = "run", "run record", "runs", "task.run"
+
+    def __init__(self, ws: Workspace, task_id: str, at: str, body: str, fields: list[tuple[str, Any]]) -> None:
+        super().__init__(ws, task_id, at, body)
+        self._fields = fields  # the identity taken before CMD started: what was tested
+
+    def check(self) -> tasks.Task:
+        return tasks.still_active(self.ws, self.task_id)
+
+    def fields(self, task: tasks.Task) -> list[tuple[str, Any]]:
+        return self._fields
+
+    def pointer(self, task: tasks.Task) -> str | None:
+        return task.runs[-1] if task.runs else None
+
+    def points_at(self, task: tasks.Task, rel: str) -> bool:
+        return rel in task.runs
+
+    def may_be_unfinished(self, task: tasks.Task, rel: str) -> bool:
+        return True  # the task record moves when CMD ended, the record is stamped when it started
+
+    def point(self, task: tasks.Task, rel: str, meta: dict[str, Any]) -> None:
+        task.runs = _latest_pointers(self.ws, task.runs, rel, meta["label"])
+        task.updated_at = clock.now_iso()
+        tasks.save(self.ws, task)
+
+    def event_fields(self, rel: str, digest: str, meta: dict[str, Any], body: str) -> dict[str, Any]:
+        return {"path": rel, "sha256": digest, "exit_status": meta.get("exit_status"), "head": meta.get("head"),
+                "label": meta.get("label")}
 
 
 def _latest_pointers(ws: Workspace, pointers: list[str], rel: str, label: str) -> list[str]:
@@ -300,7 +317,7 @@ SUMMARY_KEYS = ("timestamp", "task", "label", "exit_status", "signal", "argv", "
 
 def summaries(ws: Workspace, task: str | None = None) -> Iterator[dict[str, Any]]:
     """Every run record, newest first (of `task` when given), one read each."""
-    for path in checkpoint.list_paths(ws.paths.runs):
+    for path in listing.list_paths(ws.paths.runs):
         shown = ws.display(path)
         try:
             data = safeio.read(path, records.MAX_RECORD_BYTES)

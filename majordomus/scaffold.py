@@ -11,7 +11,7 @@ from importlib import resources
 
 from majordomus.errors import EnvironmentProblem
 from majordomus.lite.statepaths import AI_DIR, COMMITTED_FILE_MODE, CONFIG_RELPATH, PROFILES_RELPATH, linked_dir
-from majordomus.store import paths
+from majordomus.store import files, paths
 from majordomus.workspace import Workspace
 
 
@@ -40,14 +40,10 @@ def init(ws: Workspace) -> list[tuple[str, str]]:
         paths.make_parent(os.path.join(base, PROFILES_RELPATH))  # never group- or world-writable (design §2a)
         for rel, data in _template_files():
             target = os.path.join(base, rel)
-            try:
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, COMMITTED_FILE_MODE)
-            except FileExistsError:
-                results.append((target, "kept"))
-                continue
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            results.append((target, "created"))
+            # Linked in whole or not at all (never a torn file that a retry would keep), never replacing.
+            _, created = files.link_in(os.path.dirname(target), os.path.basename(target), data,
+                                       mode=COMMITTED_FILE_MODE)
+            results.append((target, "created" if created else "kept"))
     except OSError as exc:
         raise EnvironmentProblem(f"cannot create {ai}: {exc.strerror}", "check the directory's permissions") from exc
     paths.ensure(ws.paths)

@@ -225,7 +225,8 @@ def test_a_taker_in_another_worktree_learns_the_record_saw_uncommitted_work(
 
 def test_the_briefing_reads_the_tasks_own_index_and_falls_back_when_it_is_not_whole(cli: Any, repo: Path) -> None:
     """design §16: brief stays flat in store size; the per-task index is derived, and never trusted when stale."""
-    from majordomus import checkpoint, handoff, tasks
+    from majordomus import tasks
+    from majordomus.store import listing, reading
     from majordomus.workspace import Workspace
 
     assert cli("task", "start", "other").exit_code == 0
@@ -236,9 +237,9 @@ def test_the_briefing_reads_the_tasks_own_index_and_falls_back_when_it_is_not_wh
         assert cli("checkpoint", input=f"mine {n}\n").exit_code == 0
     ws = Workspace.open(str(repo))
     task = tasks.load(ws, "t1")
-    names = checkpoint.indexed_names(ws, task)
+    names = listing.indexed_names(ws, task)
     assert names is not None and len(names) == 2
-    entries, _ = handoff._candidates(ws, task, None)
+    entries, _ = reading._candidates(ws, task, None)
     assert len(entries) == 2  # the other task's eight records were never listed
     assert "mine 1" in cli("brief").stdout and "mine 0" in cli("brief").stdout
     # A record the index never saw (as sync would bring): the pointer moves, the index is not whole.
@@ -253,10 +254,10 @@ def test_the_briefing_reads_the_tasks_own_index_and_falls_back_when_it_is_not_wh
     os.chmod(Path(ws.paths.checkpoints) / new, 0o600)
     task.checkpoint = "checkpoints/" + new
     tasks.save(ws, task)
-    assert checkpoint.indexed_names(ws, tasks.load(ws, "t1")) is None
+    assert listing.indexed_names(ws, tasks.load(ws, "t1")) is None
     assert "mine 2 (imported)" in cli("brief").stdout
-    Path(checkpoint.index_path(ws, "t1")).write_text("garbage\n")
-    assert checkpoint.indexed_names(ws, tasks.load(ws, "t1")) is None
+    Path(listing.index_path(ws, "t1")).write_text("garbage\n")
+    assert listing.indexed_names(ws, tasks.load(ws, "t1")) is None
 
 
 # ---------------------------------------------------------------- never more than the records hold (design §9)

@@ -135,6 +135,17 @@ def test_killed_after_the_link_leaves_the_record_without_its_event(prepared, kin
     no_event = next(f for f in findings if f["code"] == "record.no-event")
     assert no_event["path"].endswith(new)
     assert_consistent(repo)
+    # The same command again, in the record's second, finds it under its final name without its event:
+    # it completes the task pointer and the event instead of answering "already stored" (design §10).
+    from freezegun import freeze_time
+
+    second = new[:16]
+    with freeze_time(f"{second[:4]}-{second[4:6]}-{second[6:8]}T{second[9:11]}:{second[11:13]}:{second[13:15]}Z"):
+        again = run_here(kind, cwd=repo, input=body)
+    assert again.returncode == 0, again.stderr
+    assert b"already stored" not in again.stderr and b"complete now" in again.stderr
+    assert [e["path"] for e in events_named(repo, f"task.{kind}")][-1] == f"{directory}/{new}"
+    assert json.loads(run_here("task", "show", "t1", "--json", cwd=repo).stdout)[kind] == f"{directory}/{new}"
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -238,12 +249,13 @@ def test_a_checkpoint_fsyncs_record_directory_task_record_directory_and_ledger(r
 
 
 @needs_strace
-def test_a_handoff_fsyncs_record_index_task_record_and_ledger(repo):
+def test_a_handoff_fsyncs_record_task_record_ledger_then_claims_and_index(repo):
     start_task_at(repo)
     got = traced(repo, "handoff", input=HANDOFF_BODY)
-    assert got[:2] == [p.format(dir="handoffs") for p in RECORD] and got[-1:] == LEDGER
-    # The task leaves this worktree and this machine's claim ends: index, claims and task are rewritten.
-    assert sorted(got[2:-1]) == sorted(INDEX + CLAIMS + TASK)
+    # The record, the task record (handed-off, pointing at it), the event; then this machine's claim is
+    # forgotten and the slot left — last, so that a retry of a handoff that failed there still finds it.
+    assert got[:5] == [p.format(dir="handoffs") for p in RECORD] + TASK + LEDGER
+    assert got[5:] == CLAIMS + INDEX
 
 
 @needs_strace

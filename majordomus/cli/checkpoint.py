@@ -27,7 +27,6 @@ def main(argv: list[str]) -> int:
     args = parsing.parse(OPTIONS, argv)
     if args is None:
         return 0
-    from majordomus import checkpoint
     from majordomus.workspace import Workspace
 
     ws = Workspace.open()
@@ -35,9 +34,9 @@ def main(argv: list[str]) -> int:
         return show(ws, bool(args["json"]))
     if args["list"]:
         from majordomus import output
-        from majordomus.store import paths
+        from majordomus.store import listing, paths
 
-        found = checkpoint.summaries(ws, ws.paths.checkpoints) if paths.check_readable(ws.paths) else iter(())
+        found = listing.summaries(ws, ws.paths.checkpoints) if paths.check_readable(ws.paths) else iter(())
         output.print_records(found, bool(args["json"]))
         return 0
     return write(ws, bool(args["json"]))
@@ -49,12 +48,15 @@ def write(ws: Workspace, as_json: bool) -> int:
     if sys.stdin.isatty() and tasks.active_id(ws) is not None:
         sys.stderr.write("majordomus: reading the checkpoint from the terminal; end it with Ctrl-D\n")
     written = checkpoint.write(ws, sys.stdin.buffer)
-    if written.path is None:
+    if written is None:
         sys.stderr.write("empty body: no record written; the task's checkpoint time moved\n")
         if as_json:
             sys.stdout.write('{"path": null, "sha256": null, "created": false}\n')
         return 0
-    if not written.created:
+    if written.completed:
+        sys.stderr.write("the identical record was stored by an earlier write that did not fully land; "
+                         "its task pointer and ledger event are complete now\n")
+    elif not written.created:
         sys.stderr.write("the identical record is already stored; nothing new was written\n")
     shown = ws.display(written.path)
     if as_json:
@@ -69,11 +71,12 @@ def write(ws: Workspace, as_json: bool) -> int:
 def show(ws: Workspace, as_json: bool) -> int:
     from majordomus import checkpoint, output
     from majordomus.lite import safeio
+    from majordomus.store import listing
     from majordomus.store.records import MAX_RECORD_BYTES
 
     path = checkpoint.latest(ws)
     if as_json:
-        output.emit_json(checkpoint.describe(ws, path) if path else None)
+        output.emit_json(listing.describe(ws, path) if path else None)
     elif path is not None:
         text = safeio.read(path, MAX_RECORD_BYTES).decode("utf-8", "replace")
         sys.stdout.write(output.escape(text, body=True))

@@ -32,11 +32,10 @@ def handoff(task_id: str | None, show: bool, list_: bool, as_json: bool) -> None
     level-two heading (`## State`) with content under it. The task becomes handed-off; another worker
     continues it with `majordomus task resume TASK`.
     """
-    from majordomus import checkpoint
     from majordomus import handoff as core
     from majordomus.errors import UsageError
     from majordomus.output import emit, emit_json, note
-    from majordomus.store import paths
+    from majordomus.store import listing, paths
 
     if show and list_:
         raise UsageError("--show and --list do not go together", "pick one")
@@ -50,16 +49,19 @@ def handoff(task_id: str | None, show: bool, list_: bool, as_json: bool) -> None
                 emit_json(None)
             return
         if as_json:
-            emit_json(checkpoint.describe(ws, path))
+            emit_json(listing.describe(ws, path))
         else:
             sys.stdout.write(escape(safeio.read(path, MAX_RECORD_BYTES).decode("utf-8", "replace"), body=True))
         return
     if list_:
-        found = checkpoint.summaries(ws, ws.paths.handoffs) if paths.check_readable(ws.paths) else iter(())
+        found = listing.summaries(ws, ws.paths.handoffs) if paths.check_readable(ws.paths) else iter(())
         print_records(found, as_json)
         return
     written = core.write(ws, sys.stdin.buffer)
-    if not written.created:
+    if written.completed:
+        note("the identical handoff was stored by an earlier write that did not fully land; it is complete now")
+        note(f"task `{written.task}` is handed off; continue it anywhere with `majordomus task resume {written.task}`")
+    elif not written.created:
         note("the identical handoff is already stored; nothing new was written")
     else:
         note(f"task `{written.task}` is handed off; continue it anywhere with `majordomus task resume {written.task}`")

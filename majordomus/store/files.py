@@ -14,6 +14,9 @@ TMP_PREFIX = ".tmp-"
 
 
 def _environment(path: str, exc: OSError) -> EnvironmentProblem:
+    if exc.errno == errno.EIO:
+        return EnvironmentProblem(f"cannot write {path}: {exc.strerror}",
+                                  "the disk reported an I/O error: check it (`dmesg`), then run the same command again")
     return EnvironmentProblem(
         f"cannot write {path}: {exc.strerror}",
         "check that the state directory is writable and not on a read-only or full file system",
@@ -21,11 +24,15 @@ def _environment(path: str, exc: OSError) -> EnvironmentProblem:
 
 
 def fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    """Make a directory's new entries durable; an error (EIO) is the environment's, exit 12 (design §2b)."""
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise _environment(path, exc) from exc
 
 
 def _write_temp(directory: str, data: bytes, mode: int = FILE_MODE) -> str:
@@ -43,6 +50,8 @@ def _write_temp(directory: str, data: bytes, mode: int = FILE_MODE) -> str:
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)
+                if written <= 0:  # no progress: the disk is full
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
                 view = view[written:]
             fault.point("after-temp-write")
             os.fsync(fd)
@@ -63,12 +72,12 @@ def _unlink_quietly(path: str) -> None:
         pass
 
 
-def link_in(directory: str, name: str, data: bytes, *, sync_dir: bool = True) -> tuple[str, bool]:
+def link_in(directory: str, name: str, data: bytes, *, sync_dir: bool = True, mode: int = FILE_MODE) -> tuple[str, bool]:
     """Store an immutable record under `name`, never replacing anything. Returns (path, created).
 
     `sync_dir=False` leaves the directory fsync to the caller, who links many records and syncs it once."""
     final = os.path.join(directory, name)
-    tmp = _write_temp(directory, data)
+    tmp = _write_temp(directory, data, mode)
     try:
         os.link(tmp, final, follow_symlinks=False)
         created = True
@@ -80,7 +89,12 @@ def link_in(directory: str, name: str, data: bytes, *, sync_dir: bool = True) ->
     fault.point("after-link")
     _unlink_quietly(tmp)
     if created and sync_dir:
-        fsync_dir(directory)
+        try:
+            fsync_dir(directory)
+        except EnvironmentProblem as exc:
+            _unlink_quietly(final)  # not known to be durable: nothing names it yet, so it goes
+            exc.message += "; nothing was written"
+            raise
     return final, created
 
 

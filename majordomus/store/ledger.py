@@ -84,6 +84,9 @@ def _lines_backwards(fd: int, size: int) -> Iterator[bytes]:
         yield os.pread(fd, line_end, 0)
 
 
+lines_backwards = _lines_backwards  # for `store.commit`, which looks for a record's event from the end
+
+
 def _last_valid(fd: int, size: int) -> tuple[dict[str, Any] | None, bytes | None, bool]:
     """The last valid event and its line, reading backwards; and whether the file ends in a newline."""
     if size == 0:
@@ -140,14 +143,33 @@ def append_many(path: str, items: list[tuple[str, dict[str, Any]]], at: str) -> 
             last_line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             lines.append(last_line)
             written.append(record)
-        os.write(fd, b"\n".join(lines) + b"\n")
-        fault.point("after-ledger-write")
-        os.fsync(fd)
+        size = os.fstat(fd).st_size
+        data = b"\n".join(lines) + b"\n"
+        try:
+            if os.write(fd, data) != len(data):  # a short write (a full disk) is a failed write
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            fault.point("after-ledger-write")
+            os.fsync(fd)
+        except OSError:
+            _cut_back(fd, size)
+            raise
         return written
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot append to the ledger {path}: {exc.strerror}", "check free space") from exc
+        raise EnvironmentProblem(f"cannot append to the ledger {path}: {exc.strerror}; the event was not "
+                                 "written", "free space on the state directory's file system (or fix the "
+                                 "error above), then run the same command again") from exc
     finally:
         os.close(fd)
+
+
+def _cut_back(fd: int, size: int) -> None:
+    """Under the lock: remove what a failed append left after the last complete line (design §10), so that
+    no torn line and no event that was reported as failed stays behind."""
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError:
+        pass  # the torn tail is skipped and counted by every reader; the next append starts a new line
 
 
 def iter_lines(path: str, offset: int = 0) -> Iterator[bytes]:

@@ -80,10 +80,14 @@ def _write_ignore(path: str) -> None:
     except FileExistsError:
         return
     except OSError as exc:
-        if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
-            hint = ("make .ai/local writable, then try again" if exc.errno != errno.EROFS
-                    else unwritable_hint(path, exc.errno))
-            raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}", hint) from exc
-        raise
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write("*\n")
+        hint = (unwritable_hint(path, exc.errno) if exc.errno == errno.EROFS
+                else "make .ai/local writable (and free space there), then try again")
+        raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}", hint) from exc
+    try:  # one os.write of two bytes; a failure leaves no empty ignore file behind to be trusted later
+        if os.write(fd, b"*\n") != 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    except OSError as exc:
+        os.close(fd)
+        os.unlink(path)
+        raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}", "free space there, then try again") from exc
+    os.close(fd)

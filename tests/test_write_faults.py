@@ -1,0 +1,366 @@
+"""Every write step failing (design §2b, §10): each write command with each of its `write`, `fsync`,
+`link`, `rename`, `mkdir` and creating `open` calls failed in turn.
+
+The fault layer below wraps those os functions in this process while one command runs in-process, and
+fails only calls on paths inside the test's repository (git's own processes are not touched). It counts
+the calls of a clean run first, then fails the 1st, the 2nd, … of each kind: ENOSPC everywhere, EIO for
+fsync, and a short write (half the bytes, as a full disk gives) for write. After each:
+
+- the command exits 0 and everything it reports has landed, or exits 12 with a `majordomus: …` message
+  and a hint;
+- after an exit 12, the same command run again (two seconds later: not the same second, which would let
+  the retry find its own record under its final name) exits 0 and everything has landed;
+- then `doctor --strict` is clean.
+
+`test_the_fault_layer_sees_every_write_the_process_makes` checks the layer against strace's view of the
+real process, so that no write escapes it (a write through a Python file object would).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import HANDOFF_BODY, events_named, ledger_events, run_here, state_dir
+from freezegun import freeze_time
+
+from majordomus.store.fault import OPS, Faults
+
+# ---------------------------------------------------------------- the write commands
+
+
+def _start(repo: Path, *more: str) -> None:
+    for task in ("t1", *more):
+        assert run_here("task", "start", task, cwd=repo).returncode == 0
+
+
+def _task(repo: Path, task: str = "t1") -> dict[str, Any]:
+    return dict(json.loads(run_here("task", "show", task, "--json", cwd=repo).stdout))
+
+
+def _active_here(repo: Path) -> str | None:
+    index = state_dir(repo) / "active.json"
+    found = json.loads(index.read_text()) if index.exists() else {}
+    return next(iter(found.values()), None)
+
+
+def _logged_once(repo: Path, event: str, path: str) -> None:
+    named = [e for e in events_named(repo, event) if e.get("path") == path]
+    assert len(named) == 1, (event, path, named)
+
+
+def _setup_checkpoint(repo: Path) -> None:
+    _start(repo)
+    assert run_here("checkpoint", cwd=repo, input="before\n").returncode == 0
+
+
+def _landed_checkpoint(repo: Path) -> None:
+    task = _task(repo)
+    assert (state_dir(repo) / task["checkpoint"]).read_bytes().endswith(b"---\nthe note\n")
+    _logged_once(repo, "task.checkpoint", task["checkpoint"])
+    assert "the note" in run_here("checkpoint", "--show", cwd=repo).stdout.decode()
+    assert "the note" in run_here("brief", cwd=repo).stdout.decode()
+
+
+def _landed_handoff(repo: Path) -> None:
+    task = _task(repo)
+    assert task["status"] == "handed-off" and _active_here(repo) is None
+    _logged_once(repo, "task.handoff", task["handoff"])
+    assert "Finish normalise()" in run_here("handoff", "--show", "t1", cwd=repo).stdout.decode()
+
+
+def _setup_pinned(repo: Path) -> None:
+    _start(repo)
+    assert run_here("context", "pin", "decision", "--", "Keep it.", cwd=repo).returncode == 0
+
+
+def _pins(repo: Path) -> list[str]:
+    doc = json.loads((state_dir(repo) / "context" / "t1" / "continuity.json").read_text())
+    return [p["text"] for p in doc["decisions"]]
+
+
+def _landed_pin(repo: Path) -> None:
+    assert "Synced." in _pins(repo)
+    assert [e["event"] for e in ledger_events(repo)].count("context.pin") >= 1
+
+
+def _landed_unpin(repo: Path) -> None:
+    assert _pins(repo) == []
+    assert len(events_named(repo, "context.unpin")) == 1
+
+
+def _landed_start(repo: Path) -> None:
+    assert _task(repo, "t2")["status"] == "active" and _active_here(repo) == "t2"
+    assert len(events_named(repo, "task.start")) == 2  # t1's and t2's, once each
+
+
+def _landed_resume(repo: Path) -> None:
+    assert _task(repo, "t1")["status"] == "active" and _active_here(repo) == "t1"
+    assert _task(repo, "t2")["status"] == "paused"
+    assert [e["task"] for e in events_named(repo, "task.resume")] == ["t1"]
+
+
+def _landed_release(repo: Path) -> None:
+    assert _task(repo)["status"] == "paused" and _active_here(repo) is None
+    assert len(events_named(repo, "task.release")) == 1
+
+
+def _landed_done(repo: Path) -> None:
+    assert _task(repo)["status"] == "done" and _active_here(repo) is None
+    assert len(events_named(repo, "task.done")) == 1
+
+
+def _landed_run(repo: Path) -> None:
+    [pointer] = _task(repo)["runs"]
+    _logged_once(repo, "task.run", pointer)
+
+
+def _landed_init(repo: Path) -> None:
+    from majordomus import scaffold
+
+    for rel, data in scaffold._template_files():
+        assert (repo / ".ai" / rel).read_bytes() == data, rel
+
+
+# name: (setup, argv, stdin, what must have landed)
+COMMANDS: dict[str, tuple[Callable[[Path], None], tuple[str, ...], str, Callable[[Path], None]]] = {
+    "checkpoint": (_setup_checkpoint, ("checkpoint",), "the note\n", _landed_checkpoint),
+    "handoff": (_setup_checkpoint, ("handoff",), HANDOFF_BODY, _landed_handoff),
+    "context pin": (_start, ("context", "pin", "decision", "--", "Synced."), "", _landed_pin),
+    "context unpin": (_setup_pinned, ("context", "unpin", "PIN"), "", _landed_unpin),
+    "task start": (_start, ("task", "start", "t2"), "", _landed_start),
+    "task resume": (lambda repo: _start(repo, "t2"), ("task", "resume", "t1"), "", _landed_resume),
+    "task release": (_start, ("task", "release"), "", _landed_release),
+    "task done": (_start, ("task", "done"), "", _landed_done),
+    "run": (_start, ("run", "--", "true"), "", _landed_run),
+    "init": (lambda repo: None, ("init",), "", _landed_init),
+}
+
+
+def _argv(repo: Path, argv: tuple[str, ...]) -> tuple[str, ...]:
+    if "PIN" not in argv:
+        return argv
+    doc = json.loads((state_dir(repo) / "context" / "t1" / "continuity.json").read_text())
+    return tuple(doc["decisions"][0]["id"] if a == "PIN" else a for a in argv)
+
+
+def _cases(counts: dict[str, int]) -> Iterator[tuple[str, int, str]]:
+    """fsync fails as a disk fails it (EIO); the others as a full disk does (ENOSPC), and each write once
+    more as a short write."""
+    for op in OPS:
+        for nth in range(1, counts[op] + 1):
+            yield op, nth, "EIO" if op == "fsync" else "ENOSPC"
+            if op == "write":
+                yield op, nth, "short"
+
+
+def _restore(pristine: Path, repo: Path) -> None:
+    """Put `.ai` back as it was before the command (none of these commands writes anywhere else)."""
+    shutil.rmtree(repo / ".ai", ignore_errors=True)
+    if any(pristine.iterdir()):
+        shutil.copytree(pristine, repo / ".ai", symlinks=True)
+
+
+def _holds(check: Callable[[Path], None], repo: Path) -> bool:
+    try:
+        check(repo)
+    except (AssertionError, KeyError, OSError, ValueError):
+        return False
+    return True
+
+
+# Known, left to the continuity module: an unpin whose continuity write landed and whose event did not is
+# answered "no pin" by its retry, and the event stays missing.
+KNOWN = {"context unpin": "an unpin's retry does not complete a missing context.unpin event"}
+WALKED: dict[str, int] = {}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True))
+                                  if n in KNOWN else n for n in COMMANDS])
+def test_every_write_step_failing_in_turn(repo: Path, tmp_path: Path, name: str) -> None:
+    setup, argv, stdin, landed = COMMANDS[name]
+    with freeze_time("2026-12-01T09:00:00Z"):
+        setup(repo)
+    pristine = tmp_path / "pristine"
+    shutil.copytree(repo / ".ai", pristine, symlinks=True) if (repo / ".ai").exists() else pristine.mkdir()
+    args = _argv(repo, argv)
+
+    with freeze_time("2026-12-01T09:01:00Z"), Faults(repo).active() as counting:
+        clean = run_here(*args, cwd=repo, input=stdin)
+    assert clean.returncode == 0, clean.stderr
+    landed(repo)
+    assert sum(counting.counts.values()) > 0
+
+    problems = []
+    walked = 0
+    for op, nth, how in _cases(counting.counts):
+        _restore(pristine, repo)
+        with freeze_time("2026-12-01T09:01:00Z"), Faults(repo, op, nth, how).active() as faults:
+            failed = run_here(*args, cwd=repo, input=stdin)
+        walked += 1
+        case = f"{name}: {how} at {op} #{nth}: exit {failed.returncode}: {failed.stderr.decode()[:300]!r}"
+        assert faults.fired, f"{case}: the layer never reached that call: the walk would prove nothing"
+        try:
+            with freeze_time("2026-12-01T09:01:02Z"):
+                if failed.returncode == 0:  # it coped (a short write it finished): all of it landed
+                    landed(repo)
+                else:
+                    assert failed.returncode == 12, "not exit 12"
+                    err = failed.stderr.decode()
+                    assert err.startswith("majordomus: ") and "\nhint: " in err, "no clear message"
+                    whole = _holds(landed, repo)
+                    again = run_here(*args, cwd=repo, input=stdin)
+                    if again.returncode != 0:
+                        # Only a change that had landed whole (its last directory fsync reported the error)
+                        # leaves the retry nothing to do: then it refuses, writing nothing.
+                        assert whole and again.returncode in (10, 11), \
+                            f"the retry exits {again.returncode}: {again.stderr.decode()[:300]}"
+                    landed(repo)
+                doctor = run_here("doctor", "--strict", "--json", cwd=repo)
+            findings = [(f["code"], f.get("path")) for f in json.loads(doctor.stdout)["findings"] if f["level"] != "ok"]
+            assert doctor.returncode == 0 and not findings, f"doctor --strict after the retry: {findings}"
+        except AssertionError as exc:
+            problems.append(f"{case}\n    -> {exc}")
+    WALKED[name] = walked
+    print(f"{name}: {walked} cases over {counting.counts}")
+    assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- the layer against the real process
+
+STRACED = {"write": "write", "fsync": "fsync", "link": "link", "linkat": "link", "rename": "rename",
+           "renameat": "rename", "renameat2": "rename", "mkdir": "mkdir", "mkdirat": "mkdir", "openat": "open"}
+
+
+def _needs_strace() -> None:
+    if shutil.which("strace") is None:
+        if os.environ.get("CI"):
+            pytest.fail("strace is missing (apt-get install strace)")
+        pytest.skip("needs strace (apt-get install strace)")
+
+
+def _traced_counts(trace: str, root: Path) -> dict[str, int]:
+    """Per kind, the calls of the real process that change files under `root` (its own calls only: git's
+    processes are not followed)."""
+    import re
+
+    counts = dict.fromkeys(OPS, 0)
+    for line in trace.splitlines():
+        match = re.match(r"^(\w+)\((.*)\) += (-?\d+)", line)
+        if match is None or match.group(1) not in STRACED:
+            continue
+        name, args = match.group(1), match.group(2)
+        if name == "openat" and "O_CREAT" not in args:
+            continue
+        # -y shows a descriptor's path as fd<path>; a path argument is quoted. write and fsync name their
+        # descriptor first; link, rename, mkdir and openat their target last.
+        paths = re.findall(r'<([^>]*)>|"([^"]*)"', args)
+        targets = [a or b for a, b in paths]
+        target = targets[0] if name in ("write", "fsync") and targets else (targets[-1] if targets else "")
+        if target.startswith(str(root) + os.sep):
+            counts[STRACED[name]] += 1
+    return counts
+
+
+@pytest.mark.parametrize("name", ["checkpoint", "handoff", "task start", "init"])
+def test_the_fault_layer_sees_every_write_the_process_makes(repo: Path, tmp_path: Path, name: str) -> None:
+    """strace's count of the real console script's calls equals the in-process layer's: no write of these
+    commands goes around the os functions the layer wraps (a Python file object's write would)."""
+    _needs_strace()
+    from conftest import MAJORDOMUS
+
+    setup, argv, stdin, _landed = COMMANDS[name]
+    setup(repo)
+    pristine = tmp_path / "pristine"
+    shutil.copytree(repo, pristine, symlinks=True)
+    with Faults(repo).active() as counting:
+        assert run_here(*argv, cwd=repo, input=stdin).returncode == 0
+    shutil.rmtree(repo)
+    shutil.copytree(pristine, repo, symlinks=True)
+    out = tmp_path / "trace"
+    done = subprocess.run(["strace", "-y", "-qq", "-s", "0", "-o", str(out), "-e",
+                           "trace=write,fsync,link,linkat,rename,renameat,renameat2,mkdir,mkdirat,openat",
+                           str(MAJORDOMUS), *argv], cwd=repo, input=stdin.encode(), capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert _traced_counts(out.read_text(), repo) == counting.counts
+
+
+@pytest.mark.parametrize("syscall", ["fsync", "write", "link", "rename"])
+def test_a_real_process_failing_each_call_exits_12_and_its_retry_completes(repo: Path, syscall: str) -> None:
+    """The same walk for a checkpoint in the real process, with strace's fault injection (the Nth call of
+    SYSCALL fails with EIO or ENOSPC): exit 12 with a message, then the retry lands it and doctor is clean."""
+    _needs_strace()
+    from conftest import MAJORDOMUS
+
+    _setup_checkpoint(repo)
+    pristine = repo.parent / "pristine"
+    shutil.copytree(repo, pristine, symlinks=True)
+    with Faults(repo).active() as counting:
+        assert run_here("checkpoint", cwd=repo, input="counted\n").returncode == 0
+    error = "EIO" if syscall == "fsync" else "ENOSPC"
+    for nth in range(1, counting.counts[syscall] + 1):
+        shutil.rmtree(repo)
+        shutil.copytree(pristine, repo, symlinks=True)
+        done = subprocess.run(["strace", "-qq", "-o", os.devnull, "-e", f"inject={syscall}:error={error}:when={nth}",
+                               str(MAJORDOMUS), "checkpoint"], cwd=repo, input=b"the note\n", capture_output=True,
+                              check=False)
+        if done.returncode == 0:  # that call was not ours (the process's own output), or it coped
+            _landed_checkpoint(repo)
+            continue
+        err = done.stderr.decode()
+        assert done.returncode == 12 and err.startswith("majordomus: ") and "\nhint: " in err, (nth, err)
+        again = run_here("checkpoint", cwd=repo, input="the note\n")
+        assert again.returncode == 0, again.stderr
+        _landed_checkpoint(repo)
+        doctor = run_here("doctor", "--strict", cwd=repo)
+        assert doctor.returncode == 0, doctor.stdout
+
+
+# ---------------------------------------------------------------- a really full disk
+
+def test_a_really_full_disk_exits_12_and_the_same_checkpoint_lands_once_there_is_room(repo: Path, tmp_path: Path) -> None:
+    """The state directory on a small tmpfs, filled up: checkpoints until the disk is full, where one exits 12
+    (never 70, never 0 with a torn ledger line); with room again, the same checkpoint lands and doctor is clean."""
+    _start(repo)
+    state = state_dir(repo)
+    saved = tmp_path / "saved-state"
+    shutil.copytree(state, saved, symlinks=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", str(state)],
+                             capture_output=True, check=False)
+    if mounted.returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot mount a tmpfs: {mounted.stderr.decode()}")
+        pytest.skip("needs root to mount a small tmpfs")
+    try:
+        shutil.copytree(saved, state, symlinks=True, dirs_exist_ok=True)
+        os.chmod(state, 0o700)
+        filler = state / "filler"
+        stat = os.statvfs(state)
+        filler.write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize - 48 * 1024))
+        body = "".join(f"line {n} of a note that takes some room on the disk\n" for n in range(38))
+        for n in range(100):
+            result = run_here("checkpoint", cwd=repo, input=f"note {n}\n{body}")
+            if result.returncode != 0:
+                break
+        else:
+            pytest.fail("the disk never filled up")
+        err = result.stderr.decode()
+        assert result.returncode == 12 and err.startswith("majordomus: ") and "\nhint: " in err, err
+        assert ledger_events(repo)  # strict: every line of the ledger is whole JSON
+        filler.unlink()
+        again = run_here("checkpoint", cwd=repo, input=f"note {n}\n{body}")
+        assert again.returncode == 0, again.stderr
+        pointer = _task(repo)["checkpoint"]
+        assert (state / pointer).read_text().endswith(f"note {n}\n{body}")
+        _logged_once(repo, "task.checkpoint", pointer)
+        doctor = run_here("doctor", "--strict", "--json", cwd=repo)
+        findings = [(f["code"], f.get("path")) for f in json.loads(doctor.stdout)["findings"] if f["level"] != "ok"]
+        assert doctor.returncode == 0 and not findings, findings
+    finally:
+        subprocess.run(["umount", "-l", str(state)], capture_output=True, check=False)

@@ -19,10 +19,7 @@ HOME = {"lite/statepaths.py", "store/paths.py"}  # where the locations are named
 # Owned by other work in progress; each still builds a path by hand and is switched at merge to the property
 # named in the comment. Remove a line when its file uses StatePaths.
 SWITCHED_AT_MERGE = {
-    "checkpoint.py",  # switched at merge: ws.paths.checkpoint_index(task_id)
-    "hooks/installers.py",  # switched at merge: ws.paths.receipt(runtime, path)
     "cli/completion.py",  # switched at merge: place.state_paths().profile_dirs
-    "handoff.py",  # switched at merge: a record pointer joined onto statepaths.CHECKPOINTS
 }
 # Names of the state and of `.ai/`: joined onto anything, they are a state path built by hand.
 STATE_NAMES = {".ai", "local", "state", "profiles", "cache", "context", "tasks", "checkpoints", "handoffs", "runs",

@@ -125,7 +125,7 @@ def _landed_init(repo: Path) -> None:
     from majordomus import scaffold
 
     for rel, data in scaffold._template_files():
-        assert (repo / ".ai" / rel).read_bytes() == data, rel
+        assert (repo / rel).read_bytes() == data, rel
 
 
 # name: (setup, argv, stdin, what must have landed)

@@ -205,7 +205,8 @@ def _digest(data: bytes | None) -> str | None:
 
 
 def receipt_path(ws: Any, runtime: str, path: str) -> str:
-    return os.path.join(ws.paths.root, "hooks", f"{runtime}-{hashlib.sha256(path.encode()).hexdigest()[:16]}.json")
+    found: str = ws.paths.receipt(runtime, path)
+    return found
 
 
 def load_receipt(ws: Any, runtime: str, path: str) -> dict[str, Any] | None:
@@ -237,7 +238,7 @@ def missing_hooks(ws: Any) -> list[tuple[str, str]]:
     regenerated its directory (Husky's `npx husky`), or someone edited it out (doctor's `hooks.missing`)."""
     from majordomus.hooks import githook
 
-    directory = os.path.join(ws.paths.root, "hooks")
+    directory = ws.paths.receipts
     try:
         names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
     except OSError:

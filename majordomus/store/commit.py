@@ -136,7 +136,7 @@ def link_record(ws: Workspace, subdir: str, fields: list[tuple[str, Any]], body:
     data = records.render(fields, body)
     digest = records.sha256(data)
     name = names.record_name(clock.compact_of(meta["timestamp"]), meta["branch"], meta["head"], digest)
-    path, created = files.link_in(os.path.join(ws.paths.root, subdir), name, data)
+    path, created = files.link_in(ws.paths.directory(subdir), name, data)
     return path, created, digest
 
 

@@ -141,7 +141,7 @@ INDEX_MAX_BYTES = 16 << 20
 
 
 def index_path(ws: Workspace, task_id: str) -> str:
-    return os.path.join(ws.paths.root, "cache", f"checkpoints-{task_id}.idx")
+    return ws.paths.checkpoint_index(task_id)
 
 
 def start_index(ws: Workspace, task_id: str) -> None:

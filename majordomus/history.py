@@ -15,7 +15,7 @@ from typing import Any
 from majordomus import clock, continuity, tasks
 from majordomus.errors import EnvironmentProblem, UsageError
 from majordomus.git.status import git
-from majordomus.lite import safeio
+from majordomus.lite import names, safeio
 from majordomus.output import escape
 from majordomus.store import ledger, records
 from majordomus.workspace import Workspace
@@ -123,7 +123,10 @@ def _pins(ws: Workspace, ids: set[str], notes: list[str]) -> dict[str, dict[str,
 
 
 def read_record(ws: Workspace, rel: str) -> tuple[dict[str, Any], str] | None:
-    """(front matter, body) of a stored record, or None when it is gone or not readable as one."""
+    """(front matter, body) of a stored record, or None when it is gone or not readable as one. The path
+    comes from the ledger: only `DIRECTORY/<record name>` is ever read, never `../` or anything else."""
+    if not any(names.is_record_pointer(rel, d) for d in ("checkpoints", "handoffs", "runs")):
+        return None
     try:
         return records.split(safeio.read(ws.paths.absolute(rel), records.MAX_RECORD_BYTES))
     except (FileNotFoundError, EnvironmentProblem, ValueError):  # UnicodeDecodeError is a ValueError
@@ -162,7 +165,7 @@ def _from_event(ws: Workspace, event: dict[str, Any], pins: dict[str, dict[str, 
     elif name == "context.pin":
         pin = pins.get(str(event.get("pin")))
         summary = f"{event.get('kind')}: " + (pin["text"] if pin else "(no longer pinned)")
-        rel = os.path.join("context", str(event.get("task")), continuity.FILE)
+        rel = os.path.join("context", event["task"], continuity.FILE) if names.is_task_id(event.get("task")) else None
     elif name == "context.unpin":
         summary = f"{event.get('kind')} {str(event.get('pin'))[:8]}"
     elif name == "task.claim" and isinstance(event.get("claim"), dict):

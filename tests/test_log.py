@@ -240,3 +240,33 @@ def test_exit_codes_through_the_console_script(cli, repo):
     assert run("log", cwd=repo).returncode == 0
     missing = run("log", "nope", cwd=repo)
     assert missing.returncode == 2 and missing.stderr.startswith(b"majordomus: no task `nope`")
+
+
+def test_the_mcp_tool_gives_the_same_entries_bounded(cli, repo):
+    from majordomus import history
+    from majordomus.errors import NotFound
+    from majordomus.workspace import Workspace
+
+    story(cli, repo)
+    ws = Workspace.open(str(repo))
+    got = history.tool(ws, "fix-login", limit=3)
+    assert got["entries"] == entries(cli, "fix-login", "-n", "3") and got["notes"] == []
+    assert len(history.tool(ws, "fix-login", limit=10_000)["entries"]) <= 200
+    with pytest.raises(NotFound):
+        history.tool(ws, "nope")
+
+
+def test_a_ledger_path_outside_the_records_is_never_read(cli, repo):
+    start_task(cli, "t1")
+    rel = "checkpoints/../../../../outside.md"
+    secret = (state_dir(repo) / rel).resolve()
+    assert secret.parent == repo.resolve()
+    secret.write_text("---\nhead: \"0123456\"\n---\nnot majordomus's to show\n")
+    ledger = state_dir(repo) / "ledger.jsonl"
+    line = {"v": 1, "seq": 99, "at": "2099-01-01T00:00:00Z", "event": "task.checkpoint", "task": "t1",
+            "path": rel}
+    with ledger.open("a") as fh:
+        fh.write(json.dumps(line) + "\n")
+    result = cli("log")
+    assert result.exit_code == 0 and "not majordomus's" not in result.stdout
+    assert "(record gone or unreadable)" in result.stdout

@@ -55,6 +55,8 @@ class Query:
         if not self.ascii_words or not data.isascii():
             return True
         low = data.lower()
+        if len(self.ascii_words) == 1:  # the common case, without a generator per record
+            return self.ascii_words[0] in low
         return all(w in low for w in self.ascii_words)
 
     def line(self, text: str) -> str | None:
@@ -67,10 +69,12 @@ class Query:
         if len(low) != len(text):  # lower-casing changed the length (a rare letter): go line by line
             return self._line_by_line(text)
         first, rest = self.words[0], self.words[1:]
-        if not all(w in low for w in rest):
-            return None
         pos = low.find(first)
         if pos < 0:
+            return None
+        if not rest:
+            return _line_at(text, pos)
+        if not all(w in low for w in rest):
             return None
         fallback = pos
         while pos >= 0:
@@ -189,16 +193,19 @@ def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str])
 _TASK_LINE = b'\ntask: "'
 
 
-def _task_and_body(data: bytes) -> tuple[str, str] | None:
+def _task_and_body(data: bytes, known: dict[bytes, str]) -> tuple[str, str] | None:
     """(task, body) of a record, or None when it is not one. A match costs this for each of up to 100,000
-    records, so the task line is taken as `emit_yaml` writes it (a task id never needs escaping) and
-    anything else goes through `records.split`."""
+    records, so the task line is taken as `emit_yaml` writes it (a task id never needs escaping; `known`
+    holds the ids checked already) and anything else goes through `records.split`."""
     end = data.find(b"\n---\n", 3)
     at = data.find(_TASK_LINE, 0, end)
     close = data.find(b'"', at + len(_TASK_LINE), end) if at >= 0 else -1
-    if data.startswith(b"---\n") and close > 0:
-        task = data[at + len(_TASK_LINE):close].decode("ascii", "replace")
-        if names.is_task_id(task):
+    if close > 0 and data.startswith(b"---\n"):
+        raw = data[at + len(_TASK_LINE):close]
+        task = known.get(raw)
+        if task is None and names.is_task_id(raw.decode("ascii", "replace")):
+            task = known[raw] = raw.decode("ascii")
+        if task is not None:
             try:
                 return task, data[end + 5:].decode("utf-8").removesuffix("\n")
             except UnicodeDecodeError:
@@ -230,6 +237,7 @@ def search(ws: Workspace, query: Query, task: str | None = None, kind: str | Non
         # (key, index): a record's index is its directory's (>= 0), a pin's is -1 - its place in `pins`.
         pin_items = [(key, -1 - n) for n, (key, _hit) in enumerate(pins)]
         maybe, line_of = query.maybe, query.line
+        known: dict[bytes, str] = {}
         for name, index in heapq.merge(*listings, pin_items, reverse=True):
             if index < 0:
                 yield pins[-1 - index][1]
@@ -243,7 +251,7 @@ def search(ws: Workspace, query: Query, task: str | None = None, kind: str | Non
                 continue
             if (needle is not None and needle not in data) or not maybe(data):
                 continue
-            found = _task_and_body(data)
+            found = _task_and_body(data, known)
             if found is None:
                 skipped.append(f"{shown[index][1]}{name} has no readable front matter")
                 continue

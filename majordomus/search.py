@@ -13,7 +13,7 @@ import heapq
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, AnyStr
 
 from majordomus import continuity, tasks
 from majordomus.errors import EnvironmentProblem, UsageError
@@ -68,22 +68,13 @@ class Query:
         low = text.lower()
         if len(low) != len(text):  # lower-casing changed the length (a rare letter): go line by line
             return self._line_by_line(text)
-        first, rest = self.words[0], self.words[1:]
-        pos = low.find(first)
-        if pos < 0:
-            return None
-        if not rest:
-            return _line_at(text, pos)
-        if not all(w in low for w in rest):
-            return None
-        fallback = pos
-        while pos >= 0:
-            start, end = low.rfind("\n", 0, pos) + 1, low.find("\n", pos)
-            end = len(low) if end < 0 else end
-            if all(w in low[start:end] for w in rest):
-                return text[start:end]
-            pos = low.find(first, end)
-        return _line_at(text, fallback)
+        return _matching_line(low, text, self.words, "\n", 0)
+
+    def ascii_line(self, data: bytes, low: bytes, begin: int) -> str | None:
+        """`line` on the bytes of an ASCII record whose text starts at `begin`: nothing is decoded but the
+        line itself (a search where every record matches pays this 100,000 times)."""
+        found = _matching_line(low, data, self.ascii_words, b"\n", begin)
+        return None if found is None else found.decode("ascii")
 
     def _line_by_line(self, text: str) -> str | None:
         lines = text.split("\n")
@@ -94,6 +85,24 @@ class Query:
             if all(w in lowered for w in self.words):
                 return line
         return next(line for line, lowered in zip(lines, low) if self.words[0] in lowered)
+
+
+def _matching_line(low: AnyStr, text: AnyStr, words: list[AnyStr], nl: AnyStr, begin: int) -> AnyStr | None:
+    """The first line of `text[begin:]` that holds every word, else the first that holds the first; None
+    unless all are there. `low` is `text` lower-cased, of the same length."""
+    first, rest = words[0], words[1:]
+    pos = low.find(first, begin)
+    if pos < 0 or (rest and not all(low.find(w, begin) >= 0 for w in rest)):
+        return None
+    fallback = pos
+    while pos >= 0:
+        start, end = max(begin, low.rfind(nl, 0, pos) + 1), low.find(nl, pos)
+        end = len(low) if end < 0 else end
+        if all(w in low[start:end] for w in rest):
+            return text[start:end]
+        pos = low.find(first, end)
+    end = text.find(nl, fallback)
+    return text[max(begin, text.rfind(nl, 0, fallback) + 1):end if end >= 0 else len(text)]
 
 
 def _line_at(text: str, pos: int) -> str:
@@ -193,23 +202,30 @@ def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str])
 _TASK_LINE = b'\ntask: "'
 
 
-def _task_and_body(data: bytes, known: dict[bytes, str]) -> tuple[str, str] | None:
-    """(task, body) of a record, or None when it is not one. A match costs this for each of up to 100,000
-    records, so the task line is taken as `emit_yaml` writes it (a task id never needs escaping; `known`
-    holds the ids checked already) and anything else goes through `records.split`."""
+def _task_and_start(data: bytes, known: dict[bytes, str]) -> tuple[str, int] | None:
+    """(task, where the body starts) of a record as `emit_yaml` and `records.render` write it, or None.
+    A match costs this for each of up to 100,000 records, so the task line is taken as written (a task id
+    never needs escaping; `known` holds the ids checked already); anything else is for `records.split`."""
     end = data.find(b"\n---\n", 3)
     at = data.find(_TASK_LINE, 0, end)
     close = data.find(b'"', at + len(_TASK_LINE), end) if at >= 0 else -1
-    if close > 0 and data.startswith(b"---\n"):
-        raw = data[at + len(_TASK_LINE):close]
-        task = known.get(raw)
-        if task is None and names.is_task_id(raw.decode("ascii", "replace")):
-            task = known[raw] = raw.decode("ascii")
-        if task is not None:
-            try:
-                return task, data[end + 5:].decode("utf-8").removesuffix("\n")
-            except UnicodeDecodeError:
-                return None
+    if close < 0 or not data.startswith(b"---\n"):
+        return None
+    raw = data[at + len(_TASK_LINE):close]
+    task = known.get(raw)
+    if task is None and names.is_task_id(raw.decode("ascii", "replace")):
+        task = known[raw] = raw.decode("ascii")
+    return None if task is None else (task, end + 5)
+
+
+def _task_and_body(data: bytes, known: dict[bytes, str]) -> tuple[str, str] | None:
+    """(task, body) of a record, or None when it is not one."""
+    head = _task_and_start(data, known)
+    if head is not None:
+        try:
+            return head[0], data[head[1]:].decode("utf-8").removesuffix("\n")
+        except UnicodeDecodeError:
+            return None
     try:
         meta, body = records.split(data)
     except ValueError:  # UnicodeDecodeError included
@@ -238,6 +254,7 @@ def search(ws: Workspace, query: Query, task: str | None = None, kind: str | Non
         pin_items = [(key, -1 - n) for n, (key, _hit) in enumerate(pins)]
         maybe, line_of = query.maybe, query.line
         known: dict[bytes, str] = {}
+        fast = query.pattern is None and len(query.ascii_words) == len(query.words)
         for name, index in heapq.merge(*listings, pin_items, reverse=True):
             if index < 0:
                 yield pins[-1 - index][1]
@@ -249,7 +266,19 @@ def search(ws: Workspace, query: Query, task: str | None = None, kind: str | Non
             except EnvironmentProblem as exc:
                 skipped.append(shown[index][1] + exc.message)
                 continue
-            if (needle is not None and needle not in data) or not maybe(data):
+            if needle is not None and needle not in data:
+                continue
+            if fast and data.isascii():  # all in the bytes: a lower-cased copy, then the line alone decoded
+                low = data.lower()
+                if not all(w in low for w in query.ascii_words):
+                    continue
+                head = _task_and_start(data, known)
+                if head is not None:
+                    line = query.ascii_line(data, low, head[1])
+                    if line is not None and (task is None or head[0] == task):
+                        yield Hit(head[0], shown[index][0], _iso(name), shown[index][1] + name, line)
+                    continue  # else not as `records.render` writes it: the general path below
+            elif not maybe(data):
                 continue
             found = _task_and_body(data, known)
             if found is None:

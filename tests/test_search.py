@@ -52,7 +52,8 @@ def test_all_words_case_insensitive_newest_first(cli, store):
         assert {"task", "kind", "at", "path", "line"} <= h.keys() and (store / h["path"]).is_file()
     assert found[3]["line"] == "The Parser streams now"
     assert found[1]["line"] == "never buffer the parser input"
-    assert [h["kind"] for h in hits(cli, "parser", "lexer")] == ["checkpoint"]  # both words, on two lines
+    # both words, on two lines: the line shown is the first with the first word
+    assert [(h["kind"], h["line"]) for h in hits(cli, "parser", "lexer")] == [("checkpoint", "The Parser streams now")]
     assert hits(cli, "parser", "nowhere") == []
 
 
@@ -92,9 +93,10 @@ def test_text_output_one_line_each_and_exit_codes(cli, store):
 
 def test_non_ascii_words_fold_case_too(cli, repo):
     start_task(cli, "t1")
-    assert cli("checkpoint", input="Le CAFÉ est fermé").exit_code == 0
+    assert cli("checkpoint", input="Le CAFÉ est fermé\nnext: the cafe").exit_code == 0
     assert [h["line"] for h in hits(cli, "café")] == ["Le CAFÉ est fermé"]
     assert [h["line"] for h in hits(cli, "-E", "caf.")] == ["Le CAFÉ est fermé"]
+    assert [h["line"] for h in hits(cli, "CAFE", "next")] == ["next: the cafe"]  # ASCII words, a non-ASCII record
 
 
 def test_stored_text_is_escaped(cli, repo):

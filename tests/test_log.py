@@ -173,6 +173,7 @@ def test_a_record_gone_is_said_not_fatal(cli, repo):
     (("log", "Not_An_Id"), 2, ("is not a valid task id",)),
     (("log", "t1", "--all"), 2, ("a TASK or --all",)),
     (("log", "--graph", "--json"), 2, ("--json goes alone",)),
+    (("log", "--json", "--format", "markdown"), 2, ("--json goes alone",)),
     (("log", "--graph", "--format", "markdown"), 2, ("--graph draws text only",)),
 ])
 def test_refusals_write_nothing(cli, repo, args, code, words):

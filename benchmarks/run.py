@@ -113,6 +113,21 @@ def plan(bench: Bench) -> list[tuple[str, Callable[[], list[Row]]]]:
                     bench.majordomus(big, *session_start, stdin=start), bench.git_floor(big, start),
                     GIT_FLOOR_NAME, 1.5)]
 
+    def search_rows() -> list[Row]:
+        # The same files grep reads: every record directory and the continuity of each task.
+        cwd = bench.store(large_n)
+        state = os.path.join(cwd, ".ai", "local", "state")
+        at = f"{fmt(large_n)} records"
+        dirs = " ".join(d for d in ("checkpoints", "handoffs", "runs", "context") if os.path.isdir(os.path.join(state, d)))
+
+        def grep(word: str) -> Cmd:  # exit 1 (no match) is an answer, not a failure
+            return bench.shell(state, f"grep -rli {word} {dirs} >/dev/null; test $? -le 1")
+
+        return [Row("search (no match)", at, bench.majordomus(cwd, "search", "nowhere", ok=(1,)), grep("nowhere"),
+                    "grep -rli", 2.0),
+                Row("search (every record matches)", at, bench.majordomus(cwd, "search", "streaming"),
+                    grep("streaming"), "grep -rli", 2.0)]
+
     start = bench.payload("session-start.json", SESSION_START)
     return [
         ("checkpoint vs floor", checkpoint_rows),
@@ -127,6 +142,7 @@ def plan(bench: Bench) -> list[tuple[str, Callable[[], list[Row]]]]:
         ("session-start in store size", scaling("hook session-start --runtime claude",
                                                 ("hook", "session-start", "--runtime", "claude"), stdin=start)),
         ("brief", scaling("brief", ("brief",))),
+        ("search", search_rows),
     ]
 
 
@@ -166,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", metavar="REGEX",
                         help="only the groups whose name matches: 'checkpoint vs floor', 'checkpoint --show', "
                              "'check', 'checkpoint (write)', 'post-commit hook', '--list and doctor', 'ledger', "
-                             "'hooks', 'session-start in store size', 'brief' (e.g. 'show|post-commit')")
+                             "'hooks', 'session-start in store size', 'brief', 'search' (e.g. 'show|post-commit')")
     parser.add_argument("--no-init", action="store_true", help="scratch repos without `majordomus init`")
     parser.add_argument("--dir", metavar="DIR", help="make the scratch directory inside DIR")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory to reproduce rows")

@@ -208,6 +208,19 @@ def build(repo: str | None = None) -> Any:
             _call(tasks.load, ws, task)  # an unknown task is an error, as for `brief` and `task_status`
         return {"runs": _call(lambda: list(runs.summaries(ws, task)))}
 
+    from majordomus import history  # design §22: the CLI's `log` and `search`
+    from majordomus import search as search_core
+
+    @server.tool(description=history.TOOL_DESCRIPTION)
+    async def log(ctx: Context, task: str | None = None, limit: int = 20, since: str | None = None,  # type: ignore[type-arg]
+                  all: bool = False) -> dict[str, Any]:
+        return dict(_call(history.tool, await place.workspace(ctx), task, limit, since, all))
+
+    @server.tool(description=search_core.TOOL_DESCRIPTION)
+    async def search(words: list[str], ctx: Context, regex: bool = False, task: str | None = None,  # type: ignore[type-arg]
+                     kind: str | None = None) -> dict[str, Any]:
+        return dict(_call(search_core.tool, await place.workspace(ctx), words, regex, task, kind))
+
     @server.resource("majordomus://brief", name="brief", description="The briefing of the active task.",
                      mime_type="text/markdown")
     async def active_brief() -> str:

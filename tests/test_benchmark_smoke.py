@@ -54,6 +54,8 @@ ROWS = [
     (SESSION, "100-file repo, 20 records", GIT, 1.5),
     *_scaling(SESSION),
     *_scaling("brief"),
+    ("search (no match)", "50 records", "grep -rli", 2.0),
+    ("search (every record matches)", "50 records", "grep -rli", 2.0),
 ]
 
 

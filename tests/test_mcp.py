@@ -12,7 +12,7 @@ from conftest import MAJORDOMUS, ledger_events, run, snapshot, state_dir
 
 from majordomus.hooks import mcpjson
 
-TOOLS = {"checkpoint", "handoff", "brief", "task_status", "pin", "unpin", "run_record_list"}
+TOOLS = {"checkpoint", "handoff", "brief", "task_status", "pin", "unpin", "run_record_list", "log", "search"}
 
 
 def is_error(result: Any) -> bool:

@@ -1,0 +1,78 @@
+"""`majordomus search WORD… [-E] [--task T] [--kind checkpoint|handoff|run|pin] [--json]` (design §22)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import click
+
+from majordomus.cli.common import CONTEXT, json_option, run, workspace
+from majordomus.cli.log import colour_wanted, paged
+from majordomus.output import BlockWriter, escape, note
+
+_MARK, _RESET = "\x1b[1;31m", "\x1b[0m"
+
+
+@click.command("search", context_settings=CONTEXT)
+@click.argument("words", nargs=-1, required=True, metavar="WORD...")
+@click.option("-E", "--regexp", "regex", is_flag=True, help="WORD is one regular expression (case-insensitive).")
+@click.option("--task", "task_id", metavar="T", help="Only the records and pins of task T.")
+@click.option("--kind", type=click.Choice(["checkpoint", "handoff", "run", "pin"]), help="Only records of this kind.")
+@json_option
+@click.pass_context
+def search_cmd(ctx: click.Context, words: tuple[str, ...], regex: bool, task_id: str | None, kind: str | None,
+               as_json: bool) -> None:
+    """Find the records and pins that hold every WORD, newest first.
+
+    Case-insensitive. Each line: time, task, kind, path and the matching line. Exit 0 with matches,
+    1 with none.
+    """
+    from majordomus import search
+
+    query = search.Query(words, regex)
+    ws = workspace()
+    task = search.check_task(ws, task_id) if task_id is not None else None
+    skipped: list[str] = []
+    hits = search.search(ws, query, task, kind, skipped)
+    shown = 0
+    if as_json:
+        out = BlockWriter(sys.stdout)
+        out.write("[")
+        for hit in hits:
+            out.write(("," if shown else "") + "\n " + json.dumps(hit.to_dict(), ensure_ascii=False))
+            shown += 1
+        out.write("\n]\n" if shown else "]\n")
+        out.flush()
+    else:
+        colour = colour_wanted()
+        mark = _marker(query) if colour else None
+        with paged() as stream:
+            out = BlockWriter(stream)
+            for hit in hits:
+                if mark is None:  # one escape of the whole line: a search can print 100,000 of them
+                    out.write(escape(f"{hit.at}  {hit.task}  {hit.kind:<10}  {hit.path}  {hit.line.strip()}") + "\n")
+                else:
+                    line = mark.sub(lambda m: _MARK + m.group() + _RESET, escape(hit.line.strip()))
+                    out.write(escape(f"{hit.at}  {hit.task}  {hit.kind:<10}  {hit.path}") + f"  {line}\n")
+                shown += 1
+            out.flush()
+    for text in skipped[:10]:
+        note(f"majordomus: skipped {text}")
+    if len(skipped) > 10:
+        note(f"majordomus: skipped {len(skipped) - 10} more (run `majordomus doctor`)")
+    if not shown:
+        ctx.exit(1)
+
+
+def _marker(query: object) -> re.Pattern[str] | None:
+    pattern = getattr(query, "pattern", None)
+    if pattern is not None:
+        return re.compile(pattern.pattern, re.IGNORECASE)
+    words = getattr(query, "words", [])
+    return re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE) if words else None
+
+
+def main(argv: list[str]) -> int:
+    return run(search_cmd, argv, "majordomus search")

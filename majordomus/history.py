@@ -1,0 +1,345 @@
+"""One timeline of a task (design §22): its ledger events, its records and its branch's commits, newest first.
+
+The ledger and the records are the truth; git adds the commits when it still has them. A shallow clone, a
+branch that is gone or a detached task leaves a timeline of events alone, with a note that says why.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+from datetime import datetime, timezone
+from typing import Any
+
+from majordomus import clock, continuity, tasks
+from majordomus.errors import EnvironmentProblem, UsageError
+from majordomus.git.status import git
+from majordomus.lite import names, safeio
+from majordomus.output import escape
+from majordomus.store import ledger, records
+from majordomus.workspace import Workspace
+
+DEFAULT_LIMIT = 20  # one screen
+GRAPH_RECORDS_MAX = 1000  # records read to hang under the commits of a graph
+JOURNAL_MAX_BYTES = 64 << 20  # the compaction journal's read bound (hooks.journal)
+JOURNAL_FILES = ("compact-events.jsonl.1", "compact-events.jsonl")  # rotated first: oldest first
+RECORD_EVENTS = {"task.checkpoint": "checkpoint", "task.handoff": "handoff", "task.run": "run"}
+KINDS = {"task.start": "start", "task.pause": "pause", "task.resume": "resume", "task.reopen": "reopen",
+         "task.claim": "claim", "task.release": "release", "task.done": "done", "context.pin": "pin",
+         "context.unpin": "unpin", "sync.import": "import", "sync.conflict": "conflict", "git.rewrite": "rewrite",
+         "session.start": "session", "session.stop": "session-end", **RECORD_EVENTS}
+_COMMON = frozenset(("v", "seq", "at", "event", "task", "worktree", "branch", "prev"))
+NO_HEAD = "-------"
+
+
+class Entry:
+    """One line of the timeline. `order` breaks ties of one second: commits before the events after them."""
+
+    __slots__ = ("at", "commit", "head", "kind", "order", "path", "summary", "task")
+
+    def __init__(self, at: str, kind: str, head: str | None, summary: str, path: str | None = None,
+                 task: str | None = None, order: int = 0, commit: str | None = None) -> None:
+        self.at, self.kind, self.head, self.summary, self.path = at, kind, head, summary, path
+        self.task, self.order, self.commit = task, order, commit
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"at": self.at, "kind": self.kind, "head": self.head, "summary": self.summary,
+                               "path": self.path, "task": self.task}
+        if self.commit is not None:
+            out["commit"] = self.commit
+        return out
+
+    def key(self) -> tuple[str, int]:
+        return (self.at, self.order)
+
+
+class Timeline:
+    __slots__ = ("entries", "notes", "tasks")
+
+    def __init__(self, entries: list[Entry], notes: list[str], task_ids: list[str]) -> None:
+        self.entries = entries  # newest first
+        self.notes = notes  # what is missing and why (no git history, an unreadable record)
+        self.tasks = task_ids
+
+
+def select(ws: Workspace, task_id: str | None, every: bool) -> list[tasks.Task]:
+    """The tasks to picture: TASK, every task (`--all`) or the active one here; refusals as `task show`."""
+    if every:
+        if task_id is not None:
+            raise UsageError("give a TASK or --all, not both", "`majordomus log --all` pictures every task")
+        return tasks.all_tasks(ws)
+    return [tasks.load(ws, tasks.validate_id(task_id))] if task_id else [tasks.active(ws)]
+
+
+def since_iso(ws: Workspace, when: str) -> str:
+    """WHEN as git reads it (`yesterday`, `2 weeks ago`, `2026-11-30`, an ISO time), as a UTC time."""
+    out = git(ws.place, "rev-parse", f"--since={when}").decode("utf-8", "replace").strip()
+    if not out.startswith("--max-age=") or not out[10:].isdigit():
+        raise UsageError(f"git cannot read the time `{when}`", "try `yesterday`, `2 weeks ago` or 2026-11-30")
+    return _iso(int(out[10:]))
+
+
+def _iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).strftime(clock.ISO)
+
+
+def build(ws: Workspace, selected: list[tasks.Task], *, limit: int | None = DEFAULT_LIMIT,
+          since: str | None = None, every: bool = False, commits: bool = True) -> Timeline:
+    """The newest `limit` entries (all with None) since `since` (a UTC time) of the selected tasks."""
+    ids = {t.id for t in selected}
+    notes: list[str] = []
+    kept: collections.deque[dict[str, Any]] = collections.deque(maxlen=limit)
+    dropped = [0]
+    for _line, event in ledger.scan(ws.paths.ledger, dropped):
+        if (event.get("task") in ids or (every and event.get("task") is None)) and (
+                since is None or str(event.get("at")) >= since):
+            kept.append(event)
+    if dropped[0]:
+        notes.append(f"{dropped[0]} torn or invalid ledger lines skipped (run `majordomus doctor`)")
+    pins = _pins(ws, ids, notes)
+    entries = [_from_event(ws, event, pins, notes) for event in kept]
+    for task in selected:
+        entries.extend(_compactions(ws, task.id, since))
+    if commits:
+        entries.extend(_commits(ws, selected, limit, since, notes))
+    entries.sort(key=Entry.key, reverse=True)
+    return Timeline(entries[:limit] if limit is not None else entries, notes, sorted(ids))
+
+
+def _pins(ws: Workspace, ids: set[str], notes: list[str]) -> dict[str, dict[str, Any]]:
+    """pin id -> pin, of the tasks' continuity: the ledger never holds a pin's text (design §8)."""
+    found: dict[str, dict[str, Any]] = {}
+    for task_id in sorted(ids):
+        try:
+            doc = continuity.load(ws, task_id)
+        except EnvironmentProblem as exc:
+            notes.append(f"the pins of `{task_id}` are not shown: {exc.message}")
+            continue
+        for key in continuity.PIN_KEYS:
+            for pin in (doc or {}).get(key, []):
+                found[pin["id"]] = pin
+    return found
+
+
+def read_record(ws: Workspace, rel: str) -> tuple[dict[str, Any], str] | None:
+    """(front matter, body) of a stored record, or None when it is gone or not readable as one. The path
+    comes from the ledger: only `DIRECTORY/<record name>` is ever read, never `../` or anything else."""
+    if not any(names.is_record_pointer(rel, d) for d in ("checkpoints", "handoffs", "runs")):
+        return None
+    try:
+        return records.split(safeio.read(ws.paths.absolute(rel), records.MAX_RECORD_BYTES))
+    except (FileNotFoundError, EnvironmentProblem, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
+
+
+def first_line(body: str) -> str:
+    for line in body.split("\n"):
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _from_event(ws: Workspace, event: dict[str, Any], pins: dict[str, dict[str, Any]],
+                notes: list[str]) -> Entry:
+    name = str(event["event"])
+    kind = KINDS.get(name, name)
+    head = event.get("head") if isinstance(event.get("head"), str) else None
+    rel = event.get("path") if isinstance(event.get("path"), str) else None
+    summary = _detail(event)
+    if name in RECORD_EVENTS or (name == "sync.import" and event.get("kind") in ("checkpoint", "handoff", "run")):
+        found = read_record(ws, rel) if rel else None
+        if found is None:
+            notes.append(f"the record {rel} of {name} (seq {event['seq']}) is gone or unreadable")
+            summary = "(record gone or unreadable)"
+        else:
+            meta, body = found
+            head = meta.get("head") if isinstance(meta.get("head"), str) else head
+            summary = run_summary(meta) if meta.get("kind") == "run" else first_line(body)
+            if name == "sync.import":
+                summary = f"{meta.get('kind')} from {event.get('remote')}: {summary}"
+    elif name == "task.start":
+        summary = str(event.get("title") or "")
+    elif name == "task.pause":
+        summary = str(event.get("reason") or event.get("by") or "")
+    elif name == "context.pin":
+        pin = pins.get(str(event.get("pin")))
+        summary = f"{event.get('kind')}: " + (pin["text"] if pin else "(no longer pinned)")
+        rel = os.path.join("context", event["task"], continuity.FILE) if names.is_task_id(event.get("task")) else None
+    elif name == "context.unpin":
+        summary = f"{event.get('kind')} {str(event.get('pin'))[:8]}"
+    elif name == "task.claim" and isinstance(event.get("claim"), dict):
+        claim = event["claim"]
+        summary = f"{claim.get('owner')} on {claim.get('host')}"
+    path = ws.display(ws.paths.absolute(rel)) if rel else None
+    return Entry(str(event["at"]), kind, head[:7] if head else None, first_line(summary), path,
+                 event.get("task"), order=1 + int(event["seq"]))
+
+
+def run_summary(meta: dict[str, Any]) -> str:
+    """`tests passed`, `tests failed (exit 1)`, `tests was interrupted (signal 2)`."""
+    status = meta.get("exit_status")
+    if status == 0:
+        verdict = "passed"
+    elif isinstance(meta.get("signal"), int):
+        verdict = f"was interrupted (signal {meta['signal']})"
+    else:
+        verdict = f"failed (exit {status})"
+    return f"{meta.get('label')} {verdict}"
+
+
+def _detail(event: dict[str, Any]) -> str:
+    extra = {k: v for k, v in event.items() if k not in _COMMON}
+    return " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in extra.items())
+
+
+def _compactions(ws: Workspace, task_id: str, since: str | None) -> list[Entry]:
+    """Each completed compaction (a `post` line) of the task's journal."""
+    out = []
+    for name in JOURNAL_FILES:
+        try:
+            data = safeio.read_optional(os.path.join(ws.paths.context_dir(task_id), name), JOURNAL_MAX_BYTES)
+        except EnvironmentProblem:
+            continue  # `context status` and doctor say what is wrong with it
+        for line in (data or b"").split(b"\n"):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if not (isinstance(obj, dict) and obj.get("phase") == "post" and clock.is_iso(obj.get("at"))):
+                continue
+            if since is None or obj["at"] >= since:
+                out.append(Entry(obj["at"], "compact", None, f"{obj.get('trigger') or 'unknown'} compaction "
+                                 f"({obj.get('runtime')})", None, task_id, order=1))
+    return out
+
+
+def branches(ws: Workspace, selected: list[tasks.Task], notes: list[str]) -> list[str]:
+    """The task branches git still has; a note for each one it has not."""
+    have = set(git(ws.place, "for-each-ref", "--format=%(refname:short)", "refs/heads/").decode(
+        "utf-8", "replace").splitlines())
+    out = []
+    for task in selected:
+        if task.branch is None:
+            notes.append(f"task `{task.id}` is on a detached HEAD: its commits are not shown")
+        elif task.branch not in have:
+            notes.append(f"branch `{task.branch}` of task `{task.id}` is not in this clone: its commits are "
+                         "not shown")
+        elif task.branch not in out:
+            out.append(task.branch)
+    return out
+
+
+def _log_args(ws: Workspace, selected: list[tasks.Task], since: str | None, notes: list[str],
+              from_start: bool = True) -> list[str]:
+    """The branches and the time floor: since the task started (and since WHEN, when given)."""
+    refs = branches(ws, selected, notes)
+    if not refs:
+        return []
+    floor = min(t.started_at for t in selected) if from_start else None
+    floor = max(floor, since) if floor and since else floor or since
+    return [*([f"--since={floor}"] if floor else []), *(f"refs/heads/{b}" for b in refs), "--"]
+
+
+def _commits(ws: Workspace, selected: list[tasks.Task], limit: int | None, since: str | None,
+             notes: list[str]) -> list[Entry]:
+    args = _log_args(ws, selected, since, notes)
+    if not args:
+        return []
+    count = ["-n", str(limit)] if limit is not None else []
+    out = git(ws.place, "log", "--format=%H%x00%h%x00%ct%x00%s", *count, *args, ok=(0, 128))
+    task = selected[0].id if len(selected) == 1 else None
+    entries = []
+    for line in out.decode("utf-8", "replace").splitlines():
+        full, short, epoch, subject = (line.split("\0", 3) + ["", "", ""])[:4]
+        if epoch.isdigit():
+            entries.append(Entry(_iso(int(epoch)), "commit", short[:7], subject, None, task, order=0,
+                                 commit=full))
+    return entries
+
+
+# ---------------------------------------------------------------- --graph
+
+
+def graph(ws: Workspace, selected: list[tasks.Task], *, limit: int | None = DEFAULT_LIMIT,
+          since: str | None = None) -> tuple[list[str], list[Entry], Timeline]:
+    """(graph lines with the records hung under the commits they were written at, the records at no commit
+    drawn, the timeline they came from). The lines are escaped already."""
+    notes: list[str] = []
+    # The shape of the branch, the task's first commit included: the newest N, since WHEN when given.
+    args = _log_args(ws, selected, since, notes, from_start=False)
+    raw = b""
+    if args:
+        count = ["-n", str(limit)] if limit is not None else []
+        raw = git(ws.place, "log", "--graph", "--format=%x01%H%x00%h%x00%ct%x00%s", *count, *args, ok=(0, 128))
+    lines = raw.decode("utf-8", "replace").splitlines()
+    shown = build(ws, selected, limit=GRAPH_RECORDS_MAX, since=since, commits=False)
+    shown.notes[:0] = notes
+    recs = [e for e in shown.entries if e.kind in ("checkpoint", "handoff", "run") and e.head]
+    by_head: dict[str, list[Entry]] = {}
+    for entry in recs:
+        by_head.setdefault(str(entry.head), []).append(entry)
+    out: list[str] = []
+    placed: set[int] = set()
+    for line in lines:
+        prefix, sep, rest = line.partition("\x01")
+        if not sep:
+            out.append(escape(prefix))
+            continue
+        _full, short, epoch, subject = (rest.split("\0", 3) + ["", "", ""])[:4]
+        at = _iso(int(epoch)) if epoch.isdigit() else "?"
+        out.append(escape(f"{prefix}{short[:7]} {at} {subject}"))
+        under = escape(prefix.replace("*", "|"))
+        for entry in by_head.get(short[:7], []):
+            placed.add(id(entry))
+            out.append(f"{under}    \u21b3 {escape(entry.at)}  {entry.kind}  {escape(entry.summary)}")
+    loose = [e for e in recs if id(e) not in placed]
+    return out, loose, shown
+
+
+# ---------------------------------------------------------------- rendering
+
+
+YELLOW, GREEN, RED, RESET = "\x1b[33m", "\x1b[32m", "\x1b[31m", "\x1b[0m"
+
+
+def text_line(entry: Entry, colour: bool = False, with_task: bool = False) -> str:
+    """`time  kind  head  summary`, escaped (and coloured as git colours ids when asked)."""
+    head = escape(entry.head or NO_HEAD)
+    kind = f"{entry.kind:<10}"
+    summary = escape(entry.summary)
+    if colour:
+        head = YELLOW + head + RESET
+        if entry.kind == "run":
+            kind = (GREEN if " passed" in entry.summary else RED) + kind + RESET
+    task = f"{escape(entry.task or '-'):<16}  " if with_task else ""
+    return f"{entry.at}  {task}{kind}  {head}  {summary}".rstrip()
+
+
+def markdown(timeline: Timeline) -> str:
+    """A GitHub-flavoured table (for `$GITHUB_STEP_SUMMARY`): cells escaped, `|` made literal."""
+    def cell(text: str) -> str:
+        return escape(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+
+    title = ", ".join(f"`{t}`" for t in timeline.tasks) or "no task"
+    out = [f"### majordomus log: {title}", "", "| Time | Task | Kind | Head | Summary |",
+           "| --- | --- | --- | --- | --- |"]
+    for e in timeline.entries:
+        out.append(f"| {e.at} | {cell(e.task or '-')} | {e.kind} | {cell(e.head or NO_HEAD)} | {cell(e.summary)} |")
+    out.extend(f"\n_{cell(note)}_" for note in timeline.notes)
+    return "\n".join(out) + "\n"
+
+
+TOOL_DESCRIPTION = ("The timeline of a task (default: the active task; all=true: every task), newest first: its "
+                    "events, records (checkpoints, handoffs, runs with their verdict), pins and its branch's "
+                    "commits, as {\"entries\": [{at, kind, head, summary, path, task}], \"notes\": [...]}. "
+                    "limit: at most 200; since: a time as git reads it (yesterday, 2026-11-30).")
+
+
+def tool(ws: Workspace, task: str | None = None, limit: int = DEFAULT_LIMIT, since: str | None = None,
+         every: bool = False) -> dict[str, Any]:
+    """The MCP `log` tool: the same timeline as `majordomus log --json`, at most 200 entries."""
+    limit = max(1, min(int(limit), 200))
+    timeline = build(ws, select(ws, task, every), limit=limit, since=since_iso(ws, since) if since else None,
+                     every=every)
+    return {"entries": [e.to_dict() for e in timeline.entries], "notes": timeline.notes}

@@ -1,0 +1,315 @@
+"""Every record and pin that holds all the words, or a regular expression, newest first (design §22).
+
+Built to cost about what `grep -rli` costs over the same files: names are listed, never stat'ed (a record's
+name begins with its UTC second, so name order is time order); each file is read once, bounded and without
+following links, by one `read` in the common case; the words are looked for in the bytes before anything
+is decoded or parsed; and matches are yielded as they are found, so memory holds the names and one record.
+"""
+
+from __future__ import annotations
+
+import errno
+import heapq
+import os
+import re
+from collections.abc import Iterator
+from typing import Any, AnyStr
+
+from majordomus import continuity, tasks
+from majordomus.errors import EnvironmentProblem, UsageError
+from majordomus.lite import names, safeio
+from majordomus.store import records
+from majordomus.workspace import Workspace
+
+KINDS = ("checkpoint", "handoff", "run", "pin")
+DIRECTORIES = (("checkpoint", "checkpoints"), ("handoff", "handoffs"), ("run", "runs"))
+TOOL_MAX = 200  # matches the MCP tool returns at most
+_FIRST_READ = 8192  # most records are smaller: one read(2) and a short count means the end of the file
+
+
+class Query:
+    """All the WORDs (case-insensitive), or one regular expression (`-E`, case-insensitive too)."""
+
+    def __init__(self, words: list[str] | tuple[str, ...], regex: bool = False) -> None:
+        if not words:
+            raise UsageError("give at least one WORD to search for", "e.g. `majordomus search parser streaming`")
+        if any(not w for w in words):
+            raise UsageError("an empty WORD matches everything", "give words with at least one character")
+        self.pattern: re.Pattern[str] | None = None
+        self.words = [w.lower() for w in words]
+        # the bytes prefilter: sound for a record that is all ASCII, where bytes.lower() is str.lower()
+        self.ascii_words = [w.encode("ascii") for w in self.words if w.isascii()]
+        if regex:
+            if len(words) != 1:
+                raise UsageError(f"-E takes one regular expression, not {len(words)} words",
+                                 "quote it as one argument: majordomus search -E 'parser|lexer'")
+            try:
+                self.pattern = re.compile(words[0], re.IGNORECASE | re.MULTILINE)
+            except re.error as exc:
+                raise UsageError(f"`{words[0]}` is not a valid regular expression: {exc}",
+                                 "fix the expression, or search for plain words without -E") from None
+            self.ascii_words = []
+
+    def maybe(self, data: bytes) -> bool:
+        """False only when the record cannot match: checked on its bytes, before any decoding."""
+        if not self.ascii_words or not data.isascii():
+            return True
+        low = data.lower()
+        if len(self.ascii_words) == 1:  # the common case, without a generator per record
+            return self.ascii_words[0] in low
+        return all(w in low for w in self.ascii_words)
+
+    def line(self, text: str) -> str | None:
+        """The matching line of `text`: the first that holds every word (else the first that holds the
+        first word), or the line where the expression matches first; None when `text` does not match."""
+        if self.pattern is not None:
+            found = self.pattern.search(text)
+            return None if found is None else _line_at(text, found.start())
+        low = text.lower()
+        if len(low) != len(text):  # lower-casing changed the length (a rare letter): go line by line
+            return self._line_by_line(text)
+        return _matching_line(low, text, self.words, "\n", 0)
+
+    def ascii_line(self, data: bytes, low: bytes, begin: int) -> str | None:
+        """`line` on the bytes of an ASCII record whose text starts at `begin`: nothing is decoded but the
+        line itself (a search where every record matches pays this 100,000 times)."""
+        found = _matching_line(low, data, self.ascii_words, b"\n", begin)
+        return None if found is None else found.decode("ascii")
+
+    def _line_by_line(self, text: str) -> str | None:
+        lines = text.split("\n")
+        low = [line.lower() for line in lines]
+        if not all(any(w in line for line in low) for w in self.words):
+            return None
+        for line, lowered in zip(lines, low):
+            if all(w in lowered for w in self.words):
+                return line
+        return next(line for line, lowered in zip(lines, low) if self.words[0] in lowered)
+
+
+def _matching_line(low: AnyStr, text: AnyStr, words: list[AnyStr], nl: AnyStr, begin: int) -> AnyStr | None:
+    """The first line of `text[begin:]` that holds every word, else the first that holds the first; None
+    unless all are there. `low` is `text` lower-cased, of the same length."""
+    first, rest = words[0], words[1:]
+    pos = low.find(first, begin)
+    if pos < 0 or (rest and not all(low.find(w, begin) >= 0 for w in rest)):
+        return None
+    fallback = pos
+    while pos >= 0:
+        start, end = max(begin, low.rfind(nl, 0, pos) + 1), low.find(nl, pos)
+        end = len(low) if end < 0 else end
+        if all(w in low[start:end] for w in rest):
+            return text[start:end]
+        pos = low.find(first, end)
+    end = text.find(nl, fallback)
+    return text[max(begin, text.rfind(nl, 0, fallback) + 1):end if end >= 0 else len(text)]
+
+
+def _line_at(text: str, pos: int) -> str:
+    end = text.find("\n", pos)
+    return text[text.rfind("\n", 0, pos) + 1:end if end >= 0 else len(text)]
+
+
+class Hit:
+    __slots__ = ("at", "kind", "line", "path", "task")
+
+    def __init__(self, task: str, kind: str, at: str, path: str, line: str) -> None:
+        self.task, self.kind, self.at, self.path, self.line = task, kind, at, path, line
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task": self.task, "kind": self.kind, "at": self.at, "path": self.path, "line": self.line}
+
+
+def check_task(ws: Workspace, task_id: str) -> str:
+    """`--task T` refused as `task show` refuses it: a bad id or no such task is exit 2."""
+    tasks.load(ws, tasks.validate_id(task_id))
+    return task_id
+
+
+def _iso(compact: str) -> str:
+    """`20260903T194500Z` -> `2026-09-03T19:45:00Z`."""
+    c = compact
+    return f"{c[0:4]}-{c[4:6]}-{c[6:8]}T{c[9:11]}:{c[11:13]}:{c[13:15]}Z"
+
+
+def _open_dir(path: str) -> int | None:
+    """The record directory, opened without following a link; None when there is none."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise safeio.UnsafeFile(path, "is not a real directory") from None
+        raise EnvironmentProblem(f"cannot open {path}: {exc.strerror}", "check the state directory") from exc
+
+
+def _names(dir_fd: int, index: int) -> Iterator[tuple[str, int]]:
+    """(record name, index of its directory), newest first; only names of the one record-name grammar."""
+    match = names.RECORD_NAME.fullmatch
+    found = [n for n in os.listdir(dir_fd) if match(n)]
+    found.sort(reverse=True)  # strings sort faster than tuples: pair them up only as they are merged
+    return ((n, index) for n in found)
+
+
+def _read(name: str, dir_fd: int) -> bytes:
+    """The record's bytes through the one safe open (no link, no FIFO, bounded), in one read when it can."""
+    fd = safeio.open_regular(name, records.MAX_RECORD_BYTES, dir_fd=dir_fd)
+    try:
+        data = os.read(fd, _FIRST_READ)
+        if len(data) < _FIRST_READ:
+            return data  # a short read of a regular file is its end
+        chunks = [data]
+        size = len(data)
+        while True:
+            chunk = os.read(fd, min(1 << 20, records.MAX_RECORD_BYTES + 1 - size))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > records.MAX_RECORD_BYTES:
+                raise safeio.UnsafeFile(name, f"is over the {records.MAX_RECORD_BYTES} bytes a record may be")
+    finally:
+        os.close(fd)
+
+
+def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str]) -> list[tuple[str, Hit]]:
+    """(sort key, hit) of every matching pin: pins are few, so they are gathered, then merged in."""
+    try:
+        ids = sorted(n for n in os.listdir(ws.paths.contexts) if names.is_task_id(n))
+    except FileNotFoundError:
+        return []
+    out = []
+    for task_id in ids:
+        if task is not None and task_id != task:
+            continue
+        try:
+            doc = continuity.load(ws, task_id)
+        except EnvironmentProblem as exc:
+            skipped.append(f"the pins of `{task_id}`: {exc.message}")
+            continue
+        shown = ws.display(continuity.path_of(ws, task_id))
+        for key in continuity.PIN_KEYS:
+            for pin in (doc or {}).get(key, []):
+                line = query.line(pin["text"])
+                if line is not None:
+                    at = str(pin["createdAt"])
+                    out.append((at.replace("-", "").replace(":", ""), Hit(task_id, "pin", at, shown, line)))
+    out.sort(key=lambda pair: pair[0], reverse=True)
+    return out
+
+
+_TASK_LINE = b'\ntask: "'
+
+
+def _task_and_start(data: bytes, known: dict[bytes, str]) -> tuple[str, int] | None:
+    """(task, where the body starts) of a record as `emit_yaml` and `records.render` write it, or None.
+    A match costs this for each of up to 100,000 records, so the task line is taken as written (a task id
+    never needs escaping; `known` holds the ids checked already); anything else is for `records.split`."""
+    end = data.find(b"\n---\n", 3)
+    at = data.find(_TASK_LINE, 0, end)
+    close = data.find(b'"', at + len(_TASK_LINE), end) if at >= 0 else -1
+    if close < 0 or not data.startswith(b"---\n"):
+        return None
+    raw = data[at + len(_TASK_LINE):close]
+    task = known.get(raw)
+    if task is None and names.is_task_id(raw.decode("ascii", "replace")):
+        task = known[raw] = raw.decode("ascii")
+    return None if task is None else (task, end + 5)
+
+
+def _task_and_body(data: bytes, known: dict[bytes, str]) -> tuple[str, str] | None:
+    """(task, body) of a record, or None when it is not one."""
+    head = _task_and_start(data, known)
+    if head is not None:
+        try:
+            return head[0], data[head[1]:].decode("utf-8").removesuffix("\n")
+        except UnicodeDecodeError:
+            return None
+    try:
+        meta, body = records.split(data)
+    except ValueError:  # UnicodeDecodeError included
+        return None
+    return str(meta.get("task")), body
+
+
+def search(ws: Workspace, query: Query, task: str | None = None, kind: str | None = None,
+           skipped: list[str] | None = None) -> Iterator[Hit]:
+    """Every matching record and pin, newest first, yielded as found; files that cannot be read as
+    records are named in `skipped` (doctor says what is wrong with them) and the search goes on."""
+    skipped = [] if skipped is None else skipped
+    needle = b'\ntask: "' + task.encode() + b'"\n' if task is not None else None
+    wanted = [(k, d) for k, d in DIRECTORIES if kind in (None, k)]
+    fds: list[int] = []
+    try:
+        shown, listings = [], []
+        for kind_name, directory in wanted:
+            fd = _open_dir(os.path.join(ws.paths.root, directory))
+            if fd is not None:
+                listings.append(_names(fd, len(fds)))
+                shown.append((kind_name, ws.display(os.path.join(ws.paths.root, directory)) + os.sep))
+                fds.append(fd)
+        pins = _pin_hits(ws, query, task, skipped) if kind in (None, "pin") else []
+        # (key, index): a record's index is its directory's (>= 0), a pin's is -1 - its place in `pins`.
+        pin_items = [(key, -1 - n) for n, (key, _hit) in enumerate(pins)]
+        maybe, line_of = query.maybe, query.line
+        known: dict[bytes, str] = {}
+        fast = query.pattern is None and len(query.ascii_words) == len(query.words)
+        for name, index in heapq.merge(*listings, pin_items, reverse=True):
+            if index < 0:
+                yield pins[-1 - index][1]
+                continue
+            try:
+                data = _read(name, fds[index])
+            except FileNotFoundError:
+                continue  # removed by retention since the listing
+            except EnvironmentProblem as exc:
+                skipped.append(shown[index][1] + exc.message)
+                continue
+            if needle is not None and needle not in data:
+                continue
+            if fast and data.isascii():  # all in the bytes: a lower-cased copy, then the line alone decoded
+                low = data.lower()
+                if not all(w in low for w in query.ascii_words):
+                    continue
+                head = _task_and_start(data, known)
+                if head is not None:
+                    line = query.ascii_line(data, low, head[1])
+                    if line is not None and (task is None or head[0] == task):
+                        yield Hit(head[0], shown[index][0], _iso(name), shown[index][1] + name, line)
+                    continue  # else not as `records.render` writes it: the general path below
+            elif not maybe(data):
+                continue
+            found = _task_and_body(data, known)
+            if found is None:
+                skipped.append(f"{shown[index][1]}{name} has no readable front matter")
+                continue
+            if task is not None and found[0] != task:
+                continue
+            line = line_of(found[1])
+            if line is not None:
+                yield Hit(found[0], shown[index][0], _iso(name), shown[index][1] + name, line)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+TOOL_DESCRIPTION = ("Find the records and pins whose text holds every word (case-insensitive), newest first; "
+                    "regex=true: words is one regular expression. Optional task, and kind (checkpoint, handoff, "
+                    "run or pin). Returns {\"matches\": [{task, kind, at, path, line}], \"truncated\": bool}.")
+
+
+def tool(ws: Workspace, words: list[str], regex: bool = False, task: str | None = None,
+         kind: str | None = None) -> dict[str, Any]:
+    """The MCP `search` tool: the newest TOOL_MAX matches, as `majordomus search --json` gives them."""
+    if kind is not None and kind not in KINDS:
+        raise UsageError(f"`{kind}` is not a kind to search", f"use one of: {', '.join(KINDS)}")
+    query = Query(words, regex)
+    task = check_task(ws, task) if task is not None else None
+    found: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for hit in search(ws, query, task, kind, skipped):
+        if len(found) == TOOL_MAX:
+            return {"matches": found, "truncated": True, "skipped": skipped}
+        found.append(hit.to_dict())
+    return {"matches": found, "truncated": False, "skipped": skipped}

@@ -1,0 +1,273 @@
+"""`majordomus log` (design §22): one timeline of a task, newest first, from the ledger, the records and git."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import HANDOFF_BODY, MAJORDOMUS, assert_refused, git, ledger_bytes, run, snapshot, start_task, state_dir
+
+
+def commit_now(repo: Path, message: str, offset: int = 1) -> str:
+    """A commit dated after the task started (the hermetic fixture pins git's dates to 2026-01-01)."""
+    date = f"@{int(time.time()) + offset} +0000"
+    env = dict(os.environ, GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", message], cwd=repo, env=env, check=True)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def story(cli: Any, repo: Path) -> None:
+    """A task with one of each: start, checkpoint, pin, two runs, a commit, a handoff."""
+    start_task(cli, "fix-login", "--title", "Fix the login")
+    assert cli("checkpoint", input="parser | streams now\nnext: the edge cases").exit_code == 0
+    assert cli("context", "pin", "decision", "Normalise at the edge").exit_code == 0
+    assert cli("run", "--label", "tests", "--", "true").exit_code == 0
+    assert cli("run", "--label", "lint", "--", "false").exit_code == 1
+    commit_now(repo, "fix the parser")
+    assert cli("handoff", input=HANDOFF_BODY).exit_code == 0
+
+
+def entries(cli: Any, *args: str) -> list[dict[str, Any]]:
+    result = cli("log", *args, "--json")
+    assert result.exit_code == 0, result
+    found: list[dict[str, Any]] = json.loads(result.stdout)
+    return found
+
+
+def test_the_timeline_interleaves_events_records_and_commits_newest_first(cli, repo):
+    story(cli, repo)
+    found = entries(cli, "fix-login")
+    kinds = [e["kind"] for e in found]
+    assert kinds[0] == "commit"  # dated a second ahead: the newest
+    # the repository's first commit (dated 2026-01-01 by the fixture) is older than the task: not shown
+    assert kinds[1:] == ["handoff", "run", "run", "pin", "checkpoint", "start"]
+    assert [e["at"] for e in found] == sorted((e["at"] for e in found), reverse=True)
+    for entry in found:
+        assert {"at", "kind", "head", "summary", "path"} <= entry.keys()
+    by_kind = {e["kind"]: e for e in found}
+    head = git(repo, "rev-parse", "HEAD")
+    assert by_kind["commit"]["head"] == head[:7] and by_kind["commit"]["summary"] == "fix the parser"
+    assert by_kind["checkpoint"]["summary"] == "parser | streams now"
+    assert (repo / by_kind["checkpoint"]["path"]).is_file()
+    assert by_kind["pin"]["summary"] == "decision: Normalise at the edge"
+    assert [e["summary"] for e in found if e["kind"] == "run"] == ["lint failed (exit 1)", "tests passed"]
+    assert by_kind["handoff"]["summary"] == "## State" and by_kind["handoff"]["head"] == head[:7]
+    assert by_kind["start"]["summary"] == "Fix the login"
+
+
+def test_text_is_one_line_each_time_kind_head_summary(cli, repo):
+    story(cli, repo)
+    result = cli("log")  # the active task here... which the handoff ended: name it
+    assert result.exit_code == 11 and "no active task" in result.stderr
+    lines = cli("log", "fix-login").stdout.splitlines()
+    checkpoint = next(line for line in lines if "  checkpoint  " in line)
+    at, kind, head, summary = checkpoint.split(None, 3)
+    assert kind == "checkpoint" and len(head) == 7 and summary == "parser | streams now"
+    assert at.endswith("Z") and "\x1b" not in "".join(lines)  # no colour in a pipe
+    assert any(line.split()[1:3] == ["start", "-------"] for line in lines)
+
+
+def test_one_screen_by_default_and_n_for_more(cli, repo):
+    start_task(cli, "t1")
+    for i in range(25):
+        assert cli("checkpoint", input=f"step {i}").exit_code == 0
+    assert len(cli("log").stdout.splitlines()) == 20
+    assert len(cli("log", "-n", "3").stdout.splitlines()) == 3
+    assert [e["summary"] for e in entries(cli, "-n", "2")] == ["step 24", "step 23"]
+    assert len(cli("log", "-n", "100").stdout.splitlines()) == 25 + 1  # and the start
+
+
+def test_since_keeps_what_happened_since_then(cli, repo):
+    start_task(cli, "t1")
+    assert cli("checkpoint", input="one").exit_code == 0
+    assert entries(cli, "--since", "1 hour ago") != []
+    assert entries(cli, "--since", "2099-01-01") == []
+
+
+def test_all_interleaves_every_task_with_its_id(cli, repo):
+    start_task(cli, "first")
+    assert cli("checkpoint", input="of the first").exit_code == 0
+    start_task(cli, "second")
+    assert cli("checkpoint", input="of the second").exit_code == 0
+    found = entries(cli, "--all")
+    assert {e["task"] for e in found if e["kind"] == "checkpoint"} == {"first", "second"}
+    lines = cli("log", "--all").stdout.splitlines()
+    assert any(" first " in line and "of the first" in line for line in lines)
+
+
+def test_compactions_come_from_the_journal(cli, repo):
+    start_task(cli, "t1")
+    payload = json.dumps({"session_id": "s1", "trigger": "auto"})
+    assert cli("hook", "compact", "--phase", "pre", "--runtime", "claude", input=payload).exit_code == 0
+    assert cli("hook", "compact", "--phase", "post", "--runtime", "claude", input=payload).exit_code == 0
+    [compaction] = [e for e in entries(cli) if e["kind"] == "compact"]
+    assert compaction["summary"] == "auto compaction (claude)"
+
+
+def test_markdown_is_a_table_with_pipes_escaped(cli, repo):
+    story(cli, repo)
+    result = cli("log", "fix-login", "--format", "markdown")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0] == "### majordomus log: `fix-login`"
+    assert lines[2] == "| Time | Task | Kind | Head | Summary |" and lines[3].startswith("| --- |")
+    row = next(line for line in lines if "| checkpoint |" in line)
+    assert row.endswith("| parser \\| streams now |") and row.count(" | ") == 4
+
+
+def test_stored_text_is_escaped_everywhere(cli, repo):
+    start_task(cli, "t1")
+    assert cli("checkpoint", input="plain").exit_code == 0
+    [record] = (state_dir(repo) / "checkpoints").iterdir()
+    record.write_bytes(record.read_bytes().replace(b"plain", b"\x1b[31mred\xe2\x80\xaeevil"))
+    text = cli("log").stdout
+    assert "\x1b" not in text and "\u202e" not in text and "\\x1b[31mred\\u202eevil" in text
+    markdown = cli("log", "--format", "markdown").stdout
+    assert "\x1b" not in markdown and "\\\\x1b[31mred" in markdown
+
+
+def test_graph_hangs_each_record_under_its_commit(cli, repo):
+    start_task(cli, "t1")
+    first = git(repo, "rev-parse", "HEAD")
+    assert cli("checkpoint", input="at the first commit").exit_code == 0
+    second = commit_now(repo, "second")
+    assert cli("checkpoint", input="at the second commit").exit_code == 0
+    lines = cli("log", "--graph").stdout.splitlines()
+    assert lines[0].startswith(f"* {second[:7]} ") and lines[0].endswith(" second")
+    assert "checkpoint  at the second commit" in lines[1] and lines[1].startswith("|")
+    assert lines[2].startswith(f"* {first[:7]} ") and "at the first commit" in lines[3]
+
+
+def test_without_git_history_the_ledger_and_records_still_tell_it(cli, repo):
+    git(repo, "checkout", "-q", "-b", "feature")
+    start_task(cli, "t1")
+    assert cli("checkpoint", input="on a branch that will go").exit_code == 0
+    git(repo, "checkout", "-q", "main")
+    git(repo, "branch", "-q", "-D", "feature")
+    result = cli("log", "t1")
+    assert result.exit_code == 0
+    assert "on a branch that will go" in result.stdout and "  commit  " not in result.stdout
+    assert "branch `feature` of task `t1` is not in this clone" in result.stderr
+    graph = cli("log", "t1", "--graph")
+    assert graph.exit_code == 0 and "on a branch that will go" in graph.stdout
+
+
+def test_a_record_gone_is_said_not_fatal(cli, repo):
+    start_task(cli, "t1")
+    assert cli("checkpoint", input="soon gone").exit_code == 0
+    [record] = (state_dir(repo) / "checkpoints").iterdir()
+    record.unlink()
+    result = cli("log")
+    assert result.exit_code == 0 and "(record gone or unreadable)" in result.stdout
+    assert "is gone or unreadable" in result.stderr
+
+
+@pytest.mark.parametrize(("args", "code", "words"), [
+    (("log", "nope"), 2, ("no task `nope`",)),
+    (("log", "Not_An_Id"), 2, ("is not a valid task id",)),
+    (("log", "t1", "--all"), 2, ("a TASK or --all",)),
+    (("log", "--graph", "--json"), 2, ("--json goes alone",)),
+    (("log", "--json", "--format", "markdown"), 2, ("--json goes alone",)),
+    (("log", "--graph", "--format", "markdown"), 2, ("--graph draws text only",)),
+])
+def test_refusals_write_nothing(cli, repo, args, code, words):
+    start_task(cli, "t1")
+    assert_refused(cli, repo, args, code, *words)
+
+
+def test_no_active_task_is_exit_11_and_a_bad_count_exit_2(cli, repo):
+    assert_refused(cli, repo, ("log",), 11, "no active task")
+    before, ledger = snapshot(repo), ledger_bytes(repo)
+    result = cli("log", "-n", "0")
+    assert result.exit_code == 2 and "0 is not in the range x>=1" in result.stderr
+    assert snapshot(repo) == before and ledger_bytes(repo) == ledger
+
+
+# ---------------------------------------------------------------- the process: pager, colour, exit codes
+
+
+def on_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> bytes:
+    """`majordomus ARGS` with stdout on a pseudo-terminal; what the terminal received."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([str(MAJORDOMUS), *args], cwd=cwd, stdout=follower, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=dict(os.environ, **env))
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the last writer closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=30)
+    os.close(leader)
+    return b"".join(chunks)
+
+
+def test_pager_only_on_a_terminal_and_colour_only_without_no_color(cli, repo, tmp_path):
+    start_task(cli, "t1")
+    assert cli("checkpoint", input="seen through the pager").exit_code == 0
+    paged = tmp_path / "paged.txt"
+    pager = f"cat > {paged}"
+    piped = run("log", cwd=repo, env={"MAJORDOMUS_PAGER": pager})
+    assert piped.returncode == 0 and b"seen through the pager" in piped.stdout and not paged.exists()
+    assert b"\x1b[" not in piped.stdout
+
+    on_a_terminal(["log"], repo, {"MAJORDOMUS_PAGER": pager, "PAGER": "false"})
+    assert "seen through the pager" in paged.read_text() and "\x1b[33m" in paged.read_text()
+    paged.unlink()
+    env = {"PAGER": pager}
+    os.environ.pop("MAJORDOMUS_PAGER", None)
+    on_a_terminal(["log"], repo, env)
+    assert "seen through the pager" in paged.read_text()
+
+    coloured = on_a_terminal(["log"], repo, {"MAJORDOMUS_PAGER": "cat"})
+    assert b"seen through the pager" in coloured and b"\x1b[33m" in coloured
+    plain = on_a_terminal(["log"], repo, {"MAJORDOMUS_PAGER": "", "NO_COLOR": "1"})
+    assert b"seen through the pager" in plain and b"\x1b[" not in plain
+
+
+def test_exit_codes_through_the_console_script(cli, repo):
+    assert run("log", cwd=repo).returncode == 11
+    start_task(cli, "t1")
+    assert run("log", cwd=repo).returncode == 0
+    missing = run("log", "nope", cwd=repo)
+    assert missing.returncode == 2 and missing.stderr.startswith(b"majordomus: no task `nope`")
+
+
+def test_the_mcp_tool_gives_the_same_entries_bounded(cli, repo):
+    from majordomus import history
+    from majordomus.errors import NotFound
+    from majordomus.workspace import Workspace
+
+    story(cli, repo)
+    ws = Workspace.open(str(repo))
+    got = history.tool(ws, "fix-login", limit=3)
+    assert got["entries"] == entries(cli, "fix-login", "-n", "3") and got["notes"] == []
+    assert len(history.tool(ws, "fix-login", limit=10_000)["entries"]) <= 200
+    with pytest.raises(NotFound):
+        history.tool(ws, "nope")
+
+
+def test_a_ledger_path_outside_the_records_is_never_read(cli, repo):
+    start_task(cli, "t1")
+    rel = "checkpoints/../../../../outside.md"
+    secret = (state_dir(repo) / rel).resolve()
+    assert secret.parent == repo.resolve()
+    secret.write_text("---\nhead: \"0123456\"\n---\nnot majordomus's to show\n")
+    ledger = state_dir(repo) / "ledger.jsonl"
+    line = {"v": 1, "seq": 99, "at": "2099-01-01T00:00:00Z", "event": "task.checkpoint", "task": "t1",
+            "path": rel}
+    with ledger.open("a") as fh:
+        fh.write(json.dumps(line) + "\n")
+    result = cli("log")
+    assert result.exit_code == 0 and "not majordomus's" not in result.stdout
+    assert "(record gone or unreadable)" in result.stdout

@@ -1,0 +1,177 @@
+"""`majordomus search` (design §22): every record and pin holding all the words, newest first."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import HANDOFF_BODY, assert_refused, run, start_task, state_dir
+from test_log import on_a_terminal
+
+from majordomus import search
+from majordomus.workspace import Workspace
+
+
+def hits(cli: Any, *args: str) -> list[dict[str, Any]]:
+    result = cli("search", *args, "--json")
+    assert result.exit_code in (0, 1), result
+    found: list[dict[str, Any]] = json.loads(result.stdout)
+    assert (result.exit_code == 0) == bool(found)
+    return found
+
+
+def a_second_later() -> None:
+    """Record names begin with their UTC second: let the clock tick so that name order is the order written."""
+    time.sleep(1.05 - time.time() % 1.0)
+
+
+@pytest.fixture
+def store(cli: Any, repo: Path) -> Path:
+    """Two tasks: a checkpoint, a run, a pin and a handoff, each a second apart."""
+    start_task(cli, "alpha")
+    assert cli("checkpoint", input="The Parser streams now\nnext: the lexer").exit_code == 0
+    a_second_later()
+    assert cli("run", "--label", "tests", "--", "sh", "-c", "echo parser tests green").exit_code == 0
+    a_second_later()
+    assert cli("context", "pin", "constraint", "never buffer the parser input").exit_code == 0
+    a_second_later()
+    start_task(cli, "beta")
+    assert cli("handoff", input=HANDOFF_BODY.replace("normalise()", "the parser's normalise()")).exit_code == 0
+    return repo
+
+
+def test_all_words_case_insensitive_newest_first(cli, store):
+    found = hits(cli, "PARSER")
+    assert [(h["task"], h["kind"]) for h in found] == [("beta", "handoff"), ("alpha", "pin"), ("alpha", "run"),
+                                                       ("alpha", "checkpoint")]
+    for h in found:
+        assert {"task", "kind", "at", "path", "line"} <= h.keys() and (store / h["path"]).is_file()
+    assert found[3]["line"] == "The Parser streams now"
+    assert found[1]["line"] == "never buffer the parser input"
+    # both words, on two lines: the line shown is the first with the first word
+    assert [(h["kind"], h["line"]) for h in hits(cli, "parser", "lexer")] == [("checkpoint", "The Parser streams now")]
+    assert hits(cli, "parser", "nowhere") == []
+
+
+def test_the_matching_line_is_the_one_with_every_word(cli, store):
+    [found] = hits(cli, "the", "lexer")
+    assert found["line"] == "next: the lexer"
+
+
+def test_only_the_text_is_searched_not_the_front_matter(cli, store):
+    assert hits(cli, "alpha") == []  # the task id is in every record's front matter, never in a body
+    assert hits(cli, "schema_version") == []
+
+
+def test_kind_and_task_narrow_it(cli, store):
+    assert [h["kind"] for h in hits(cli, "parser", "--kind", "run")] == ["run"]
+    assert [h["kind"] for h in hits(cli, "parser", "--kind", "pin")] == ["pin"]
+    assert {h["task"] for h in hits(cli, "parser", "--task", "alpha")} == {"alpha"}
+    assert [h["kind"] for h in hits(cli, "parser", "--task", "beta")] == ["handoff"]
+
+
+def test_a_regular_expression_with_e(cli, store):
+    assert [h["kind"] for h in hits(cli, "-E", r"stream(s|ing)\b")] == ["checkpoint"]
+    assert [h["line"] for h in hits(cli, "-E", "^NEXT: the LEX")] == ["next: the lexer"]
+
+
+def test_text_output_one_line_each_and_exit_codes(cli, store):
+    result = cli("search", "parser")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert len(lines) == 4
+    at, task, kind, path, line = lines[-1].split("  ", 4)
+    assert (task, kind.strip(), line) == ("alpha", "checkpoint", "The Parser streams now")
+    assert at.endswith("Z") and path.endswith(".md")
+    none = cli("search", "nowhere")
+    assert none.exit_code == 1 and none.stdout == ""
+
+
+def test_non_ascii_words_fold_case_too(cli, repo):
+    start_task(cli, "t1")
+    assert cli("checkpoint", input="Le CAFÉ est fermé\nnext: the cafe").exit_code == 0
+    assert [h["line"] for h in hits(cli, "café")] == ["Le CAFÉ est fermé"]
+    assert [h["line"] for h in hits(cli, "-E", "caf.")] == ["Le CAFÉ est fermé"]
+    assert [h["line"] for h in hits(cli, "CAFE", "next")] == ["next: the cafe"]  # ASCII words, a non-ASCII record
+
+
+def test_stored_text_is_escaped(cli, repo):
+    start_task(cli, "t1")
+    assert cli("checkpoint", input="plain words").exit_code == 0
+    [record] = (state_dir(repo) / "checkpoints").iterdir()
+    record.write_bytes(record.read_bytes().replace(b"plain", b"\x1b]0;owned\x07plain\xe2\x80\xae"))
+    text = cli("search", "words").stdout
+    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert "\\x1b]0;owned\\x07plain\\u202e words" in text
+
+
+def test_a_link_or_fifo_among_the_records_is_skipped_and_named(cli, repo, tmp_path):
+    start_task(cli, "t1")
+    assert cli("checkpoint", input="the real one").exit_code == 0
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\ntask: \"t1\"\n---\nthe fake one\n")
+    checkpoints = state_dir(repo) / "checkpoints"
+    (checkpoints / "20990101T000000Z--main--0000000--0000000000000000.md").symlink_to(outside)
+    os.mkfifo(checkpoints / "20990101T000001Z--main--0000000--0000000000000001.md")
+    result = cli("search", "one")
+    assert result.exit_code == 0 and "the real one" in result.stdout and "fake" not in result.stdout
+    assert "is a symbolic link" in result.stderr and "FIFO" in result.stderr
+
+
+def test_results_stream_one_record_at_a_time(cli, repo):
+    start_task(cli, "t1")
+    for i in range(3):
+        assert cli("checkpoint", input=f"note {i}").exit_code == 0
+        a_second_later()
+    ws = Workspace.open(str(repo))
+    found = search.search(ws, search.Query(["note"]))
+    assert next(found).line == "note 2"
+    for record in (state_dir(repo) / "checkpoints").iterdir():  # what is not read yet is read when reached
+        record.unlink()
+    assert list(found) == []
+
+
+@pytest.mark.parametrize(("args", "code", "words"), [
+    (("search", "-E", "parser("), 2, ("`parser(` is not a valid regular expression", "missing )")),
+    (("search", "-E", "a", "b"), 2, ("-E takes one regular expression, not 2 words",)),
+    (("search", ""), 2, ("an empty WORD matches everything",)),
+    (("search", "x", "--task", "nope"), 2, ("no task `nope`",)),
+    (("search", "x", "--task", "Bad/Id"), 2, ("is not a valid task id",)),
+])
+def test_refusals_write_nothing(cli, store, args, code, words):
+    assert_refused(cli, store, args, code, *words)
+
+
+def test_click_refusals(cli, store):
+    for args, message in ((("search",), "Missing argument 'WORD...'"), (("search", "x", "--kind", "note"), "'note' is not one of")):
+        result = cli(*args)
+        assert result.exit_code == 2 and message in result.stderr and result.stdout == ""
+
+
+def test_the_mcp_tool_returns_the_same_matches(cli, store):
+    ws = Workspace.open(str(store))
+    assert search.tool(ws, ["parser"], kind="pin")["matches"] == hits(cli, "parser", "--kind", "pin")
+    with pytest.raises(search.UsageError):
+        search.tool(ws, ["x"], kind="note")
+
+
+# ---------------------------------------------------------------- the process
+
+
+def test_exit_codes_pager_and_colour_through_the_console_script(cli, store, tmp_path):
+    assert run("search", "parser", cwd=store).returncode == 0
+    none = run("search", "nowhere", cwd=store)
+    assert (none.returncode, none.stdout) == (1, b"")
+    bad = run("search", "-E", "(", cwd=store)
+    assert bad.returncode == 2 and bad.stderr.startswith(b"majordomus: `(` is not a valid regular expression")
+    paged = tmp_path / "paged.txt"
+    piped = run("search", "lexer", cwd=store, env={"MAJORDOMUS_PAGER": f"cat > {paged}"})
+    assert b"next: the lexer" in piped.stdout and b"\x1b" not in piped.stdout and not paged.exists()
+    on_a_terminal(["search", "lexer"], store, {"MAJORDOMUS_PAGER": f"cat > {paged}"})
+    assert "\x1b[1;31mlexer\x1b[0m" in paged.read_text()
+    plain = on_a_terminal(["search", "lexer"], store, {"MAJORDOMUS_PAGER": "cat", "NO_COLOR": "1"})
+    assert b"next: the lexer" in plain and b"\x1b" not in plain

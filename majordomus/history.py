@@ -165,7 +165,8 @@ def _from_event(ws: Workspace, event: dict[str, Any], pins: dict[str, dict[str, 
     elif name == "context.pin":
         pin = pins.get(str(event.get("pin")))
         summary = f"{event.get('kind')}: " + (pin["text"] if pin else "(no longer pinned)")
-        rel = os.path.join("context", event["task"], continuity.FILE) if names.is_task_id(event.get("task")) else None
+        rel = (ws.paths.relative(continuity.path_of(ws, event["task"])) if names.is_task_id(event.get("task"))
+               else None)
     elif name == "context.unpin":
         summary = f"{event.get('kind')} {str(event.get('pin'))[:8]}"
     elif name == "task.claim" and isinstance(event.get("claim"), dict):

@@ -244,10 +244,10 @@ def search(ws: Workspace, query: Query, task: str | None = None, kind: str | Non
     try:
         shown, listings = [], []
         for kind_name, directory in wanted:
-            fd = _open_dir(os.path.join(ws.paths.root, directory))
+            fd = _open_dir(ws.paths.directory(directory))
             if fd is not None:
                 listings.append(_names(fd, len(fds)))
-                shown.append((kind_name, ws.display(os.path.join(ws.paths.root, directory)) + os.sep))
+                shown.append((kind_name, ws.display(ws.paths.directory(directory)) + os.sep))
                 fds.append(fd)
         pins = _pin_hits(ws, query, task, skipped) if kind in (None, "pin") else []
         # (key, index): a record's index is its directory's (>= 0), a pin's is -1 - its place in `pins`.

@@ -448,3 +448,65 @@ def test_every_event_installed_is_one_the_client_knows(runtime):
     assert events <= KNOWN_EVENTS[runtime]
     assert set(json.loads((PAYLOADS / SHAPES[runtime]).read_text())["hooks"]) == events
     assert set(MODULES[runtime].TABLE["events"].values()) == events
+
+
+# ---------------------------------------------------------------- the session hooks, wired
+
+
+def _started(repo: Path) -> None:
+    for args in (("task", "start", "t1", "--objective", "Fix the login callback"),
+                 ("context", "pin", "decision", "--", "PIN-MARKER normalise at the edge")):
+        assert run_here(*args, cwd=repo).returncode == 0
+    assert run_here("checkpoint", cwd=repo, input=b"CHECKPOINT-MARKER the cause is in normalisation\n").returncode == 0
+
+
+def _context(runtime: str, stdout: bytes) -> str:
+    doc = json.loads(stdout)
+    text = doc["hookSpecificOutput"]["additionalContext"] if runtime == "gemini" else doc["additionalContext"]
+    assert isinstance(text, str)
+    if runtime == "copilot":
+        assert "hookSpecificOutput" not in doc  # Copilot reads only the top-level field
+    return text
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_session_start_gives_the_whole_briefing_in_the_runtimes_own_shape_at_every_start(repo, runtime):
+    _started(repo)
+    for name in (f"{runtime}-session-start-{'startup' if runtime == 'gemini' else 'new'}.json",
+                 f"{runtime}-session-start-resume.json", f"{runtime}-session-start-resume.json"):
+        done = run_here("hook", "session-start", "--runtime", runtime, cwd=repo, input=(PAYLOADS / name).read_bytes())
+        assert done.returncode == 0
+        text = _context(runtime, done.stdout)
+        # A resumed session of these runtimes keeps no earlier context: the whole briefing again, never an update.
+        assert text.count("PIN-MARKER") == 1 and text.count("CHECKPOINT-MARKER") == 1, name
+        assert "is unchanged since" not in text and "an update to the briefing" not in text
+
+
+def test_gemini_gets_one_json_document_outside_a_work_tree(tmp_path):
+    done = run_here("hook", "session-start", "--runtime", "gemini", cwd=tmp_path,
+                    input=(PAYLOADS / "gemini-session-start-startup.json").read_bytes())
+    assert done.returncode == 0 and json.loads(done.stdout) == {}  # never an empty stdout: Gemini reads stderr then
+
+
+def test_copilot_stop_records_its_camel_case_session_and_never_the_message(repo):
+    _started(repo)
+    payload = json.loads((PAYLOADS / "copilot-session-end.json").read_bytes())
+    payload["finalMessage"] = "FINAL-MESSAGE-TEXT the login works now"
+    done = run_here("hook", "stop", "--runtime", "copilot", cwd=repo, input=json.dumps(payload).encode())
+    assert done.returncode == 0 and done.stdout == b""
+    ledger = (state_dir(repo) / "ledger.jsonl").read_text()
+    stops = [json.loads(line) for line in ledger.splitlines() if '"session.stop"' in line]
+    assert stops[-1]["session_id"] == payload["sessionId"]
+    assert stops[-1]["message_length"] == len(payload["finalMessage"])
+    assert "FINAL-MESSAGE-TEXT" not in ledger
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_doctor_warns_when_an_installed_hook_went_missing(repo, runtime):
+    assert run_here("hooks", "install", "--runtime", runtime, cwd=repo).returncode == 0
+    assert "hooks.missing" not in run_here("doctor", "--json", cwd=repo).stdout.decode()
+    (repo / FILES[runtime]).unlink()
+    done = run_here("doctor", "--json", cwd=repo)
+    found = [f for f in json.loads(done.stdout)["findings"] if f["code"] == "hooks.missing"]
+    assert found and all(f["level"] == "warn" for f in found)
+    assert f"hooks install --runtime {runtime}" in found[0]["hint"]

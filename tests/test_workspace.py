@@ -93,6 +93,9 @@ def test_hooks_inject_nothing_from_a_repository_git_refuses(refused, hook):
     assert b"PROFILE TEXT" not in done.stdout + done.stderr
     assert b"a record of the stranger" not in done.stdout + done.stderr
     assert snapshot(refused) == before
+    if hook == "session-start":  # one line saying why, and nothing else from the repository
+        context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert context.count("\n") == 0 and "dubious ownership" in context and "nothing from this repository" in context
 
 
 def test_hook_compact_writes_nothing_into_a_repository_git_refuses(refused):

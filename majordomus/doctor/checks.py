@@ -225,8 +225,13 @@ def run(ws: Workspace, config_findings: list[Finding]) -> list[Finding]:
 
 def check_hooks(ws: Workspace) -> list[Finding]:
     """design §12: a hook its install receipt lists that no longer runs majordomus (a hook manager rewrote it)."""
-    from majordomus.hooks import installers
+    from majordomus.hooks import copilot, gemini, installers
 
-    return [Finding(WARN, "hooks.missing", f"the {runtime} hook that `hooks install` wrote no longer runs majordomus",
-                    path=path, hint=f"run `majordomus hooks install --runtime {runtime}` again")
-            for runtime, path in installers.missing_hooks(ws)]
+    found = [Finding(WARN, "hooks.missing", f"the {runtime} hook that `hooks install` wrote no longer runs majordomus",
+                     path=path, hint=f"run `majordomus hooks install --runtime {runtime}` again")
+             for runtime, path in installers.missing_hooks(ws)]
+    for module in (gemini, copilot):
+        for gone in module.missing(ws):
+            message, hint = gone.message(ws.display(gone.path), module.NAME)
+            found.append(Finding(WARN, "hooks.missing", message, path=gone.path, hint=hint))
+    return found

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
 
+OTHER_RUNTIMES = ("gemini", "copilot")
 PAYLOAD_MAX = 4 << 20  # a Stop payload carries the final message; more than this is not parsed
-_FINAL_MESSAGE_KEYS = ("last_assistant_message", "output", "final_output", "result")
+_FINAL_MESSAGE_KEYS = ("last_assistant_message", "output", "final_output", "result", "finalMessage")
 _VALUE_MAX = 256
 NO_TASK_LINE = ("majordomus: no active task in {where}. Start one with `majordomus task start ID` "
                 "or resume one with `majordomus task resume ID`.")
@@ -55,6 +56,7 @@ class Session:
         self.ws: Any = None
         self.task: Any = None
         self.problems: list[str] = []
+        self.refused: str | None = None  # git refuses the repository: the one line a hook says
 
 
 def open_session() -> Session:
@@ -65,7 +67,12 @@ def open_session() -> Session:
     session = Session()
     try:
         session.ws = Workspace.open(lenient_config=True)
-    except MajordomusError:
+    except MajordomusError as exc:
+        from majordomus.git.run import RepositoryRefused
+
+        if isinstance(exc, RepositoryRefused):  # nothing from this repository reaches the agent (design §2a)
+            session.refused = escape(f"majordomus: {exc.message}; nothing from this repository is given to "
+                                     f"the agent ({exc.hint})")
         return session  # not a git work tree: nothing of ours here, and nothing to say
     problem = session.ws.config_problem
     if problem is not None:
@@ -133,6 +140,8 @@ def runtime_room(config: Any, runtime: str) -> Any:
     from majordomus import budget
 
     render = int(config.get("continuity", "render_max_bytes"))
+    if runtime in OTHER_RUNTIMES:  # Gemini CLI, Copilot CLI: bytes (docs/gemini-and-copilot.md)
+        return budget.Room(_other(runtime).budget_bytes(config))
     if runtime == "codex":
         return budget.Room.codex(render, int(config.get("hooks", "codex_max_tokens")))
     return budget.Room(render, int(config.get("hooks", "max_context_chars")))
@@ -324,14 +333,36 @@ def give(session: Session, runtime: str, payload: dict[str, Any]) -> str:
     return given.text
 
 
+def _other(runtime: str) -> Any:
+    """The module of Gemini CLI or Copilot CLI: their output shape, budget and payload names."""
+    from majordomus.hooks import copilot, gemini
+
+    return gemini if runtime == "gemini" else copilot
+
+
+def _shaped(other: Any, context: str | None, source: str | None) -> str | None:
+    """`context` as Gemini CLI or Copilot CLI reads it (None: print nothing)."""
+    out: str | None = other.session_start_output(context, source)
+    return out
+
+
 def session_start(stdin: BinaryIO | None, runtime: str = "claude") -> str | None:
     """The JSON to print for SessionStart, or None outside a git work tree."""
     payload = read_payload(stdin)
+    other = _other(runtime) if runtime in OTHER_RUNTIMES else None
+    if other is not None:
+        payload = other.session_fields(payload)
     session = open_session()
     if session.ws is None:
-        return None
+        context = session.refused  # a repository git refuses: one line, nothing from it
+        if other is not None:
+            return _shaped(other, context, _short(payload.get("source")))
+        return None if context is None else _output(context)
     try:
-        context = give(session, runtime, payload)
+        if other is not None and other.inject_whole(_short(payload.get("source"))):
+            context = whole_context(session, runtime).text  # its resume keeps no earlier context
+        else:
+            context = give(session, runtime, payload)
     except Exception as exc:
         sys.stderr.write(f"majordomus: session bookkeeping skipped: {exc}\n")
         context = build_context(session, runtime)
@@ -340,8 +371,14 @@ def session_start(stdin: BinaryIO | None, runtime: str = "claude") -> str | None
                 source=_short(payload.get("source")))
     except Exception as exc:
         sys.stderr.write(f"majordomus: session.start not recorded: {exc}\n")
-    out = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
-    return json.dumps(out)
+    if other is not None:
+        return _shaped(other, context, _short(payload.get("source")))
+    return _output(context)
+
+
+def _output(context: str) -> str:
+    """What Claude Code and Codex read from a SessionStart hook."""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}})
 
 
 # ---------------------------------------------------------------- stop
@@ -362,6 +399,8 @@ def final_message_length(payload: dict[str, Any]) -> int | None:
 def stop(stdin: BinaryIO | None) -> None:
     """Record `session.stop`; prints nothing to stdout (a Stop hook's stdout can be read as a decision)."""
     payload = read_payload(stdin)
+    if "sessionId" in payload and "session_id" not in payload:  # Copilot CLI's camelCase
+        payload["session_id"] = payload["sessionId"]
     session = open_session()
     try:
         _record(session, "session.stop", session_id=_short(payload.get("session_id")),

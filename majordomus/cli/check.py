@@ -8,12 +8,9 @@ from majordomus.cli import argv as parsing
 
 OPTIONS = parsing.Spec(
     "usage: majordomus check [--checkpoint] [--json]\n\n"
-    "Is the active task's checkpoint fresh? Exit 0 fresh, 1 stale or none.\n\n"
-    "options:\n"
-    "  --checkpoint  record an empty checkpoint: move the task's checkpoint time to now\n"
-    "  --json        print JSON for machines\n"
-    "  -h, --help    show this help\n",
-    flags=("--checkpoint", "--json"))
+    "Is the active task's checkpoint fresh? Exit 0 fresh, 1 stale or none.\n",
+    flags={"--checkpoint": "record an empty checkpoint: move the task's checkpoint time to now",
+           "--json": "print JSON for machines"})
 
 
 def main(argv: list[str]) -> int:

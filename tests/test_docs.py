@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from importlib import resources
 from pathlib import Path
 
-import pytest
-from conftest import invoke_main
+from helpers import invoke_main, require_tool, subcommands
 
 from majordomus.commands import COMMANDS
 
@@ -23,21 +21,13 @@ def test_every_command_has_a_man_page():
     assert man_page("majordomus").is_file()
 
 
-@pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
 def test_man_pages_render_without_warnings():
+    groff = require_tool("groff")
     pages = sorted(p for p in resources.files("majordomus").joinpath("man").iterdir() if p.name.endswith(".1"))
     assert pages
     for page in pages:
-        result = subprocess.run(["groff", "-man", "-ww", "-z", str(page)], capture_output=True, text=True, check=False)
+        result = subprocess.run([groff, "-man", "-ww", "-z", str(page)], capture_output=True, text=True, check=False)
         assert result.returncode == 0 and result.stderr == "", f"{page.name}: {result.stderr}"
-
-
-def subcommands(help_text: str) -> list[str]:
-    """The subcommands a click group's --help lists under `Commands:`."""
-    if "Commands:" not in help_text:
-        return []
-    block = help_text.split("Commands:", 1)[1]
-    return [line.split()[0] for line in block.splitlines() if line.startswith("  ") and line.strip()]
 
 
 def test_every_command_and_subcommand_has_help():

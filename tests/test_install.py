@@ -11,10 +11,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from conftest import git
-from test_man_pages import PAGES, man_db
-
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import MAN_PAGES, ROOT, git, man_db, require
 
 
 @pytest.fixture(scope="module")
@@ -62,14 +59,14 @@ def test_pip_install_into_fresh_venv(venv, repo):
     assert git(repo, "status", "--porcelain").splitlines() == ["?? .ai/"]
 
 
-@pytest.mark.skipif(man_db() is None, reason="man-db's `man` is not installed (apt-get install man-db)")
 def test_pip_install_puts_the_pages_where_man_finds_them(venv, tmp_path):
+    require(man_db() is not None, "man-db's `man` is not installed (apt-get install man-db)")
     installed = venv / "share" / "man" / "man1"
-    for page in PAGES:
+    for page in MAN_PAGES:
         assert (installed / page.name).read_bytes() == page.read_bytes(), page.name
     # man-db finds <prefix>/share/man from <prefix>/bin on PATH: nothing else points it at the venv.
     env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
-    names = [page.stem for page in PAGES]
+    names = [page.stem for page in MAN_PAGES]
     found = subprocess.run([man_db(), "-w", *names], capture_output=True, text=True, env=env, check=False)
     assert found.returncode == 0, found.stderr
     assert [Path(line).resolve() for line in found.stdout.split()] == \

@@ -5,7 +5,8 @@ with `man -l PAGE`, whatever installed it: pip in a venv and pipx also link the 
 `uv tool install` does not, and a checkout has none there. Without `man` it prints the `--help` text
 instead, with a note on stderr naming the page. With `man` it runs `man -l` whether or not stdout is a
 terminal, as `git help` does: `man` itself drops the pager and the formatting when its output is a pipe,
-so `majordomus help checkpoint | grep -- --show` searches the whole manual (decisions: "majordomus help").
+so `majordomus help checkpoint | grep -- --show` searches the whole manual (docs/decisions.md, "The
+command line").
 """
 
 from __future__ import annotations

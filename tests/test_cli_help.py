@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import BIN, assert_refused, invoke_main, require_tool, run, run_here, snapshot
+from helpers import BIN, assert_refused, require_tool, run, run_here, snapshot
 
 from majordomus.commands import COMMANDS
 
@@ -51,14 +51,14 @@ def every_help() -> list[tuple[str, ...]]:
     found: list[tuple[str, ...]] = []
     for name in COMMANDS:
         found.append((name,))
-        found += [(name, sub) for sub in subcommands(name, invoke_main([name, "--help"]).stdout)]
+        found += [(name, sub) for sub in subcommands(name, run_here(name, "--help", text=True).stdout)]
     return found
 
 
 @pytest.mark.parametrize("words", every_help(), ids=" ".join)
 def test_every_help_exits_0_and_says_what_it_does(words: tuple[str, ...]) -> None:
     for flag in ("--help", "-h"):
-        result = invoke_main([*words, flag])
+        result = run_here(*words, flag, text=True)
         assert result.exit_code == 0 and result.stderr == "", (words, flag, result)
         first = result.stdout.splitlines()[0].lower()
         assert first.startswith(f"usage: majordomus {' '.join(words)}"), (words, first)
@@ -69,13 +69,13 @@ def test_every_help_exits_0_and_says_what_it_does(words: tuple[str, ...]) -> Non
 def test_the_groups_list_each_subcommand_in_one_whole_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "80")  # click wraps to the terminal: hold it to the usual 80 columns
     for name in COMMANDS:
-        listed = subcommands(name, invoke_main([name, "--help"]).stdout)
+        listed = subcommands(name, run_here(name, "--help", text=True).stdout)
         for sub, line in listed.items():
             assert not line.endswith("..."), f"`majordomus {name} --help` cuts the line of {sub}: {line}"
 
 
 def test_the_top_level_help_lists_every_command_with_its_line() -> None:
-    text = invoke_main(["--help"]).stdout
+    text = run_here("--help", text=True).stdout
     for name, (_module, _function, summary) in COMMANDS.items():
         assert f"  {name}" in text and summary in text
 
@@ -99,14 +99,14 @@ def test_handoff_help_says_task_goes_with_show_only(cli: Any, repo: Path, handof
 
 
 def test_hooks_uninstall_help_says_what_it_removes() -> None:
-    install = " ".join(invoke_main(["hooks", "install", "--help"]).stdout.split())
-    uninstall = " ".join(invoke_main(["hooks", "uninstall", "--help"]).stdout.split())
+    install = " ".join(run_here("hooks", "install", "--help", text=True).stdout.split())
+    uninstall = " ".join(run_here("hooks", "uninstall", "--help", text=True).stdout.split())
     assert "Where to install:" in install
     assert "Where to remove from:" in uninstall and "install:" not in uninstall
 
 
 def test_context_pin_help_names_the_four_kinds() -> None:
-    text = invoke_main(["context", "pin", "--help"]).stdout
+    text = run_here("context", "pin", "--help", text=True).stdout
     assert "decision, constraint, open-item or next-action" in text  # design §8's four kinds
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import BIN, git, invoke_main, require_tool, snapshot
+from helpers import BIN, git, require_tool, run_here, snapshot
 
 from majordomus.commands import COMMANDS
 
@@ -99,7 +99,7 @@ def test_bash_follows_dash_c_and_completes_its_directory(tasks: Path, tmp_path: 
 def test_completion_never_writes(repo: Path) -> None:
     before = snapshot(repo)
     for words in (["task", "resume", ""], ["context", "unpin", ""], ["sync", "push", ""], ["ledger", "--task", ""]):
-        result = invoke_main(["-C", str(repo), "completion", "--complete", "bash", "--", *words])
+        result = run_here("-C", str(repo), "completion", "--complete", "bash", "--", *words, text=True)
         assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
     assert snapshot(repo) == before and not (repo / ".ai").exists()
 
@@ -151,7 +151,7 @@ USAGE_OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 
 
 def help_of(*words: str) -> str:
-    result = invoke_main([*words, "--help"])
+    result = run_here(*words, "--help", text=True)
     assert result.exit_code == 0, (words, result)
     return result.stdout
 
@@ -193,7 +193,7 @@ def help_subcommands(name: str, text: str) -> list[str]:
 
 
 def offered(*words: str) -> list[str]:
-    result = invoke_main(["completion", "--complete", "bash", "--", *words])
+    result = run_here("completion", "--complete", "bash", "--", *words, text=True)
     assert result.exit_code == 0 and result.stderr == ""
     return result.stdout.splitlines()
 

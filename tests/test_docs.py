@@ -6,7 +6,7 @@ import subprocess
 from importlib import resources
 from pathlib import Path
 
-from helpers import invoke_main, require_tool, subcommands
+from helpers import require_tool, run_here, subcommands
 
 from majordomus.commands import COMMANDS
 
@@ -31,19 +31,19 @@ def test_man_pages_render_without_warnings():
 
 
 def test_every_command_and_subcommand_has_help():
-    top = invoke_main(["--help"])
+    top = run_here("--help", text=True)
     assert top.exit_code == 0
     for name in COMMANDS:
         assert name in top.stdout
-        result = invoke_main([name, "--help"])
+        result = run_here(name, "--help", text=True)
         assert result.exit_code == 0 and "usage:" in result.stdout.lower(), (name, result)
         for sub in subcommands(result.stdout):
-            result = invoke_main([name, sub, "--help"])
+            result = run_here(name, sub, "--help", text=True)
             assert result.exit_code == 0 and "usage:" in result.stdout.lower(), f"{name} {sub}"
-    hook = invoke_main(["hook", "--help"])
+    hook = run_here("hook", "--help", text=True)
     for sub in ("session-start", "stop", "compact"):
         assert f"hook {sub}" in hook.stdout
-        assert invoke_main(["hook", sub, "--help"]).stdout.lower().startswith("usage:")
+        assert run_here("hook", sub, "--help", text=True).stdout.lower().startswith("usage:")
 
 
 def test_readme_names_every_command():

@@ -50,12 +50,13 @@ def usage_error(exc: click.UsageError, prog: str) -> Exception:
     from majordomus.errors import UsageError
 
     ctx = exc.ctx
-    path = ctx.command_path if ctx is not None else prog
-    usage = ctx.get_usage().splitlines()[0] if ctx is not None else f"usage: {prog}"
-    usage = "usage:" + usage.split(":", 1)[1] if usage.lower().startswith("usage:") else usage
+    if ctx is None:
+        return UsageError(exc.format_message(), f"see `{prog} --help`")
+    path = ctx.command_path
+    usage = "usage:" + ctx.get_usage().splitlines()[0].split(":", 1)[-1]
     message = exc.format_message()
-    if isinstance(exc, click.exceptions.NoArgsIsHelpError) or (ctx is not None and isinstance(
-            ctx.command, click.Group) and message.startswith("Missing command")):
-        names = list(ctx.command.commands) if ctx is not None and isinstance(ctx.command, click.Group) else []
-        message = f"`{path}` needs a subcommand: {', '.join(names)}"
+    # click 8.2 raises NoArgsIsHelpError for a group run bare; older versions say "Missing command"
+    bare = getattr(click.exceptions, "NoArgsIsHelpError", ())
+    if isinstance(ctx.command, click.Group) and (isinstance(exc, bare) or message.startswith("Missing command")):
+        message = f"`{path}` needs a subcommand: {', '.join(ctx.command.commands)}"
     return UsageError(message, f"{usage}; see `{path} --help`")

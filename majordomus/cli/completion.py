@@ -2,9 +2,10 @@
 
 The scripts are small: at each TAB they ask `majordomus completion --complete SHELL -- WORDS…` (the words
 after `majordomus`, the one being completed last) for the candidates. The answer is worked out here from
-the commands themselves — the command table (`majordomus.commands`), each click command's parameters,
-and the `argv.Spec` each of the others declares (never their `--help` text) — so it stays true as commands change, and the dynamic
-values come from the state as it is now: task ids, pin ids, profiles, and git's remotes. It only reads.
+what the commands declare — the command table (`majordomus.commands`), each click command's parameters,
+and the `argv.Spec` each of the others parses with, never their `--help` text — so it stays true as
+commands change, and the dynamic values come from the state as it is now: task ids, pin ids, profiles,
+and git's remotes. It only reads.
 """
 
 from __future__ import annotations

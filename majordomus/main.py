@@ -81,7 +81,8 @@ def _fail_open(name: str, args: list[str], exc: BaseException) -> int:
         traceback.print_exception(type(exc), exc, exc.__traceback__)
     what = " ".join([name] + args[:1])
     message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-    sys.stderr.write(f"majordomus: {what}: {message} (the session goes on)\n")
+    hint = getattr(exc, "hint", "")
+    sys.stderr.write(f"majordomus: {what}: {message} (the session goes on)\n" + (f"hint: {hint}\n" if hint else ""))
     return 0
 
 

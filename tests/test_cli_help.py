@@ -156,6 +156,16 @@ def test_an_unknown_hook_says_so_in_the_one_format_and_still_exits_0(repo: Path)
                              "hint: usage: majordomus hook session-start|stop|compact; see `majordomus hook --help`\n")
 
 
+def test_a_hooks_usage_error_is_in_the_one_format_and_exits_0(repo: Path) -> None:
+    result = run_here("hook", "session-start", "--runtime", "vim", cwd=repo, input="{}", text=True)
+    assert result.exit_code == 0 and result.stdout == ""
+    first, hint = result.stderr.splitlines()
+    assert first == ("majordomus: hook session-start: --runtime must be claude or codex, not `vim` "
+                     "(the session goes on)")
+    assert hint == ("hint: usage: majordomus hook session-start [--runtime claude|codex]; "
+                    "see `majordomus hook session-start --help`")
+
+
 # ---------------------------------------------------------------- majordomus help
 
 def no_man_path(tmp_path: Path) -> str:

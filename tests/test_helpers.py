@@ -48,3 +48,17 @@ def test_run_and_run_here_return_one_result_type(repo: Path) -> None:
     assert isinstance(here.stdout, bytes)
     text = run_here("--version", cwd=repo, text=True)
     assert text.stdout == here.stdout.decode() and text.stdout_bytes == here.stdout
+
+
+def test_no_test_module_imports_another() -> None:
+    """What tests share lives in tests/helpers/ (and the fixtures in conftest.py), never in a test module."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
+            offenders += [f"{path.relative_to(ROOT)}: {name}" for name in names
+                          if name.split(".")[-1].startswith("test_")]
+    assert offenders == []

@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                         "Write, show and list handoffs: the bundle another worker continues from"),
     "context": _command("majordomus.cli.context", "main",
                         "Pin what a task must not forget; show, status and validate its continuity"),
-    "brief": _command("majordomus.cli.context", "brief_main", "The briefing a worker resumes a task from"),
+    "brief": _command("majordomus.cli.brief", "main", "The briefing a worker resumes a task from"),
     "log": _command("majordomus.cli.log", "main",
                     "One timeline of a task, newest first: its events, records and its branch's commits"),
     "search": _command("majordomus.cli.search", "main",
@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "ledger": _command("majordomus.cli.ledger", "main", "Print the ledger's events, or verify its hash chain"),
     "doctor": _command("majordomus.cli.doctor", "main",
                        "Check that the state is whole; exit 1 on any failure (for CI)"),
-    "watch": _command("majordomus.cli.doctor", "watch_main",
+    "watch": _command("majordomus.cli.watch", "main",
                       "Report new events, retention and staleness as they happen"),
     "hook": _command("majordomus.cli.hook", "main",
                      "What agent runtimes run: session-start, stop, compact (always exit 0)"),
@@ -48,6 +48,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "mcp": _command("majordomus.cli.mcp", "main",
                     "Serve the task's records to MCP clients over stdio (needs majordomus[mcp])"),
     "completion": _command("majordomus.cli.completion", "main", "Print the completion script of bash, zsh or fish"),
+    "help": _command("majordomus.cli.help", "main",
+                     "Open the manual page of majordomus or of one command (its --help text without man)"),
 }
 
 # Commands that never fail: whatever goes wrong inside them, they exit 0 (the agent-runtime hooks).

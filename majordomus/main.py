@@ -19,18 +19,17 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 
+USAGE_LINE = "usage: majordomus [-C DIR] [--version] [--help] COMMAND [ARGS]..."
+
+
 def usage() -> str:
     width = max(len(name) for name in COMMANDS)
-    lines = ["usage: majordomus [-C DIR] [--version] [--help] COMMAND [ARGS]...", "",
+    lines = [USAGE_LINE, "",
              "Keep the work state of a task in git-native records: checkpoints, handoffs, continuity, briefings.",
              "", "Commands:"]
     lines += [f"  {name:<{width}}  {summary}" for name, (_module, _function, summary) in COMMANDS.items()]
-    lines += ["", "`majordomus COMMAND --help` and `man majordomus-COMMAND` say more."]
+    lines += ["", "`majordomus COMMAND --help` says more; `majordomus help COMMAND` opens its manual page."]
     return "\n".join(lines) + "\n"
-
-
-class _Usage(Exception):
-    pass
 
 
 def parse_global(args: list[str]) -> tuple[list[str], str | None, list[str]]:
@@ -41,7 +40,7 @@ def parse_global(args: list[str]) -> tuple[list[str], str | None, list[str]]:
         arg = args[i]
         if arg == "-C":
             if i + 1 >= len(args):
-                raise _Usage("-C needs a directory")
+                raise _usage("-C needs a directory")
             dirs.append(args[i + 1])
             i += 2
         elif arg.startswith("-C"):
@@ -50,10 +49,17 @@ def parse_global(args: list[str]) -> tuple[list[str], str | None, list[str]]:
         elif arg in ("--version", "-h", "--help"):
             return dirs, arg, []
         elif arg.startswith("-"):
-            raise _Usage(f"unknown option `{arg}`")
+            raise _usage(f"unknown option `{arg}`")
         else:
             return dirs, arg, args[i + 1:]
     return dirs, None, []
+
+
+def _usage(message: str) -> Exception:
+    """A usage error of the global options, in the one format of every parser (design §14)."""
+    from majordomus.errors import UsageError
+
+    return UsageError(message, f"{USAGE_LINE}; see `majordomus --help`")
 
 
 def internal_error(exc: BaseException) -> int:
@@ -76,7 +82,9 @@ def _fail_open(name: str, args: list[str], exc: BaseException) -> int:
         traceback.print_exception(type(exc), exc, exc.__traceback__)
     what = " ".join([name] + args[:1])
     message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-    sys.stderr.write(f"majordomus: {escape(what)}: {escape(str(message))} (the session goes on)\n")
+    hint = getattr(exc, "hint", "")
+    sys.stderr.write(f"majordomus: {escape(what)}: {escape(str(message))} (the session goes on)\n"
+                     + (f"hint: {escape(str(hint))}\n" if hint else ""))
     return 0
 
 
@@ -84,9 +92,10 @@ def run(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         dirs, name, rest = parse_global(args)
-    except _Usage as exc:
-        sys.stderr.write(f"majordomus: {escape(str(exc))}\n{usage()}")
-        return 2
+    except Exception as exc:
+        return _exit_code(exc)
+    if name is None:
+        return _exit_code(_usage("a command is needed"))
     if name in ("-h", "--help"):
         sys.stdout.write(usage())
         return 0
@@ -95,9 +104,6 @@ def run(argv: list[str] | None = None) -> int:
 
         sys.stdout.write(f"majordomus, version {__version__}\n")
         return 0
-    if name is None:
-        sys.stderr.write(usage())
-        return 2
     if name not in COMMANDS:
         import difflib
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from conftest import HANDOFF_BODY, events_named, snapshot, state_dir
 from freezegun import freeze_time
-from sync_helpers import both_resume, clone
+from helpers.sync import both_resume, clone
 
 from majordomus import claims, tasks
 from majordomus.store import records

@@ -6,19 +6,15 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BIN, git, invoke_main, snapshot
+from helpers import BIN, git, require_tool, run_here, snapshot
 
 from majordomus.commands import COMMANDS
 
-BASH = shutil.which("bash")
-ZSH = shutil.which("zsh")
-FISH = shutil.which("fish")
 RUNTIMES = ["claude", "codex", "gemini", "copilot", "git"]  # design §12, §23: hooks install|uninstall --runtime
 KINDS = ["decision", "constraint", "open-item", "next-action"]  # design §8
 
@@ -41,7 +37,7 @@ def bash_complete(cwd: Path, *words: str) -> list[str]:
     script = ('eval "$COMPLETION_SCRIPT"\n'
               'COMP_WORDS=(majordomus "$@"); COMP_CWORD=$#\n'
               '_majordomus\nprintf "%s\\n" "${COMPREPLY[@]}"\n')
-    done = subprocess.run([BASH, "-c", script, "bash", *words], cwd=cwd, capture_output=True, text=True,
+    done = subprocess.run([require_tool("bash"), "-c", script, "bash", *words], cwd=cwd, capture_output=True, text=True,
                           env=dict(shell_env(), COMPLETION_SCRIPT=bash_script()), timeout=60, check=False)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     return [line for line in done.stdout.splitlines() if line]
@@ -68,7 +64,6 @@ def test_an_unknown_shell_is_a_usage_error(cli: Any, repo: Path, args: tuple[str
     assert result.stdout == "" and snapshot(repo) == before
 
 
-@pytest.mark.skipif(BASH is None, reason="bash is not installed")
 def test_bash_completes_commands_subcommands_and_options(repo: Path) -> None:
     assert bash_complete(repo, "") == list(COMMANDS)
     assert bash_complete(repo, "ch") == ["checkpoint", "check"]
@@ -82,7 +77,6 @@ def test_bash_completes_commands_subcommands_and_options(repo: Path) -> None:
     assert bash_complete(repo, "hooks", "uninstall", "--runtime", "=") == RUNTIMES
 
 
-@pytest.mark.skipif(BASH is None, reason="bash is not installed")
 def test_bash_completes_task_ids_pin_ids_and_remotes(cli: Any, tasks: Path, remote: Path) -> None:
     assert bash_complete(tasks, "task", "resume", "") == ["fix-login", "fix-logout"]
     assert bash_complete(tasks, "task", "resume", "fix-logi") == ["fix-login"]
@@ -95,7 +89,6 @@ def test_bash_completes_task_ids_pin_ids_and_remotes(cli: Any, tasks: Path, remo
     assert bash_complete(tasks, "sync", "push", "") == ["backup", "origin"]
 
 
-@pytest.mark.skipif(BASH is None, reason="bash is not installed")
 def test_bash_follows_dash_c_and_completes_its_directory(tasks: Path, tmp_path: Path) -> None:
     (tmp_path / "elsewhere").mkdir()
     assert bash_complete(tmp_path, "-C", "repo", "task", "show", "") == ["fix-login", "fix-logout"]
@@ -106,7 +99,7 @@ def test_bash_follows_dash_c_and_completes_its_directory(tasks: Path, tmp_path: 
 def test_completion_never_writes(repo: Path) -> None:
     before = snapshot(repo)
     for words in (["task", "resume", ""], ["context", "unpin", ""], ["sync", "push", ""], ["ledger", "--task", ""]):
-        result = invoke_main(["-C", str(repo), "completion", "--complete", "bash", "--", *words])
+        result = run_here("-C", str(repo), "completion", "--complete", "bash", "--", *words, text=True)
         assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
     assert snapshot(repo) == before and not (repo / ".ai").exists()
 
@@ -121,10 +114,10 @@ def test_stored_text_is_escaped_in_descriptions(cli: Any, repo: Path) -> None:
         assert "\x1b" not in out and "\\x1b[31m" in out
 
 
-@pytest.mark.skipif(ZSH is None, reason="zsh is not installed (apt-get install zsh)")
 def test_zsh_script_parses_and_describes_candidates(tasks: Path) -> None:
+    zsh = require_tool("zsh")
     script = subprocess.run([str(BIN / "majordomus"), "completion", "zsh"], capture_output=True, text=True, check=False).stdout
-    assert subprocess.run([ZSH, "-n"], input=script, capture_output=True, text=True, check=False).returncode == 0
+    assert subprocess.run([zsh, "-n"], input=script, capture_output=True, text=True, check=False).returncode == 0
     # compinit's functions replaced by ones that print what they are given
     probe = ('compdef() { print -r -- "compdef $*" }\n'
              '_describe() { print -rl -- "${(@P)4}" }\n_path_files() { print -r -- "dirs $*" }\n'
@@ -132,22 +125,22 @@ def test_zsh_script_parses_and_describes_candidates(tasks: Path) -> None:
              'words=(majordomus task resume ""); CURRENT=4; _majordomus\n'
              'words=(majordomus hooks install --runtime=c); CURRENT=4; _majordomus\n'
              'words=(majordomus -C ""); CURRENT=3; _majordomus\n')
-    done = subprocess.run([ZSH, "-f", "-c", probe], cwd=tasks, env=shell_env(), capture_output=True, text=True, check=False)
+    done = subprocess.run([zsh, "-f", "-c", probe], cwd=tasks, env=shell_env(), capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["compdef _majordomus majordomus", "fix-login:paused: fix-login",
                                         "fix-logout:active: fix-logout", "--runtime=claude", "--runtime=codex",
                                         "--runtime=copilot", "dirs -/"]
 
 
-@pytest.mark.skipif(FISH is None, reason="fish is not installed (apt-get install fish)")
 def test_fish_script_parses_and_completes(tasks: Path) -> None:
+    fish = require_tool("fish")
     script = subprocess.run([str(BIN / "majordomus"), "completion", "fish"], capture_output=True, text=True, check=False).stdout
-    assert subprocess.run([FISH, "--no-execute"], input=script, capture_output=True, text=True, check=False).returncode == 0
+    assert subprocess.run([fish, "--no-execute"], input=script, capture_output=True, text=True, check=False).returncode == 0
     (tasks / "subdir").mkdir()
     probe = ('majordomus completion fish | source\n'
              'complete -C "majordomus task resume "\ncomplete -C "majordomus hooks install --runtime="\n'
              'complete -C "majordomus -C sub"\n')
-    done = subprocess.run([FISH, "--no-config", "-c", probe], cwd=tasks, env=shell_env(), capture_output=True,
+    done = subprocess.run([fish, "--no-config", "-c", probe], cwd=tasks, env=shell_env(), capture_output=True,
                           text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["fix-login\tpaused: fix-login", "fix-logout\tactive: fix-logout",
@@ -162,7 +155,7 @@ USAGE_OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 
 
 def help_of(*words: str) -> str:
-    result = invoke_main([*words, "--help"])
+    result = run_here(*words, "--help", text=True)
     assert result.exit_code == 0, (words, result)
     return result.stdout
 
@@ -204,7 +197,7 @@ def help_subcommands(name: str, text: str) -> list[str]:
 
 
 def offered(*words: str) -> list[str]:
-    result = invoke_main(["completion", "--complete", "bash", "--", *words])
+    result = run_here("completion", "--complete", "bash", "--", *words, text=True)
     assert result.exit_code == 0 and result.stderr == ""
     return result.stdout.splitlines()
 
@@ -227,3 +220,37 @@ def test_the_top_level_offers_every_command_and_global_option(repo: Path) -> Non
     assert offered("") == list(COMMANDS)
     assert offered("-") == ["-C", "--version", "--help"]
     assert all(name in help_of() for name in COMMANDS)
+
+
+def test_the_commands_without_click_complete_from_their_declared_options() -> None:
+    """`hook` and `help` parse with argv.Spec: what completion offers is what those Specs declare."""
+    from majordomus.cli import help as help_command
+    from majordomus.cli import hook
+
+    assert offered("hook", "") == list(hook.SUBCOMMANDS) == ["session-start", "stop", "compact"]
+    assert offered("hook", "compact", "--phase", "") == ["pre", "post"]
+    assert offered("hook", "compact", "--runtime=") == ["--runtime=claude", "--runtime=codex"]
+    assert offered("hook", "session-start", "-") == ["-h", "--help", "--runtime"]
+    assert offered("hook", "stop", "-") == ["-h", "--help"]
+    assert offered("help", "") == list(COMMANDS) and help_command.OPTIONS.argument_kind == "command"
+    assert offered("help", "ch") == ["checkpoint", "check"]
+    assert offered("help", "task", "") == []  # one page at a time
+
+
+def test_completion_reads_no_help_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Completion is built from declarations: with every --help text blank, it offers the same."""
+    import click
+
+    from majordomus.cli import check, checkpoint, hook
+
+    words = [("hook", ""), ("hook", "compact", "--"), ("checkpoint", "-"), ("check", "--"), ("task", "start", "-"),
+             ("hooks", "install", "--runtime", "")]
+    before = {w: offered(*w) for w in words}
+    assert all(before.values()), before
+    monkeypatch.setattr(hook, "USAGE", "")
+    for spec in (*hook.SUBCOMMANDS.values(), checkpoint.OPTIONS, check.OPTIONS):
+        monkeypatch.setattr(spec, "usage", "usage:\n")
+    monkeypatch.setattr(click.Command, "get_help", lambda self, ctx: "")
+    monkeypatch.setattr(click.Command, "format_help", lambda self, ctx, formatter: None)
+    for w, found in before.items():
+        assert offered(*w) == found, w

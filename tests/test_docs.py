@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from importlib import resources
 from pathlib import Path
 
-import pytest
-from conftest import invoke_main
+from helpers import require_tool, run_here, subcommands
 
 from majordomus.commands import COMMANDS
 
@@ -23,37 +21,29 @@ def test_every_command_has_a_man_page():
     assert man_page("majordomus").is_file()
 
 
-@pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
 def test_man_pages_render_without_warnings():
+    groff = require_tool("groff")
     pages = sorted(p for p in resources.files("majordomus").joinpath("man").iterdir() if p.name.endswith(".1"))
     assert pages
     for page in pages:
-        result = subprocess.run(["groff", "-man", "-ww", "-z", str(page)], capture_output=True, text=True, check=False)
+        result = subprocess.run([groff, "-man", "-ww", "-z", str(page)], capture_output=True, text=True, check=False)
         assert result.returncode == 0 and result.stderr == "", f"{page.name}: {result.stderr}"
 
 
-def subcommands(help_text: str) -> list[str]:
-    """The subcommands a click group's --help lists under `Commands:`."""
-    if "Commands:" not in help_text:
-        return []
-    block = help_text.split("Commands:", 1)[1]
-    return [line.split()[0] for line in block.splitlines() if line.startswith("  ") and line.strip()]
-
-
 def test_every_command_and_subcommand_has_help():
-    top = invoke_main(["--help"])
+    top = run_here("--help", text=True)
     assert top.exit_code == 0
     for name in COMMANDS:
         assert name in top.stdout
-        result = invoke_main([name, "--help"])
+        result = run_here(name, "--help", text=True)
         assert result.exit_code == 0 and "usage:" in result.stdout.lower(), (name, result)
         for sub in subcommands(result.stdout):
-            result = invoke_main([name, sub, "--help"])
+            result = run_here(name, sub, "--help", text=True)
             assert result.exit_code == 0 and "usage:" in result.stdout.lower(), f"{name} {sub}"
-    hook = invoke_main(["hook", "--help"])
+    hook = run_here("hook", "--help", text=True)
     for sub in ("session-start", "stop", "compact"):
         assert f"hook {sub}" in hook.stdout
-        assert invoke_main(["hook", sub, "--help"]).stdout.lower().startswith("usage:")
+        assert run_here("hook", sub, "--help", text=True).stdout.lower().startswith("usage:")
 
 
 def test_readme_names_every_command():

@@ -3,6 +3,7 @@ majordomus, with its templates inside and its man pages where `man` finds them."
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -11,10 +12,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from conftest import git
-from test_man_pages import PAGES, man_db
-
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import MAN_PAGES, ROOT, git, man_db, require, require_tool
 
 
 @pytest.fixture(scope="module")
@@ -62,15 +60,39 @@ def test_pip_install_into_fresh_venv(venv, repo):
     assert git(repo, "status", "--porcelain").splitlines() == ["?? .ai/"]
 
 
-@pytest.mark.skipif(man_db() is None, reason="man-db's `man` is not installed (apt-get install man-db)")
 def test_pip_install_puts_the_pages_where_man_finds_them(venv, tmp_path):
+    require(man_db() is not None, "man-db's `man` is not installed (apt-get install man-db)")
     installed = venv / "share" / "man" / "man1"
-    for page in PAGES:
+    for page in MAN_PAGES:
         assert (installed / page.name).read_bytes() == page.read_bytes(), page.name
     # man-db finds <prefix>/share/man from <prefix>/bin on PATH: nothing else points it at the venv.
     env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
-    names = [page.stem for page in PAGES]
+    names = [page.stem for page in MAN_PAGES]
     found = subprocess.run([man_db(), "-w", *names], capture_output=True, text=True, env=env, check=False)
     assert found.returncode == 0, found.stderr
     assert [Path(line).resolve() for line in found.stdout.split()] == \
         [(installed / f"{name}.1").resolve() for name in names]
+
+
+def test_majordomus_help_opens_the_page_inside_the_installed_package(venv, repo, tmp_path):
+    """What `uv tool install .` leaves (checked by hand, docs/testing.md): no page where `man` looks, and
+    `majordomus help` still opens its own. Here the venv's share/man is hidden from man by MANPATH."""
+    man = require_tool("man")
+    empty = tmp_path / "no-pages"
+    empty.mkdir()
+    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8",
+           "MANPATH": str(empty), "MANPAGER": "cat"}
+    assert subprocess.run([man, "-w", "majordomus-handoff"], env=env, capture_output=True, check=False).returncode != 0
+    shown = subprocess.run([str(venv / "bin" / "majordomus"), "help", "handoff"], cwd=repo, env=env,
+                           capture_output=True, text=True, check=False)
+    assert shown.returncode == 0 and shown.stderr == "", shown.stderr
+    assert re.sub(".\b", "", shown.stdout).lstrip().startswith("MAJORDOMUS-HANDOFF(1)")
+    # without man: the --help text, and the page named where it is, inside the venv
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    (bare / "git").symlink_to(shutil.which("git"))
+    plain = subprocess.run([str(venv / "bin" / "majordomus"), "help", "handoff"], cwd=repo,
+                           env=dict(env, PATH=str(bare)), capture_output=True, text=True, check=False)
+    assert plain.returncode == 0 and plain.stdout.startswith("Usage: majordomus handoff")
+    page = plain.stderr.rsplit(" ", 1)[1].strip()
+    assert page.startswith(str(venv)) and page.endswith("/majordomus/man/majordomus-handoff.1"), plain.stderr

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import invoke_main
-from test_docs import subcommands
+from helpers import invoke_main, require_tool, subcommands
 
 import majordomus
 
@@ -38,9 +36,8 @@ def test_page_is_installed_with_every_section_and_option(name: str) -> None:
         assert f".B {sub}" in plain or f"context {sub}" in plain, (name, sub)
 
 
-@pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_page_renders_without_warnings(name: str) -> None:
-    result = subprocess.run(["groff", "-man", "-ww", "-z", str(MAN / f"majordomus-{name}.1")],
+    result = subprocess.run([require_tool("groff"), "-man", "-ww", "-z", str(MAN / f"majordomus-{name}.1")],
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0 and result.stdout == "" and result.stderr == ""

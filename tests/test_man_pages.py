@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import MAN_PAGES, ROOT, require_tool
 
-ROOT = Path(__file__).resolve().parent.parent
 MAN = ROOT / "majordomus" / "man"
-PAGES = sorted(MAN.glob("*.1"))
-MANDOC = shutil.which("mandoc")
+PAGES = MAN_PAGES
 TH = re.compile(r'^\.TH (\S+) (\S+) (.*)$', re.M)
 
 
@@ -20,17 +18,15 @@ def test_there_are_pages():
     assert MAN / "majordomus.1" in PAGES and len(PAGES) > 1
 
 
-@pytest.mark.skipif(MANDOC is None, reason="mandoc is not installed (apt-get install mandoc)")
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_mandoc_lint_is_silent(page: Path):
-    result = subprocess.run([MANDOC, "-Tlint", "-W", "warning", str(page)], capture_output=True, text=True, check=False)
+    result = subprocess.run([require_tool("mandoc"), "-Tlint", "-W", "warning", str(page)], capture_output=True, text=True, check=False)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 
 
-@pytest.mark.skipif(MANDOC is None, reason="mandoc is not installed (apt-get install mandoc)")
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_page_fits_an_80_column_terminal(page: Path):
-    text = subprocess.run([MANDOC, "-Tascii", str(page)], capture_output=True, text=True, check=True).stdout
+    text = subprocess.run([require_tool("mandoc"), "-Tascii", str(page)], capture_output=True, text=True, check=True).stdout
     plain = re.sub(".\b", "", text).expandtabs()  # overstrike (bold, underline) takes no column
     wide = [line for line in plain.splitlines() if len(line) > 80]
     assert wide == [], f"{page.name}: lines wider than 80 columns:\n" + "\n".join(wide)
@@ -48,10 +44,3 @@ def test_one_title_line_style_on_every_page():
         styles.add(rest)
     assert len(styles) == 1, f"every page shares one date, source and manual name: {sorted(styles)}"
 
-
-def man_db() -> str | None:
-    man = shutil.which("man")
-    if man is None:
-        return None
-    version = subprocess.run([man, "--version"], capture_output=True, text=True, check=False)
-    return man if version.returncode == 0 and version.stdout.startswith("man ") else None

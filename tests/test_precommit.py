@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BIN, git, run_here, state_dir
+from helpers import BIN, git, run_here, state_dir
 
 HOOKS_FILE = Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml"
 PRE_COMMIT = shutil.which("pre-commit", path=str(BIN)) or shutil.which("pre-commit")

@@ -6,14 +6,22 @@ A kill -9 at each durable step of a write is in test_durability.py: deterministi
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-from conftest import MAJORDOMUS, import_probe, ledger_events, run, snapshot, start_task_at, state_dir
+from helpers import (
+    MAJORDOMUS,
+    import_probe,
+    ledger_events,
+    require,
+    require_tool,
+    run,
+    snapshot,
+    start_task_at,
+    state_dir,
+)
 
 
 def test_console_script_and_python_m(repo):
@@ -126,7 +134,8 @@ def test_twelve_concurrent_writers(repo):
 
 
 def _can_mount_read_only(tmp_path: Path) -> bool:
-    if not shutil.which("unshare") or os.geteuid() != 0:
+    require_tool("unshare")
+    if os.geteuid() != 0:
         return False
     probe = tmp_path / "probe"
     probe.mkdir()
@@ -136,8 +145,7 @@ def _can_mount_read_only(tmp_path: Path) -> bool:
 
 
 def test_read_only_state_directory_exit_12(repo, tmp_path):
-    if not _can_mount_read_only(tmp_path):
-        pytest.skip("needs root and unshare -m to make a read-only bind mount")
+    require(_can_mount_read_only(tmp_path), "needs root and unshare -m to make a read-only bind mount")
     start_task_at(repo)
     state = state_dir(repo)
     before = snapshot(repo)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import commit_file, git, run_here, snapshot, state_dir
 from freezegun import freeze_time
-from sync_helpers import (
+from helpers.sync import (
     HANDOFF,
     clone,
     events,

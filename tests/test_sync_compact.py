@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import MAJORDOMUS, git, snapshot, state_dir
-from sync_helpers import clone, machine_id, machine_ref, record_files, remote_files, remote_refs
+from helpers.sync import clone, machine_id, machine_ref, record_files, remote_files, remote_refs
 
 STATE = "refs/majordomus/state"
 

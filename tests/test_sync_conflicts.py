@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import state_dir
 from freezegun import freeze_time
-from sync_helpers import both_resume, clone, events, machine_ref, read_remote
+from helpers.sync import both_resume, clone, events, machine_ref, read_remote
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import json
 
 from conftest import state_dir
 from freezegun import freeze_time
-from sync_helpers import clone, events, git_view, machine_ref, remote_refs
+from helpers.sync import clone, events, git_view, machine_ref, remote_refs
 
 HANDOFF = """## State
 The callback is normalised before the comparison; tests pass locally.

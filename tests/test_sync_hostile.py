@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git, snapshot, state_dir
-from sync_helpers import build_tree, clone, commit_tree, events, hash_blob, layout_path
+from helpers.sync import build_tree, clone, commit_tree, events, hash_blob, layout_path
 
 MALLORY = "refs/majordomus/machines/mallory-0001"
 HEAD = "abcdef0123456789abcdef0123456789abcdef01"

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from conftest import HANDOFF_BODY, MAJORDOMUS, state_dir
-from sync_helpers import clone, remote_refs
+from helpers.sync import clone, remote_refs
 
 CLONES = 12
 CHECKPOINTS = 3

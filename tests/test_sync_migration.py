@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import git, state_dir
 from freezegun import freeze_time
-from sync_helpers import (
+from helpers.sync import (
     FORMAT_1,
     build_tree,
     clone,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import MAJORDOMUS, git, run_here, snapshot, state_dir
-from sync_helpers import clone, events, machine_ref, record_files, remote_files
+from helpers.sync import clone, events, machine_ref, record_files, remote_files
 
 
 def _racing_hook(repo: Path, racer: Path, remote: Path, ref: str, races: int) -> None:

@@ -9,12 +9,9 @@ from majordomus.cli import argv as parsing
 OPTIONS = parsing.Spec(
     "usage: majordomus check [--checkpoint] [--json]\n\n"
     "Is the active task's checkpoint fresh? Exit 0 fresh, 1 stale, none, or a record the task or the\n"
-    "ledger names is missing or unreadable.\n\n"
-    "options:\n"
-    "  --checkpoint  record an empty checkpoint: move the task's checkpoint time to now\n"
-    "  --json        print JSON for machines\n"
-    "  -h, --help    show this help\n",
-    flags=("--checkpoint", "--json"))
+    "ledger names is missing or unreadable.\n",
+    flags={"--checkpoint": "record an empty checkpoint: move the task's checkpoint time to now",
+           "--json": "print JSON for machines"})
 
 
 def main(argv: list[str]) -> int:

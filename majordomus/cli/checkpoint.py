@@ -14,13 +14,10 @@ if TYPE_CHECKING:
 OPTIONS = parsing.Spec(
     "usage: majordomus checkpoint [--show | --list] [--json]\n\n"
     "Record what holds now: a few lines from stdin, identity computed from git. Over the line cap it is\n"
-    "refused, never truncated: write a handoff instead (`majordomus handoff`).\n\n"
-    "options:\n"
-    "  --show      print the newest checkpoint of the active task here\n"
-    "  --list      list every checkpoint record, newest first\n"
-    "  --json      print JSON for machines\n"
-    "  -h, --help  show this help\n",
-    flags=("--show", "--list", "--json"), exclusive=("--show", "--list"))
+    "refused, never truncated: write a handoff instead (`majordomus handoff`).\n",
+    flags={"--show": "print the newest checkpoint of the active task here",
+           "--list": "list every checkpoint record, newest first", "--json": "print JSON for machines"},
+    exclusive=("--show", "--list"))
 
 
 def main(argv: list[str]) -> int:

@@ -26,15 +26,37 @@ def workspace() -> Workspace:
 
 
 def run(command: click.Command, argv: list[str], prog: str) -> int:
-    """Run a click command as `main(argv) -> int`. Click's own usage errors are shown here; every other
-    error (a MajordomusError, an internal one) goes to the one boundary in `majordomus.main`."""
+    """Run a click command as `main(argv) -> int`. Click's usage errors become ours (`majordomus: …` then
+    `hint: …`, exit 2: the one format of every parser); every other error (a MajordomusError, an internal
+    one) goes to the one boundary in `majordomus.main`."""
     try:
         return int(command.main(args=argv, prog_name=prog, standalone_mode=False) or 0)
+    except click.UsageError as exc:
+        raise usage_error(exc, prog) from None
     except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
+        from majordomus.errors import MajordomusError
+
+        raise MajordomusError(exc.format_message(), code=exc.exit_code) from None
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.Abort:
         sys.stderr.write("majordomus: interrupted\n")
         return 130
+
+
+def usage_error(exc: click.UsageError, prog: str) -> Exception:
+    """Click's usage error in the one format: what is wrong, then the usage line of the (sub)command it
+    concerns and where its help is. A group run without its subcommand names the subcommands."""
+    from majordomus.errors import UsageError
+
+    ctx = exc.ctx
+    if ctx is None:
+        return UsageError(exc.format_message(), f"see `{prog} --help`")
+    path = ctx.command_path
+    usage = "usage:" + ctx.get_usage().splitlines()[0].split(":", 1)[-1]
+    message = exc.format_message()
+    # click 8.2 raises NoArgsIsHelpError for a group run bare; older versions say "Missing command"
+    bare = getattr(click.exceptions, "NoArgsIsHelpError", ())
+    if isinstance(ctx.command, click.Group) and (isinstance(exc, bare) or message.startswith("Missing command")):
+        message = f"`{path}` needs a subcommand: {', '.join(ctx.command.commands)}"
+    return UsageError(message, f"{usage}; see `{path} --help`")

@@ -2,19 +2,21 @@
 
 The scripts are small: at each TAB they ask `majordomus completion --complete SHELL -- WORDS…` (the words
 after `majordomus`, the one being completed last) for the candidates. The answer is worked out here from
-the commands themselves — the command table (`majordomus.commands`), each click command's parameters,
-each hot command's `argv.Spec`, else its `--help` — so it stays true as commands change, and the dynamic
-values come from the state as it is now: task ids, pin ids, profiles, and git's remotes. It only reads.
+what the commands declare — the command table (`majordomus.commands`), each click command's parameters,
+and the `argv.Spec` each of the others parses with, never their `--help` text — so it stays true as
+commands change, and the dynamic values come from the state as it is now: task ids, pin ids, profiles,
+and git's remotes. It only reads.
 """
 
 from __future__ import annotations
 
-import io
 import os
-import re
 import sys
-from contextlib import redirect_stdout
 from typing import Any, Callable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from majordomus.cli.argv import Spec
 
 SHELLS = ("bash", "zsh", "fish")
 USAGE = """usage: majordomus completion bash|zsh|fish
@@ -113,24 +115,27 @@ class Node:
 
 
 def command_node(name: str, commands: dict[str, str], lookup: Callable[[str], Any]) -> Node | None:
-    """The node of a top-level command, from the module that serves it."""
+    """The node of a top-level command, from what the module that serves it declares: a click command, an
+    `argv.Spec` (`OPTIONS`), or one Spec per subcommand (`SUBCOMMANDS`)."""
     if name not in commands:
         return None
     if name == "completion":
         node = Node()
         node.arguments = [SHELLS]
         return node
-    entry = lookup(name)
-    module = sys.modules[entry.__module__]
-    click = sys.modules.get("click")
-    if click is not None:
-        for value in vars(module).values():
-            if isinstance(value, click.Command) and value.name == name:
-                return click_node(value)
+    module = sys.modules[lookup(name).__module__]
     spec = getattr(module, "OPTIONS", None)
-    if spec is not None and hasattr(spec, "flags"):
+    if spec is not None:
         return spec_node(spec)
-    return help_node(entry, [])
+    subcommands = getattr(module, "SUBCOMMANDS", None)
+    if subcommands is not None:
+        return specs_node(subcommands)
+    import click
+
+    for value in vars(module).values():
+        if isinstance(value, click.Command) and value.name == name:
+            return click_node(value)
+    return None
 
 
 def click_node(command: Any) -> Node:
@@ -156,69 +161,29 @@ def click_node(command: Any) -> Node:
     return node
 
 
-def spec_node(spec: Any) -> Node:
-    """A hot command's options, from the `argv.Spec` it parses with."""
+def spec_node(spec: Spec) -> Node:
+    """A command's options, from the `argv.Spec` it parses with."""
     node = Node()
-    described = _described(spec.usage)
     for flag in spec.flags:
-        node.options[flag] = (False, None, described.get(flag, ""))
+        node.options[flag] = (False, None, spec.described.get(flag, ""))
     for option, values in spec.choices.items():
-        node.options[option] = (True, tuple(values), described.get(option, ""))
+        node.options[option] = (True, tuple(values), spec.described.get(option, ""))
+    if spec.argument is not None:
+        node.arguments.append(spec.argument_kind)
     return node
 
 
-_USAGE_OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)(?: ([A-Za-z0-9][\w-]*(?:\|[\w-]+)+|[A-Z][A-Z_]*))?")
-
-
-def help_node(entry: Any, path: list[str]) -> Node:
-    """A command without a parser to read (`hook`): its `--help`, subcommands from its usage lines."""
-    text = _help_text(entry, path)
+def specs_node(specs: dict[str, Spec]) -> Node:
+    """A command of subcommands (`hook`), one `argv.Spec` each; the first line of each says what it is."""
     node = Node()
-    usages = _usage_lines(text)
-    words = [u.split()[2:] for u in usages if u.startswith("majordomus ")]
-    subs = sorted({w[0] for w in words if w and not w[0].startswith(("-", "[")) and not path})
-    if subs:
-        node.subcommands = dict.fromkeys(subs, "")
-        node.child = lambda sub: help_node(entry, [sub]) if sub in subs else None
-        return node
-    described = _described(text)
-    for usage in usages:
-        for option, values in _USAGE_OPTION.findall(usage):
-            choices = tuple(values.split("|")) if "|" in values else None
-            node.options[option] = (bool(values), choices, described.get(option, ""))
+    node.subcommands = {sub: _summary(spec) for sub, spec in specs.items()}
+    node.child = lambda sub: spec_node(specs[sub]) if sub in specs else None
     return node
 
 
-def _usage_lines(text: str) -> list[str]:
-    """The usage line and the lines that continue it, without `usage:`."""
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.lower().startswith("usage:")), None)
-    if start is None:
-        return []
-    block = [lines[start].split(None, 1)[-1]]
-    for line in lines[start + 1:]:
-        if not line.startswith(" ") or not line.strip():
-            break
-        block.append(line.strip())
-    return block
-
-
-def _help_text(entry: Any, path: list[str]) -> str:
-    out = io.StringIO()
-    with redirect_stdout(out):
-        entry([*path, "--help"])
-    return out.getvalue()
-
-
-def _described(text: str) -> dict[str, str]:
-    """Option -> its one-line help, from the `  --opt  help` lines of a help text."""
-    found = {}
-    for line in text.splitlines():
-        match = re.match(r"\s{2}(-[-\w]+(?:, -[-\w]+)*)(?: [\w|]+)?\s{2,}(.*)", line)
-        if match:
-            for option in match.group(1).split(", "):
-                found[option] = match.group(2).strip()
-    return found
+def _summary(spec: Spec) -> str:
+    lines = [line for line in spec.usage.splitlines()[1:] if line.strip()]
+    return lines[0] if lines else ""
 
 
 def state_values(kind: str, dirs: list[str]) -> list[tuple[str, str]]:
@@ -256,10 +221,9 @@ def _pins(ws: Any, inner: Any) -> list[tuple[str, str]]:
 
 
 def _remotes(ws: Any, inner: Any) -> list[tuple[str, str]]:
-    from majordomus.git import status
+    from majordomus.git import query
 
-    out = status.git(inner.place, "remote").decode("utf-8", "replace")
-    return [(name, "git remote") for name in out.split()]
+    return [(name, "git remote") for name in query.remotes(inner.place)]
 
 
 def _profiles(ws: Any, inner: Any) -> list[tuple[str, str]]:
@@ -388,6 +352,10 @@ def _in_command(node: Node, before: list[str], current: str, dirs: list[str]) ->
 def _values(kind: Any, prefix: str, dirs: list[str]) -> list[tuple[str, str]]:
     if kind is None:
         return []
+    if kind == "command":
+        from majordomus import commands
+
+        return _matching(commands.summaries().items(), prefix)
     if isinstance(kind, tuple):
         return _matching(((v, "") for v in kind), prefix)
     return _matching(state_values(kind, dirs), prefix)

@@ -1,4 +1,4 @@
-"""`majordomus context pin|unpin|show|status|validate` (design §8) and `majordomus brief` (design §9)."""
+"""`majordomus context pin|unpin|show|status|validate` (design §8)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from typing import Any
 
 import click
 
-from majordomus.cli.common import CONTEXT, Group, json_option, run, workspace
-from majordomus.lite.limits import MIN_RENDER_BYTES, NUMBER_MAX
+from majordomus.cli.common import Group, json_option, run, workspace
 
 KIND_CHOICE = click.Choice(["decision", "constraint", "open-item", "next-action"])
 
@@ -174,28 +173,5 @@ def validate(ctx: click.Context, task_id: str | None, as_json: bool) -> None:
         ctx.exit(1)
 
 
-@click.command("brief", context_settings=CONTEXT)
-@click.argument("task_id", metavar="[TASK]", required=False)
-@click.option("--max-bytes", type=click.IntRange(min=MIN_RENDER_BYTES, max=NUMBER_MAX), metavar="N",
-              help="Budget in bytes (default: continuity.render_max_bytes).")
-@json_option
-def brief(task_id: str | None, max_bytes: int | None, as_json: bool) -> None:
-    """The briefing a worker resumes from: continuity, latest handoff, checkpoints since, and drift."""
-    from majordomus import brief as core
-    from majordomus.output import emit_json, escape
-
-    ws = workspace()
-    result = core.compose(ws, task_id, max_bytes)
-    if as_json:
-        emit_json({"task": result.task, "text": result.text, "bytes": len(result.text.encode("utf-8")),
-                   "dropped": result.dropped, "drift": result.drift})
-    else:
-        sys.stdout.write(escape(result.text, body=True))  # an old record's body may hold what ingest refuses now
-
-
 def main(argv: list[str]) -> int:
     return run(context, argv, "majordomus context")
-
-
-def brief_main(argv: list[str]) -> int:
-    return run(brief, argv, "majordomus brief")

@@ -5,12 +5,33 @@ from __future__ import annotations
 
 import sys
 
-USAGE = """usage: majordomus hook session-start [--runtime claude|codex]
-       majordomus hook stop
-       majordomus hook compact --phase pre|post --runtime claude|codex
+from majordomus.cli import argv as parsing
+
+USAGE = """usage: majordomus hook session-start [--runtime claude|codex|gemini|copilot]
+       majordomus hook stop [--runtime claude|codex|gemini|copilot]
+       majordomus hook compact --phase pre|post --runtime claude|codex|gemini|copilot
 
 What agent runtimes run (SessionStart, Stop, PreCompact/PostCompact). Always exits 0.
 """
+
+# Each hook's options, declared once: parsed here (compact parses its own in majordomus.hooks.compact, on
+# the lite layer alone) and offered by completion.
+RUNTIMES = ("claude", "codex", "gemini", "copilot")  # the first is the default
+SUBCOMMANDS = {
+    "session-start": parsing.Spec(
+        "usage: majordomus hook session-start [--runtime claude|codex|gemini|copilot]\n\n"
+        "SessionStart: print the identity and the briefing as the runtime's context, in the runtime's own\n"
+        "shape and budget (claude: UTF-16 units; codex: ceil(bytes/4) tokens; gemini, copilot: bytes).\n",
+        choices={"--runtime": RUNTIMES}, described={"--runtime": "the runtime whose shape and budget apply"}),
+    "stop": parsing.Spec("usage: majordomus hook stop [--runtime claude|codex|gemini|copilot]\n\n"
+                         "Stop: record `session.stop` (bookkeeping only).\n",
+                         choices={"--runtime": RUNTIMES}, described={"--runtime": "the runtime that stops"}),
+    "compact": parsing.Spec(
+        "usage: majordomus hook compact --phase pre|post --runtime claude|codex|gemini|copilot\n\n"
+        "PreCompact/PostCompact: append one line to the compaction journal.\n",
+        choices={"--phase": ("pre", "post"), "--runtime": RUNTIMES},
+        described={"--phase": "before or after the compaction", "--runtime": "the runtime that compacts"}),
+}
 
 
 def main(argv: list[str]) -> int:
@@ -24,18 +45,12 @@ def main(argv: list[str]) -> int:
         if name in ("-h", "--help"):
             sys.stdout.write(USAGE)
         else:
-            sys.stderr.write((f"majordomus hook: unknown hook `{name}`\n" if name else "") + USAGE)
+            # fail-open: a runtime that runs an unknown hook gets exit 0, and the one error format on stderr
+            what = f"unknown hook `{name}`" if name else "a hook is needed: session-start, stop or compact"
+            sys.stderr.write(f"majordomus: {what}\nhint: usage: majordomus hook session-start|stop|compact; see "
+                             "`majordomus hook --help`\n")
         return 0
-    from majordomus.cli import argv as parsing
-
-    if name == "session-start":
-        spec = parsing.Spec("usage: majordomus hook session-start [--runtime claude|codex]\n\n"
-                            "SessionStart: print the identity and the briefing as the runtime's context, cut to\n"
-                            "that runtime's budget (claude: UTF-16 units; codex: ceil(bytes/4) tokens).\n",
-                            choices={"--runtime": ("claude", "codex", "gemini", "copilot")})
-    else:
-        spec = parsing.Spec("usage: majordomus hook stop\n\nStop: record `session.stop` (bookkeeping only).\n")
-    args = parsing.parse(spec, argv[1:])
+    args = parsing.parse(SUBCOMMANDS[name], argv[1:])
     if args is None:
         return 0
     from majordomus.hooks import session

@@ -140,3 +140,10 @@ def is_ignored(repo: Repo, path: str) -> bool:
         return False
 
 
+
+
+def remotes(place: Place) -> list[str]:
+    """The names of the repository's remotes, as `git remote` lists them (through the one git runner)."""
+    from majordomus.git import status
+
+    return status.git(place, "remote").decode("utf-8", "replace").split()

@@ -1,5 +1,6 @@
-"""Helpers for the sync tests: bare remotes, clones, what git says about them, and trees built by hand with
-git plumbing (hash-object, update-index on a temporary index, write-tree, commit-tree, update-ref)."""
+"""What the sync tests share (`from helpers.sync import …`): bare remotes, clones, what git says about
+them, and trees built by hand with git plumbing (hash-object, update-index on a temporary index,
+write-tree, commit-tree, update-ref)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from conftest import events_named, git, ledger_events, run_here, snapshot, state_dir
+from helpers import events_named, git, ledger_events, run_here, snapshot, state_dir
 
 FORMAT_1 = b"majordomus-state 1\n"
 FORMAT_2 = b"majordomus-state 2\n"
+# Its own words: test_sync.py forges "Keep the cache." in a pulled record.
 HANDOFF = "## State\nLogin works.\n\n## Decisions\nKeep the cache.\n\n## Open items\nNone.\n\n## Next actions\nShip."
 
 

@@ -1,0 +1,71 @@
+"""`majordomus help [COMMAND]`: the manual page of majordomus or of one command, as `git help` does.
+
+The pages ship inside the package (`majordomus/man/`), so this opens the page of the copy that is running
+with `man -l PAGE`, whatever installed it: pip in a venv and pipx also link the pages where `man` looks,
+`uv tool install` does not, and a checkout has none there. Without `man` it prints the `--help` text
+instead, with a note on stderr naming the page. With `man` it runs `man -l` whether or not stdout is a
+terminal, as `git help` does: `man` itself drops the pager and the formatting when its output is a pipe,
+so `majordomus help checkpoint | grep -- --show` searches the whole manual (docs/decisions.md, "The
+command line").
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+from majordomus.cli import argv as parsing
+
+OPTIONS = parsing.Spec(
+    "usage: majordomus help [COMMAND]\n\n"
+    "Open the manual page of majordomus, or of COMMAND, with `man -l` on the page inside the installed\n"
+    "package; where `man` is missing, print the --help text instead.\n",
+    argument="COMMAND", argument_kind="command")
+
+
+def main(argv: list[str]) -> int:
+    from majordomus.commands import COMMANDS
+
+    args = parsing.parse(OPTIONS, argv)
+    if args is None:
+        return 0
+    name = args.get("command")
+    if name is not None and name not in COMMANDS:
+        import difflib
+
+        from majordomus.errors import UsageError
+
+        close = difflib.get_close_matches(str(name), COMMANDS, 1)
+        raise UsageError(f"`{name}` is not a majordomus command; there is no page for it",
+                         f"did you mean `majordomus help {close[0]}`?" if close else "see `majordomus --help`")
+    page_name = "majordomus" if name is None else f"majordomus-{name}"
+    page = page_path(page_name)
+    man = shutil.which("man")
+    if man is not None:
+        sys.stdout.flush()
+        return subprocess.run([man, "-l", page], check=False).returncode
+    sys.stderr.write(f"majordomus: `man` is not installed here: this is the --help text; the manual page "
+                     f"is {page}\n")
+    if name is None:
+        from majordomus.main import usage
+
+        sys.stdout.write(usage())
+        return 0
+    from majordomus.commands import lookup
+
+    return lookup(str(name))(["--help"])
+
+
+def page_path(name: str) -> str:
+    """The file of manual page `name` inside the package that is running (not wherever `man` looks)."""
+    import majordomus
+
+    path = os.path.join(os.path.dirname(os.path.abspath(majordomus.__file__)), "man", f"{name}.1")
+    if not os.path.isfile(path):
+        from majordomus.errors import EnvironmentProblem
+
+        raise EnvironmentProblem(f"the manual page {path} is missing from this installation",
+                                 "reinstall majordomus (`pipx install .`, `uv tool install .` or `pip install .`)")
+    return path

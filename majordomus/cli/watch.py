@@ -1,0 +1,69 @@
+"""`majordomus watch [--interval S] [--once] [--json] [--heartbeat]` (design §11): a thin click adapter over
+majordomus.doctor.watch."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from majordomus.cli.common import CONTEXT, run
+from majordomus.output import escape
+
+
+def _printer(as_json: bool) -> Any:
+    def emit(report: Any) -> None:
+        if as_json:
+            data = {"type": report.kind, "at": report.at}
+            if report.kind == "event":
+                data["event"] = report.event
+            elif report.kind == "tick":
+                data["tick"] = report.tick
+            else:
+                data.update(code=report.code, level=report.level, message=report.message, path=report.path,
+                            hint=report.hint)
+            line = json.dumps(data, ensure_ascii=False)
+        elif report.kind == "event":  # every stored field escaped: no event can drive the terminal
+            line = f"{report.at}  event   {escape(str(report.code)):<16} {escape(str(report.message))}"
+        elif report.kind == "tick":
+            line = f"{report.at}  tick    {report.tick}"
+        else:
+            line = f"{report.at}  {report.kind:<7} {report.code}: {escape(str(report.message))}"
+            if report.kind == "begins" and report.hint:
+                line += f"\n{'':22}next: {escape(str(report.hint))}"
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()  # a watcher is read as it goes, usually through a pipe
+
+    return emit
+
+
+def _finite(value: float) -> float:
+    import math
+
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds", param_hint="'--interval'")
+    return value
+
+
+@click.command("watch", context_settings=CONTEXT)
+@click.option("--interval", type=click.FloatRange(min=0.1, max=86400.0), callback=lambda _c, _p, v: _finite(v),
+              default=2.0, show_default=True, metavar="SECONDS",
+              help="Seconds between rounds.")
+@click.option("--once", is_flag=True, help="One round: report the conditions that hold now, then exit.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.option("--heartbeat", is_flag=True, help="Also print a line at the end of every round (liveness).")
+@click.pass_context
+def watch(ctx: click.Context, interval: float, once: bool, as_json: bool, heartbeat: bool) -> None:
+    """Report new ledger events, retention crossing its limit, and active tasks going stale, as they happen.
+
+    Each condition is reported once when it begins and once when it clears. Ctrl-C ends it (exit 0)."""
+    from majordomus.doctor import watch as core
+
+    watcher = core.Watcher.open()
+    ctx.exit(core.run(watcher, interval, once, _printer(as_json), heartbeat=heartbeat))
+
+
+def main(argv: list[str]) -> int:
+    return run(watch, argv, "majordomus watch")

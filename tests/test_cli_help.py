@@ -124,7 +124,7 @@ USAGE_ERRORS = [
     (["help", "task", "extra"], "unexpected argument `extra`", "majordomus help"),
     (["task", "start"], "Missing argument 'ID'", "majordomus task start"),
     (["doctor", "--bogus"], "No such option '--bogus'", "majordomus doctor"),
-    (["hooks", "install", "--runtime", "vim"], "'vim' is not one of 'claude', 'codex', 'git'",
+    (["hooks", "install", "--runtime", "vim"], "'vim' is not one of 'claude', 'codex', 'gemini', 'copilot', 'git'",
      "majordomus hooks install"),
     (["task"], "`majordomus task` needs a subcommand: start, show, list, resume, release, done", "majordomus task"),
     (["sync", "nope"], "No such command 'nope'", "majordomus sync"),
@@ -160,9 +160,9 @@ def test_a_hooks_usage_error_is_in_the_one_format_and_exits_0(repo: Path) -> Non
     result = run_here("hook", "session-start", "--runtime", "vim", cwd=repo, input="{}", text=True)
     assert result.exit_code == 0 and result.stdout == ""
     first, hint = result.stderr.splitlines()
-    assert first == ("majordomus: hook session-start: --runtime must be claude or codex, not `vim` "
+    assert first == ("majordomus: hook session-start: --runtime must be claude or codex or gemini or copilot, not `vim` "
                      "(the session goes on)")
-    assert hint == ("hint: usage: majordomus hook session-start [--runtime claude|codex]; "
+    assert hint == ("hint: usage: majordomus hook session-start [--runtime claude|codex|gemini|copilot]; "
                     "see `majordomus hook session-start --help`")
 
 

@@ -229,9 +229,9 @@ def test_the_commands_without_click_complete_from_their_declared_options() -> No
 
     assert offered("hook", "") == list(hook.SUBCOMMANDS) == ["session-start", "stop", "compact"]
     assert offered("hook", "compact", "--phase", "") == ["pre", "post"]
-    assert offered("hook", "compact", "--runtime=") == ["--runtime=claude", "--runtime=codex"]
+    assert offered("hook", "compact", "--runtime=") == [f"--runtime={r}" for r in ("claude", "codex", "gemini", "copilot")]
     assert offered("hook", "session-start", "-") == ["-h", "--help", "--runtime"]
-    assert offered("hook", "stop", "-") == ["-h", "--help"]
+    assert offered("hook", "stop", "-") == ["-h", "--help", "--runtime"]
     assert offered("help", "") == list(COMMANDS) and help_command.OPTIONS.argument_kind == "command"
     assert offered("help", "ch") == ["checkpoint", "check"]
     assert offered("help", "task", "") == []  # one page at a time

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HANDOFF_BODY, MAJORDOMUS, assert_refused, git, ledger_bytes, run, snapshot, start_task, state_dir
+from conftest import HANDOFF_BODY, assert_refused, git, ledger_bytes, run, snapshot, start_task, state_dir
+from helpers import on_a_terminal
 
 
 def commit_now(repo: Path, message: str, offset: int = 1) -> str:
@@ -190,26 +190,6 @@ def test_no_active_task_is_exit_11_and_a_bad_count_exit_2(cli, repo):
 
 
 # ---------------------------------------------------------------- the process: pager, colour, exit codes
-
-
-def on_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> bytes:
-    """`majordomus ARGS` with stdout on a pseudo-terminal; what the terminal received."""
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([str(MAJORDOMUS), *args], cwd=cwd, stdout=follower, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, env=dict(os.environ, **env))
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # EIO: the last writer closed the terminal
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    proc.wait(timeout=30)
-    os.close(leader)
-    return b"".join(chunks)
 
 
 def test_pager_only_on_a_terminal_and_colour_only_without_no_color(cli, repo, tmp_path):

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import HANDOFF_BODY, assert_refused, run, start_task, state_dir
-from test_log import on_a_terminal
+from helpers import on_a_terminal
 
 from majordomus import search
 from majordomus.workspace import Workspace

@@ -266,7 +266,7 @@ def test_an_old_hostile_record_is_escaped_by_every_output(cli, repo):
 
 
 def test_watch_prints_every_field_of_an_event_escaped(capsys):
-    from majordomus.cli.doctor import _printer
+    from majordomus.cli.watch import _printer
     from majordomus.doctor.watch import Report
 
     emit = _printer(False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -321,3 +322,23 @@ def subcommands(help_text: str) -> list[str]:
         return []
     block = help_text.split("Commands:", 1)[1]
     return [line.split()[0] for line in block.splitlines() if line.startswith("  ") and line.strip()]
+
+
+def on_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> bytes:
+    """`majordomus ARGS` with stdout on a pseudo-terminal; what the terminal received."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([str(MAJORDOMUS), *args], cwd=cwd, stdout=follower, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=dict(os.environ, **env))
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the last writer closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=30)
+    os.close(leader)
+    return b"".join(chunks)

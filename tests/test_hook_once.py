@@ -203,3 +203,28 @@ def test_the_memory_is_one_small_file_of_the_latest_conversations(repo: Path) ->
     path.write_bytes(b"\xff not json")
     context = hook(repo, payload("claude-session-start-resume.json", session_id="s9"), "claude", console=False)
     assert_once([context], "PIN-TWO", "CHECKPOINT-B")
+
+
+def test_a_claude_fork_is_traced_by_the_stop_hooks_own_clock_when_another_answered_seconds_apart(repo: Path) -> None:
+    """Seen with the real client: the fork of one conversation came 3 s after its answer and 1 s after
+    another conversation's. The ledger's whole seconds cannot tell them apart; the Stop hook's own clock can."""
+    import time
+
+    setup(repo)
+    for sid in ("parent", "other"):
+        hook(repo, payload("claude-session-start-startup.json", session_id=sid), "claude", console=False)
+        stop(repo, sid)
+    memory_file = state_dir(repo) / "cache" / "conversations.json"
+    memory = json.loads(memory_file.read_text())
+    assert all(isinstance(memory[sid]["stopped"], float) for sid in ("parent", "other"))
+    memory["parent"]["stopped"], memory["other"]["stopped"] = time.time() - 3.3, time.time() - 1.2
+    memory_file.write_text(json.dumps(memory))
+    fork = hook(repo, payload("claude-session-start-fork.json", session_id="fork", seconds_since_last_response=3),
+                "claude", console=False)
+    assert "is unchanged since" in fork and "PIN-ONE" not in fork  # the parent's, not a second whole copy
+    memory = json.loads(memory_file.read_text())
+    memory["parent"]["stopped"] = memory["other"]["stopped"] = time.time() - 3.2  # truly the same moment
+    memory_file.write_text(json.dumps(memory))
+    again = hook(repo, payload("claude-session-start-fork.json", session_id="fork-2", seconds_since_last_response=3),
+                 "claude", console=False)
+    assert_once([again], "PIN-TWO", "CHECKPOINT-B")  # not guessed between: the whole briefing

@@ -59,6 +59,19 @@ def _read_head(path: Any, limit: int) -> bytes:
 
 
 STOP_TOLERANCE_S = 2.5  # a Stop's recorded second against Claude Code's whole seconds since the response
+# With the Stop's own clock kept (`remember_stop`): Claude Code's whole seconds are the time since the answer,
+# whole or rounded; the Stop hook runs some milliseconds after the answer.
+STOP_EARLY_S, STOP_LATE_S = 0.6, 1.2
+
+
+def remember_stop(ws: Any, session_id: str, at: float) -> None:
+    """When a remembered conversation last answered, to the millisecond (the ledger keeps whole seconds):
+    what tells a Claude Code fork's parent from another conversation that answered a second or two apart."""
+    memory = load_memory(ws)
+    entry = memory.get(session_id)
+    if isinstance(entry, dict):
+        entry["stopped"] = round(at, 3)
+        save_memory(ws, memory)
 
 
 def stopped_ago(ws: Any, seconds: Any, memory: dict[str, Any]) -> str | None:
@@ -71,6 +84,14 @@ def stopped_ago(ws: Any, seconds: Any, memory: dict[str, Any]) -> str | None:
 
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < 1e9:
         return None
+    import time
+
+    precise = {sid: time.time() - entry["stopped"] for sid, entry in memory.items()
+               if isinstance(entry, dict) and isinstance(entry.get("stopped"), (int, float))
+               and not isinstance(entry.get("stopped"), bool)}
+    if precise:  # the Stop hook's own times: no second-rounding on this side
+        close = [sid for sid, ago in precise.items() if seconds - STOP_EARLY_S <= ago <= seconds + STOP_LATE_S]
+        return close[0] if len(close) == 1 else None
     now = clock.now()
     found: set[str] = set()
     seen: set[str] = set()

@@ -407,6 +407,16 @@ def stop(stdin: BinaryIO | None) -> None:
                 message_length=final_message_length(payload))
     except Exception as exc:
         sys.stderr.write(f"majordomus: session.stop not recorded: {exc}\n")
+    session_id = _short(payload.get("session_id"))
+    if session.ws is not None and session_id:
+        import time
+
+        from majordomus.hooks import conversations
+
+        try:
+            conversations.remember_stop(session.ws, session_id, time.time())
+        except Exception as exc:
+            sys.stderr.write(f"majordomus: the time of this answer not kept: {exc}\n")
 
 
 def run(name: str, runtime: str = "claude") -> None:

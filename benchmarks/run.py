@@ -30,7 +30,19 @@ sys.path.insert(0, HERE)
 
 from measure import SLOW_GROUP_SECONDS, Cmd, measure  # noqa: E402 - the directory goes on sys.path first
 from report import Names, Row, render, result  # noqa: E402
-from scenarios import FULL, GIT_FLOOR_NAME, PRE_COMPACT, QUICK, SCRIPT_FLOOR_NAME, SESSION_START, SMOKE, STOP, Bench  # noqa: E402
+from scenarios import (  # noqa: E402
+    COPILOT_SESSION_START,
+    FULL,
+    GEMINI_SESSION_START,
+    GIT_FLOOR_NAME,
+    PRE_COMPACT,
+    QUICK,
+    SCRIPT_FLOOR_NAME,
+    SESSION_START,
+    SMOKE,
+    STOP,
+    Bench,
+)
 
 # ---------------------------------------------------------------- the plan: groups of rows
 
@@ -111,7 +123,14 @@ def plan(bench: Bench) -> list[tuple[str, Callable[[], list[Row]]]]:
                 Row("hook session-start --runtime claude",
                     f"{fmt(s.big_files)}-file repo, {fmt(s.session_records)} records",
                     bench.majordomus(big, *session_start, stdin=start), bench.git_floor(big, start),
-                    GIT_FLOOR_NAME, 1.5)]
+                    GIT_FLOOR_NAME, 1.5)] + [
+                # Gemini CLI and Copilot CLI: the whole briefing at every start, in their own shapes (design §23).
+                Row(f"hook session-start --runtime {runtime}", f"{fmt(small_n)} records, small repo",
+                    bench.majordomus(cwd, "hook", "session-start", "--runtime", runtime, stdin=payload),
+                    bench.git_floor(cwd, payload), GIT_FLOOR_NAME, 1.5)
+                for runtime, payload in (("gemini", bench.payload("gemini-session-start.json", GEMINI_SESSION_START)),
+                                         ("copilot", bench.payload("copilot-session-start.json",
+                                                                   COPILOT_SESSION_START)))]
 
     def search_rows() -> list[Row]:
         # The same files grep reads: every record directory and the continuity of each task.

@@ -50,6 +50,11 @@ PRE_COMPACT = {"session_id": "0b9a3c2e-5f1d-4a7e-9c61-2d8f4b7e1a90", "transcript
 SESSION_START = {"session_id": "0b9a3c2e-5f1d-4a7e-9c61-2d8f4b7e1a90", "transcript_path": "/tmp/t.jsonl",
                  "cwd": ".", "permission_mode": "default", "hook_event_name": "SessionStart", "source": "compact",
                  "model": "claude-sonnet-4-5"}
+GEMINI_SESSION_START = {"session_id": "0b9a3c2e-5f1d-4a7e-9c61-2d8f4b7e1a91", "transcript_path": "/tmp/g.json",
+                        "cwd": ".", "hook_event_name": "SessionStart", "timestamp": "2026-12-01T09:00:00.000Z",
+                        "source": "startup"}
+COPILOT_SESSION_START = {"sessionId": "0b9a3c2e-5f1d-4a7e-9c61-2d8f4b7e1a92", "timestamp": 1796115600000,
+                         "cwd": ".", "source": "new", "initialPrompt": "carry on"}
 STOP = {"session_id": "0b9a3c2e-5f1d-4a7e-9c61-2d8f4b7e1a90", "transcript_path": "/tmp/t.jsonl", "cwd": ".",
         "permission_mode": "default", "hook_event_name": "Stop", "stop_hook_active": False,
         "last_assistant_message": "Done: the parser streams now, and the tests pass."}

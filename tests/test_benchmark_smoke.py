@@ -52,6 +52,8 @@ ROWS = [
     ("hook stop", "10 records", SCRIPT_FLOOR, None),
     (SESSION, "10 records, small repo", GIT, 1.5),
     (SESSION, "100-file repo, 20 records", GIT, 1.5),
+    ("hook session-start --runtime gemini", "10 records, small repo", GIT, 1.5),
+    ("hook session-start --runtime copilot", "10 records, small repo", GIT, 1.5),
     *_scaling(SESSION),
     *_scaling("brief"),
     ("search (no match)", "50 records", "grep -rli", 2.0),
@@ -92,7 +94,7 @@ def test_floors_run_what_spec_names_in_the_same_repository_with_the_same_stdin(s
     _, data, scratch = smoke
     status = ["git", "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all"]
     judged = [row for row in data["rows"] if row["floor"] in (GIT, SCRIPT_FLOOR)]
-    assert len(judged) == 8  # checkpoint x3, post-commit, compact, stop, session-start x2
+    assert len(judged) == 10  # checkpoint x3, post-commit, compact, stop, session-start x2, gemini, copilot
     for row in judged:
         run, floor = row["run"], row["floor_run"]
         assert run["argv"][0] == MAJORDOMUS or Path(run["argv"][0]).name == "majordomus"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 
 from majordomus import tasks
 from majordomus.doctor.findings import FAIL, OK, WARN, Finding
@@ -77,15 +78,21 @@ def check_owners(ws: Workspace) -> list[Finding]:
     return found
 
 
-def check_orphans(ws: Workspace, task_ids: list[str]) -> list[Finding]:
-    """A task active in a worktree that no longer exists can be resumed anywhere without --force."""
-    found = []
+def _held(ws: Workspace, task_ids: list[str]) -> Iterator[tuple[str, tasks.Task, str | None]]:
+    """(id, task, where it is held) of each task that loads; the others are reported by check_tasks and
+    check_index."""
     for task_id in sorted(task_ids):
         try:
             task = tasks.load(ws, task_id)
-            held = tasks.where_active(ws, task)
+            yield task_id, task, tasks.where_active(ws, task)
         except MajordomusError:
-            continue  # reported by check_tasks / check_index
+            continue
+
+
+def check_orphans(ws: Workspace, task_ids: list[str]) -> list[Finding]:
+    """A task active in a worktree that no longer exists can be resumed anywhere without --force."""
+    found = []
+    for task_id, task, held in _held(ws, task_ids):
         if held == "orphaned":
             found.append(Finding(WARN, "task.orphaned", f"task `{task_id}` is active in {task.worktree}, which no "
                                  "longer exists", ws.display(ws.paths.task_file(task_id)),
@@ -100,12 +107,7 @@ def check_branches(ws: Workspace, task_ids: list[str]) -> list[Finding]:
     from majordomus.git import status
 
     found = []
-    for task_id in sorted(task_ids):
-        try:
-            task = tasks.load(ws, task_id)
-            held = tasks.where_active(ws, task)
-        except MajordomusError:
-            continue  # reported by check_tasks / check_index
+    for task_id, task, held in _held(ws, task_ids):
         if held not in ("here", "elsewhere") or task.branch is None or status.branch_exists(ws.place, task.branch):
             continue
         found.append(Finding(WARN, "task.branch-missing", f"task `{task_id}` is active on branch `{task.branch}` "

@@ -201,7 +201,7 @@ def populate(repo: str, records: int) -> dict[str, Any]:
     from majordomus import clock, lifecycle, tasks
     from majordomus import identity as identity_mod
     from majordomus.lite import names
-    from majordomus.store import files
+    from majordomus.store import files, listing
     from majordomus.store import records as rec
     from majordomus.workspace import Workspace
 
@@ -227,6 +227,7 @@ def populate(repo: str, records: int) -> dict[str, Any]:
             if identity is None:  # one status of the work tree for the whole history, like one commit's
                 identity = identity_mod.fields(ws, "checkpoint", task, clock.iso(sim.moment))
             rel = at = None
+            written: list[str] = []
             for _i in range(share):
                 sim.moment += STEP
                 at = clock.iso(sim.moment)
@@ -239,6 +240,7 @@ def populate(repo: str, records: int) -> dict[str, Any]:
                 digest = rec.sha256(data)
                 name = names.record_name(clock.compact(sim.moment), branch, head, digest)
                 _write(os.path.join(directory, name), data, 0o600)
+                written.append(name)
                 rel = ws.paths.relative(os.path.join(directory, name))
                 lines.add("task.checkpoint", at, {"task": task_id, "worktree": worktree, "branch": branch,
                                                   "path": rel, "sha256": digest, "lines": body.count("\n") + 1})
@@ -248,6 +250,8 @@ def populate(repo: str, records: int) -> dict[str, Any]:
                     current = tasks.load(ws, task_id)
                     current.checkpoint, current.checkpoint_at, current.updated_at = rel, at, at
                     tasks.save(ws, current)
+                    # the task's index of its checkpoint names, as each checkpoint appends to it
+                    files.write_derived(listing.index_path(ws, task_id), "".join(n + "\n" for n in written).encode())
             sim.moment += STEP
             if task_id != TASK:
                 lifecycle.done(ws, task_id)

@@ -9,6 +9,7 @@ Pins are working memory: with `context/ID/` gone the briefing still stands on re
 
 from __future__ import annotations
 
+import json
 import os
 
 from majordomus import budget, claims, clock, continuity, runs, tasks
@@ -54,15 +55,19 @@ def build(ws: Workspace, task_id: str | None = None, budget_bytes: int | budget.
 
 
 LEDGER_LOOKBACK = 4096  # ledger lines read backwards for the records it names: flat in the store's size
+MISSING_LOOKBACK = 64  # the task's own events asked for a record kind its task record names none of
 
 
 def _task_events(ws: Workspace, task_id: str) -> Iterator[dict[str, Any]]:
     """The task's ledger events, newest first, from the last `LEDGER_LOOKBACK` lines only."""
-    return (obj for obj in ledger_tail(ws) if obj.get("task") == task_id)
+    # The ledger writes `"task":"ID"` compactly (store/ledger.py): lines of other tasks are not parsed.
+    needle = b'"task":' + json.dumps(task_id, ensure_ascii=False).encode("utf-8")
+    return (obj for obj in ledger_tail(ws, needle) if obj.get("task") == task_id)
 
 
-def ledger_tail(ws: Workspace) -> Iterator[dict[str, Any]]:
-    """The ledger's events, newest first, from the last `LEDGER_LOOKBACK` lines only."""
+def ledger_tail(ws: Workspace, needle: bytes | None = None) -> Iterator[dict[str, Any]]:
+    """The ledger's events, newest first, from the last `LEDGER_LOOKBACK` lines only; with `needle`, only
+    the lines that hold it are parsed (the others still count against the bound)."""
     try:
         fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
     except (OSError, safeio.UnsafeFile):
@@ -71,6 +76,8 @@ def ledger_tail(ws: Workspace) -> Iterator[dict[str, Any]]:
         for number, line in enumerate(ledger._lines_backwards(fd, os.fstat(fd).st_size)):
             if number >= LEDGER_LOOKBACK:
                 return
+            if needle is not None and needle not in line:
+                continue
             obj = ledger.parse_line(line) if line.strip() else None
             if obj is not None:
                 yield obj
@@ -80,10 +87,15 @@ def ledger_tail(ws: Workspace) -> Iterator[dict[str, Any]]:
 
 def missing_records(ws: Workspace, task: tasks.Task) -> list[str]:
     """The records the task or the ledger names that cannot be read (deleted, replaced, unreadable): the
-    task's latest checkpoint and handoff, and the latest of each the ledger recorded (design §9)."""
+    task's latest checkpoint and handoff, and the latest of each the ledger recorded (design §9). A write
+    moves the task's pointer before it logs the event (store/commit.py), so the ledger is asked only for
+    a kind the task names none of, and only back to the task's start: flat in the ledger's size."""
     named: list[str] = [rel for rel in (task.checkpoint, task.handoff) if rel]
-    wanted = {"task.checkpoint", "task.handoff"}
-    for event in _task_events(ws, task.id):
+    wanted = {event for event, rel in (("task.checkpoint", task.checkpoint), ("task.handoff", task.handoff))
+              if not rel}
+    for seen, event in enumerate(_task_events(ws, task.id) if wanted else ()):
+        if event["event"] == "task.start" or seen >= MISSING_LOOKBACK:
+            break
         if event["event"] in wanted:
             wanted.discard(event["event"])
             rel = event.get("path")

@@ -95,7 +95,7 @@ def stopped_ago(ws: Any, seconds: Any, memory: dict[str, Any]) -> str | None:
     now = clock.now()
     found: set[str] = set()
     seen: set[str] = set()
-    for event in brief.ledger_tail(ws):
+    for event in brief.ledger_tail(ws, b'"event":"session.stop"'):
         sid = event.get("session_id")
         if event.get("event") != "session.stop" or not isinstance(sid, str) or sid in seen:
             continue

@@ -43,15 +43,15 @@ def previous_handoff(ws: Workspace, task: Task) -> Record | None:
         return None
 
 
-def _candidates(ws: Workspace, task: Task, previous: Record | None) -> tuple[list[str], set[str]]:
-    """Checkpoint names from the second of `previous` (the task's start when None) on, oldest first, and
-    the paths `previous` already listed: a checkpoint in the very second of the previous handoff counts
-    unless it was listed."""
+def _candidates(ws: Workspace, task: Task, previous: Record | None) -> tuple[list[str], set[str], bool]:
+    """Checkpoint names from the second of `previous` (the task's start when None) on, oldest first, the
+    paths `previous` already listed (a checkpoint in the very second of the previous handoff counts unless
+    it was listed), and whether the names are the task's own (from its index)."""
     since = previous.meta.get("timestamp") if previous else None
     lower = clock.compact(clock.parse(since or task.started_at))
     listed = set(previous.meta.get("checkpoints") or []) if previous else set()
     indexed = listing.indexed_names(ws, task)  # the task's own names: no listing of a store of 100,000
-    return listing.names_since(ws.paths.checkpoints, lower, indexed), listed
+    return listing.names_since(ws.paths.checkpoints, lower, indexed), listed, indexed is not None
 
 
 def _rel(name: str) -> str:
@@ -70,7 +70,7 @@ def _read_if_ours(ws: Workspace, name: str, task_id: str) -> Record | None:
 
 def checkpoints_since(ws: Workspace, task: Task, previous: Record | None) -> list[Record]:
     """This task's checkpoints written since `previous` (the task's start when None), oldest first."""
-    found, listed = _candidates(ws, task, previous)
+    found, listed, _own = _candidates(ws, task, previous)
     out = []
     for name in found:
         if _rel(name) not in listed:
@@ -84,7 +84,7 @@ def recent_checkpoints(ws: Workspace, task: Task, previous: Record | None, enoug
     """Like `checkpoints_since`, but read newest first only until the bodies pass `enough` bytes; the
     older ones are only counted. A briefing drops the oldest checkpoints before anything else, so once
     the newer ones alone exceed its budget every older one would be dropped anyway."""
-    found, listed = _candidates(ws, task, previous)
+    found, listed, own = _candidates(ws, task, previous)
     out: list[Record] = []
     older = 0
     total = 0
@@ -93,7 +93,9 @@ def recent_checkpoints(ws: Workspace, task: Task, previous: Record | None, enoug
         if _rel(name) in listed:
             continue
         if total > enough:
-            older += _is_ours_cheaply(ws, name, task.id, key)
+            # the task's own names (its index): counted when they are there, without opening each one
+            older += (os.path.isfile(os.path.join(ws.paths.checkpoints, name)) if own
+                      else _is_ours_cheaply(ws, name, task.id, key))
             continue
         record = _read_if_ours(ws, name, task.id)
         if record is not None:

@@ -192,7 +192,7 @@ def drift(ws: Workspace, meta: dict[str, Any]) -> list[str]:
 def _head_drift(ws: Workspace, then: str | None, now: str | None) -> list[str]:
     """What became of the recorded head (design §21): followed through amends and rebases, and a count of
     commits only along one line of history, never across a rewrite or unrelated history."""
-    rel = rewrites.relate(ws, then, now, rewrites.load(ws), count=False)
+    rel = rewrites.relate(ws, then, now, count=False)
     was = rewrites.short(then) if then else "(unborn branch)"
     if rel.kind == "no-head" or now is None:
         return [f"- HEAD: no commit here now; the record was at {then[:7] if then else '(none)'}"]

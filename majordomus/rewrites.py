@@ -3,7 +3,7 @@ recorded head relates to the work tree's HEAD through them.
 
 git's post-rewrite hook (installed by `hooks install --runtime git`) runs `majordomus hook rewrite amend|rebase`
 with `<old> <new> [extra]` lines on stdin; `record` keeps them, bounded, as ONE `git.rewrite` ledger event.
-`load` reads those events once per command, from the ledger's tail backwards (capped), and `relate` answers
+`load` reads those events once per command, from the ledger's tail (capped), and `relate` answers
 from memory and a few git questions — never a commit count across unrelated history. Standard library
 only: the post-rewrite hook and session-start run this.
 """
@@ -27,8 +27,8 @@ HOWS = ("amend", "rebase")  # what git passes post-rewrite as $1
 STDIN_MAX_BYTES = 1 << 20  # what the hook reads of git's mapping…
 STDIN_MAX_LINES = 10_000  # …and at most this many lines of it
 MAP_MAX = 3_000  # pairs one event keeps (the newest of a rebase): 3,000 sha256 pairs stay far below a ledger line
-LOOKBACK_LINES = 20_000  # ledger lines `load` reads backwards for rewrite events
-LOOKBACK_EVENTS = 500  # and at most this many rewrite events
+LOOKBACK_BYTES = 4 << 20  # the ledger's tail `load` reads for rewrite events (some 13,000 lines)…
+LOOKBACK_EVENTS = 500  # …and at most this many of them
 FOLLOW_MAX = 1_000  # steps of a chain of rewrites (a cycle in a hand-edited ledger ends here)
 
 
@@ -130,7 +130,7 @@ _CACHE: dict[str, tuple[tuple[int, int, int], Rewrites]] = {}
 
 
 def load(ws: Workspace) -> Rewrites:
-    """The rewrite events of the ledger's last `LOOKBACK_LINES` lines, read once while the ledger is unchanged."""
+    """The rewrite events of the ledger's last `LOOKBACK_BYTES`, read once while the ledger is unchanged."""
     from majordomus.lite import safeio
 
     path = ws.paths.ledger
@@ -144,27 +144,44 @@ def load(ws: Workspace) -> Rewrites:
         cached = _CACHE.get(path)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        mapping: dict[str, tuple[str, str]] = {}
-        events, complete = 0, True
-        for number, line in enumerate(ledger._lines_backwards(fd, st.st_size)):
-            if number >= LOOKBACK_LINES or events >= LOOKBACK_EVENTS:
-                complete = False
-                break
-            if b'"git.rewrite"' not in line:
-                continue  # cheap: most lines are not rewrites, and are never parsed here
-            event = ledger.parse_line(line)
-            if event is None or event.get("event") != EVENT or not isinstance(event.get("map"), dict):
-                continue
-            events += 1
-            how = str(event.get("how"))
-            for old, new in event["map"].items():
-                if isinstance(new, str) and old not in mapping:  # newest first: a later rewrite wins
-                    mapping[old] = (new, how)
+        begin = max(0, st.st_size - LOOKBACK_BYTES)
+        window = os.pread(fd, st.st_size - begin, begin)
     finally:
         os.close(fd)
-    found = Rewrites(mapping, complete)
+    found = Rewrites(*_mapping(window, whole=begin == 0))
     _CACHE[path] = (stamp, found)
     return found
+
+
+def _mapping(window: bytes, whole: bool) -> tuple[dict[str, tuple[str, str]], bool]:
+    """The mapping of the rewrite events in `window` (the ledger's tail), newest first; and whether it saw
+    every one (`whole`: the window is the whole ledger, and the event cap was not reached). Only the lines
+    that name the event are parsed: finding them is one `rfind` each, whatever the ledger's size."""
+    mapping: dict[str, tuple[str, str]] = {}
+    events = 0
+    at = len(window)
+    while True:
+        at = window.rfind(b'"' + EVENT.encode() + b'"', 0, at)
+        if at < 0:
+            return mapping, whole
+        if events >= LOOKBACK_EVENTS:
+            return mapping, False
+        first = window.rfind(b"\n", 0, at) + 1
+        last = window.find(b"\n", at)
+        line = window[first:last if last >= 0 else len(window)]
+        at = first
+        if first == 0 and not whole:
+            return mapping, False  # the window's first line may be cut: not read
+        event = ledger.parse_line(line)
+        if event is None or event.get("event") != EVENT or not isinstance(event.get("map"), dict):
+            continue
+        events += 1
+        how = str(event.get("how"))
+        for old, new in event["map"].items():
+            if isinstance(new, str) and old not in mapping:  # newest first: a later rewrite wins
+                mapping[old] = (new, how)
+        if at == 0:
+            return mapping, whole
 
 
 # ---------------------------------------------------------------- a recorded head and HEAD
@@ -197,9 +214,14 @@ class Relation:
 
 def relate(ws: Workspace, then: str | None, now: str | None, rewrites: Rewrites | None = None,
            count: bool = True) -> Relation:
-    """Relate a recorded head to HEAD through the rewrites; counts (unless `count` is False: the caller
-    lists the commits itself) only along one line of history."""
+    """Relate a recorded head to HEAD through the rewrites (`load`ed when not given, and only when the
+    heads differ); counts (unless `count` is False: the caller lists the commits itself) only along one
+    line of history."""
     rel = Relation(then, now)
+    if then is not None and then == now:
+        return rel  # the common case costs no read and no git
+    if then and rewrites is None:
+        rewrites = load(ws)
     if then and rewrites is not None:
         mapped, hows = rewrites.follow(then)
         if hows:
@@ -249,7 +271,8 @@ def short(oid: str | None) -> str:
 def summary(event: dict[str, Any]) -> str:
     """One line for a `git.rewrite` event: `amend: 3f2a9c1 -> 8b1c0de`, `rebase: 12 commits, … -> 8b1c0de`."""
     how = str(event.get("how") or "rewrite")
-    pairs = event.get("map") if isinstance(event.get("map"), dict) else {}
+    found = event.get("map")
+    pairs: dict[str, Any] = found if isinstance(found, dict) else {}
     count = event.get("rewritten") if isinstance(event.get("rewritten"), int) else len(pairs)
     if count == 1 and len(pairs) == 1:
         old, new = next(iter(pairs.items()))

@@ -370,13 +370,12 @@ def brief_lines(ws: Workspace, task: tasks.Task) -> list[str]:
     from majordomus.git import status
 
     here = status.status(ws.place)
-    mapping = rewrites.load(ws)  # once for every run shown
     since: dict[str | None, tuple[str, str]] = {}
     lines = []
     for meta in found:
         head = meta.get("head") if isinstance(meta.get("head"), str) else None
         if head not in since:
-            since[head] = _head_moved(ws, rewrites.relate(ws, head, here.head, mapping))
+            since[head] = _head_moved(ws, rewrites.relate(ws, head, here.head))  # one ledger read in all
         at, moved = since[head]
         if not moved.endswith("not in this repository") and sorted(here.changed) != sorted(meta.get("changed_files") or []):
             moved += ("; " if moved else "") + "the work tree changed since"

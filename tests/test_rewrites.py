@@ -10,8 +10,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import (BIN, MAJORDOMUS, commit_file, events_named, git, import_probe, ledger_bytes, run,
-                      run_here, start_task_at, state_dir)
+from conftest import (
+    BIN,
+    MAJORDOMUS,
+    commit_file,
+    events_named,
+    git,
+    import_probe,
+    ledger_bytes,
+    run,
+    run_here,
+    start_task_at,
+    state_dir,
+)
 
 from majordomus import rewrites
 
@@ -262,8 +273,12 @@ def test_hook_rewrite_keeps_git_s_mapping_bounded(repo: Path) -> None:
     assert event["rewritten"] == len(read) and event["head"] == read[-1][1]
     assert list(event["map"].items()) == read[-rewrites.MAP_MAX:]  # the newest pairs are kept
     assert event["omitted"] == len(many) + 1 - rewrites.MAP_MAX
-    line = [raw for raw in (state_dir(repo) / "ledger.jsonl").read_bytes().splitlines() if b"git.rewrite" in raw][0]
-    assert len(line) < 1 << 19  # far below a ledger line's bound, with sha256 ids too
+
+    # the most one event keeps, with sha256 ids: far below a ledger line's bound
+    wide = [(f"{i:064x}", f"{i + 1_000_000:064x}") for i in range(rewrites.MAP_MAX)]
+    assert run_here("hook", "rewrite", "rebase", cwd=repo, input=mapping_text(wide)).returncode == 0
+    line = (state_dir(repo) / "ledger.jsonl").read_bytes().splitlines()[-1]
+    assert b'"git.rewrite"' in line and 1 << 18 < len(line) < 1 << 19
 
 
 def test_hook_rewrite_reads_at_most_a_mebibyte(repo: Path) -> None:
@@ -361,6 +376,6 @@ def test_load_is_capped_from_the_tail(repo: Path, monkeypatch: pytest.MonkeyPatc
     run_here("hook", "rewrite", "amend", cwd=repo, input=f"{old} {new}\n")
     for i in range(5):
         run_here("checkpoint", cwd=repo, input=f"note {i}\n")
-    monkeypatch.setattr(rewrites, "LOOKBACK_LINES", 3)
+    monkeypatch.setattr(rewrites, "LOOKBACK_BYTES", 600)  # the last checkpoints only
     found = rewrites.load(Workspace.open(str(repo)))
     assert found.follow(old) == (old, []) and not found.complete

@@ -256,7 +256,7 @@ def test_a_parked_post_rewrite_refuses_before_post_commit_is_written(repo: Path)
 
 
 def pairs(n: int, start: int = 0) -> list[tuple[str, str]]:
-    return [(f"{i:040x}", f"{i + 1_000_000:040x}") for i in range(start, start + n)]
+    return [(f"{i:08x}" + "0" * 32, f"{i + 1_000_000:08x}" + "1" * 32) for i in range(start, start + n)]
 
 
 def mapping_text(items: list[tuple[str, str]]) -> str:
@@ -379,3 +379,15 @@ def test_load_is_capped_from_the_tail(repo: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(rewrites, "LOOKBACK_BYTES", 600)  # the last checkpoints only
     found = rewrites.load(Workspace.open(str(repo)))
     assert found.follow(old) == (old, []) and not found.complete
+
+
+def test_ledger_and_watch_show_a_rewrite_as_one_short_line(repo: Path) -> None:
+    start_task_at(repo)
+    run_here("hook", "rewrite", "rebase", cwd=repo, input=mapping_text(pairs(50)))
+    text = run_here("ledger", cwd=repo).stdout.decode().splitlines()[-1]
+    assert text.endswith(f"git.rewrite      t1  rebase: 50 commits rewritten, now at {pairs(50)[-1][1][:7]}")
+    full = json.loads(run_here("ledger", "--json", cwd=repo).stdout)["events"][-1]
+    assert len(full["map"]) == 50  # the mapping is all there for machines
+    from majordomus.doctor import watch
+
+    assert watch._describe(full) == f"t1 rebase: 50 commits rewritten, now at {pairs(50)[-1][1][:7]}"

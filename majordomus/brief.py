@@ -198,10 +198,10 @@ def _head_drift(ws: Workspace, then: str | None, now: str | None) -> list[str]:
         return [f"- HEAD: no commit here now; the record was at {then[:7] if then else '(none)'}"]
     became = ""
     if rel.mapped is not None:
-        became = f"{rewrites.short(rel.mapped)}, which the recorded {was} was rewritten as {rewrites.by(rel.hows)}"
+        became = f"{rewrites.short(rel.mapped)} (the recorded {was}, rewritten {rewrites.by(rel.hows)})"
     if rel.kind == "foreign":
         if rel.mapped is not None:
-            return [f"- HEAD: now {now[:7]}; {became}, is not in this repository"]
+            return [f"- HEAD: now {now[:7]}; {became} is not in this repository"]
         return [f"- HEAD: now {now[:7]}; the recorded head {was} is not in this repository"]
     if rel.kind == "same":
         line = f"- HEAD: now {now[:7]}, rewritten from the recorded {was} {rewrites.by(rel.hows)}"

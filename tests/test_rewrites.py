@@ -120,8 +120,8 @@ def test_a_record_before_a_rebase_counts_from_where_its_head_went(repo: Path) ->
     assert gitp(repo, "rebase", "-q", "upstream").returncode == 0
     moved = head(repo, "HEAD~1")
     text = brief(repo)
-    assert (f"- HEAD: now {head(repo)[:7]}, 1 commit since {moved[:7]}, which the recorded {recorded[:7]} "
-            "was rewritten as by a rebase") in text
+    assert (f"- HEAD: now {head(repo)[:7]}, 1 commit since {moved[:7]} (the recorded {recorded[:7]}, "
+            "rewritten by a rebase)") in text
     assert "  - " + head(repo)[:7] + " b" in text
     assert "not in HEAD" not in text
 
@@ -141,6 +141,27 @@ def test_an_amend_then_a_rebase_is_followed_through_the_chain(repo: Path) -> Non
     text = brief(repo)
     assert (f"- HEAD: now {head(repo)[:7]}, rewritten from the recorded {recorded[:7]} by an amend, then a "
             "rebase") in text
+
+
+def test_a_rewritten_head_that_left_the_branch_is_said_with_its_mapping(repo: Path) -> None:
+    installed(repo)
+    commit_file(repo, "a.txt", "a", "a")
+    assert run_here("checkpoint", cwd=repo, input="at a\n").returncode == 0
+    old = head(repo)
+    assert gitp(repo, "commit", "-q", "--amend", "-m", "a2").returncode == 0
+    new = head(repo)
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    text = brief(repo)
+    assert (f"moved back: 1 commit up to {new[:7]} (the recorded {old[:7]}, rewritten by an amend) is not in "
+            "HEAD") in text
+    assert gitp(repo, "commit", "-q", "--allow-empty", "-m", "other work").returncode == 0
+    text = brief(repo)
+    assert (f"the record was written at {old[:7]} (rewritten as {new[:7]} by an amend), no longer in this "
+            "branch's history") in text
+    [finding] = [f for f in json.loads(run_here("doctor", "--json", cwd=repo).stdout)["findings"]
+                 if f["code"] == "record.head-unreachable"]
+    assert f"written at {old[:7]} (rewritten as {new[:7]} by an amend), no longer in the history of branch main" \
+        in finding["message"] and finding["path"].endswith(".md") and "checkpoints" in finding["path"]
 
 
 # ---------------------------------------------------------------- without the hook: what git can tell

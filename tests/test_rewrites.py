@@ -126,6 +126,26 @@ def test_a_record_before_a_rebase_counts_from_where_its_head_went(repo: Path) ->
     assert "not in HEAD" not in text
 
 
+def test_a_squash_follows_both_commits_to_the_one_they_became(repo: Path) -> None:
+    installed(repo)
+    commit_file(repo, "a.txt", "a", "a")
+    assert run_here("checkpoint", cwd=repo, input="at a\n").returncode == 0
+    first = head(repo)
+    commit_file(repo, "b.txt", "b", "b")
+    second = head(repo)
+    env = dict(os.environ, **GIT_ENV, GIT_SEQUENCE_EDITOR="sed -i 2s/^pick/squash/", GIT_EDITOR="true")
+    done = subprocess.run(["git", "rebase", "-q", "-i", "HEAD~2"], cwd=repo, env=env, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    squashed = head(repo)
+    assert git(repo, "rev-list", "--count", "HEAD") == "2"
+    *during, event = events_named(repo, "git.rewrite")
+    assert event["map"] == {first: squashed, second: squashed} and event["how"] == "rebase"
+    # git 2.39's sequencer makes the squash by an amend, and runs post-rewrite for it too: the same mapping
+    assert all(e["how"] == "amend" and e["map"] == {first: squashed} for e in during)
+    assert f"- HEAD: now {squashed[:7]}, rewritten from the recorded {first[:7]} by a rebase\n" in brief(repo)
+
+
 def test_an_amend_then_a_rebase_is_followed_through_the_chain(repo: Path) -> None:
     installed(repo)
     base = head(repo)

@@ -121,11 +121,6 @@ def is_ancestor(place: Place, old: str, new: str) -> bool:
     return run.run(place, "merge-base", "--is-ancestor", old, new).returncode == 0
 
 
-def reachable(place: Place, oid: str, head: str | None) -> bool:
-    """Whether commit `oid` exists here and is in the history of `head` (None: an unborn branch)."""
-    return head is not None and is_ancestor(place, oid, head)
-
-
 def branch_contains(place: Place, oid: str, branch: str) -> bool | None:
     """Whether `refs/heads/BRANCH` has commit `oid` in its history; None when git cannot tell (no such
     branch here, or the commit is not in this repository: a record from another clone)."""
@@ -151,14 +146,6 @@ def same_tree(place: Place, a: str, b: str) -> bool | None:
     if done.returncode or len(trees) != 2:
         return None
     return trees[0] == trees[1]
-
-
-def divergence(place: Place, old: str, new: str) -> tuple[int, int] | None:
-    """(commits in `new` not in `old`, commits in `old` not in `new`); None when either is unknown here."""
-    if not (is_commit(place, old) and is_commit(place, new)):
-        return None
-    out = git(place, "rev-list", "--left-right", "--count", f"{new}...{old}", "--").split()
-    return int(out[0]), int(out[1])
 
 
 def commits_since(place: Place, old: str | None, new: str, limit: int) -> tuple[list[tuple[str, str]], int]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 
-from majordomus import budget, claims, clock, continuity, runs, tasks
+from majordomus import budget, claims, clock, continuity, rewrites, runs, tasks
 from majordomus.errors import EnvironmentProblem
 from majordomus.git import status
 from majordomus.lite import safeio
@@ -202,22 +202,47 @@ def drift(ws: Workspace, meta: dict[str, Any]) -> list[str]:
 
 
 def _head_drift(ws: Workspace, then: str | None, now: str | None) -> list[str]:
-    if now is None:
+    """What became of the recorded head (design §21): followed through amends and rebases, and a count of
+    commits only along one line of history, never across a rewrite or unrelated history."""
+    rel = rewrites.relate(ws, then, now, count=False)
+    was = rewrites.short(then) if then else "(unborn branch)"
+    if rel.kind == "no-head" or now is None:
         return [f"- HEAD: no commit here now; the record was at {then[:7] if then else '(none)'}"]
-    if then is not None and not status.is_commit(ws.place, then):
-        return [f"- HEAD: now {now[:7]}; the recorded head {then[:7]} is not in this repository"]
-    shown, total = status.commits_since(ws.place, then, now, _LIST_COMMITS)
-    lines = [f"- HEAD: now {now[:7]}, {total} commit{'s' if total != 1 else ''} since the recorded "
-             f"{then[:7] if then else '(unborn branch)'}"]
-    if then is not None:
-        apart = status.divergence(ws.place, then, now)
-        if apart and apart[1]:
-            lines[0] += (f"; {apart[1]} recorded commit{'s are' if apart[1] != 1 else ' is'} not in HEAD "
-                         "(history rewritten, or another line of work)")
+    became = ""
+    if rel.mapped is not None:
+        became = f"{rewrites.short(rel.mapped)} (the recorded {was}, rewritten {rewrites.by(rel.hows)})"
+    if rel.kind == "foreign":
+        if rel.mapped is not None:
+            return [f"- HEAD: now {now[:7]}; {became} is not in this repository"]
+        return [f"- HEAD: now {now[:7]}; the recorded head {was} is not in this repository"]
+    if rel.kind == "same":
+        line = f"- HEAD: now {now[:7]}, rewritten from the recorded {was} {rewrites.by(rel.hows)}"
+        return [line + _tree_note(rel)]
+    if rel.kind == "unreachable":
+        line = f"- HEAD: now {now[:7]}; the record was written at {was}"
+        if rel.mapped is not None:
+            line += f" (rewritten as {rewrites.short(rel.mapped)} {rewrites.by(rel.hows)})"
+        return [line + ", no longer in this branch's history"]
+    if rel.kind == "behind":
+        what = became if rel.mapped is not None else f"the recorded {was}"
+        return [f"- HEAD: now {now[:7]}, moved back: {rel.behind} commit{'s' if rel.behind != 1 else ''} up to "
+                f"{what} {'are' if rel.behind != 1 else 'is'} not in HEAD"]
+    base = rel.base
+    shown, total = status.commits_since(ws.place, base, now, _LIST_COMMITS)
+    since = became if rel.mapped is not None else f"the recorded {was}"
+    lines = [f"- HEAD: now {now[:7]}, {total} commit{'s' if total != 1 else ''} since {since}"]
     lines.extend(f"  - {short} {esc(summary)}" for short, summary in shown)
     if total > len(shown):
         lines.append(f"  - … and {total - len(shown)} more")
     return lines
+
+
+def _tree_note(rel: rewrites.Relation) -> str:
+    if rel.same_tree is True:
+        return " (the same files: only the commit changed)"
+    if rel.same_tree is False:
+        return " (the rewrite changed files)"
+    return ""
 
 
 def _facts(ws: Workspace, task: tasks.Task, last: reading.Record | None) -> list[str]:

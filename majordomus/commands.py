@@ -39,7 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "watch": _command("majordomus.cli.watch", "main",
                       "Report new events, retention and staleness as they happen"),
     "hook": _command("majordomus.cli.hook", "main",
-                     "What agent runtimes run: session-start, stop, compact (always exit 0)"),
+                     "What agent runtimes and git run: session-start, stop, compact, rewrite (always exit 0)"),
     "hooks": _command("majordomus.cli.hooks", "main", "Install or uninstall the hooks of Claude Code, Codex or git"),
     "sync": _command("majordomus.cli.sync", "main",
                      "Share tasks and records through a git remote: push, pull, status, compact"),

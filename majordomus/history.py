@@ -169,6 +169,10 @@ def _from_event(ws: Workspace, event: dict[str, Any], pins: dict[str, dict[str, 
                else None)
     elif name == "context.unpin":
         summary = f"{event.get('kind')} {str(event.get('pin'))[:8]}"
+    elif name == "git.rewrite":
+        from majordomus import rewrites
+
+        summary = rewrites.summary(event)  # never the mapping itself: up to 3,000 pairs
     elif name == "task.claim" and isinstance(event.get("claim"), dict):
         claim = event["claim"]
         summary = f"{claim.get('owner')} on {claim.get('host')}"

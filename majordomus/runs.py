@@ -361,41 +361,47 @@ def latest(ws: Workspace, task: tasks.Task) -> list[dict[str, Any]]:
 
 def brief_lines(ws: Workspace, task: tasks.Task) -> list[str]:
     """For `brief`: the latest run of each label with its verdict, and whether head or the work tree moved
-    since it ran (`- `tests` passed at 3f2a9c1; 1 commit since`)."""
+    since it ran (`- `tests` passed at 3f2a9c1; 1 commit since`). A run whose head was amended or rebased
+    is shown at the new id (design §21): `passed at 8b1c0de, rewritten from 3f2a9c1`."""
     found = latest(ws, task)
     if not found:
         return []
+    from majordomus import rewrites
     from majordomus.git import status
 
     here = status.status(ws.place)
-    since: dict[str | None, str] = {}
+    since: dict[str | None, tuple[str, str]] = {}
     lines = []
     for meta in found:
         head = meta.get("head") if isinstance(meta.get("head"), str) else None
         if head not in since:
-            since[head] = _head_moved(ws, head, here.head)
-        moved = since[head]
+            since[head] = _head_moved(ws, rewrites.relate(ws, head, here.head))  # one ledger read in all
+        at, moved = since[head]
         if not moved.endswith("not in this repository") and sorted(here.changed) != sorted(meta.get("changed_files") or []):
             moved += ("; " if moved else "") + "the work tree changed since"
         label = escape(str(meta.get("label")))
-        lines.append(f"- `{label}` {verdict(meta)} at {(head or '0000000')[:7]}"
+        lines.append(f"- `{label}` {verdict(meta)} at {at}"
                      f" ({escape(str(meta.get('timestamp')))}); {moved or 'nothing moved since'}")
     return lines
 
 
-def _head_moved(ws: Workspace, then: str | None, now: str | None) -> str:
-    from majordomus.git import status
+def _head_moved(ws: Workspace, rel: Any) -> tuple[str, str]:
+    """(where the run stands: `3f2a9c1` or `8b1c0de, rewritten from 3f2a9c1`, what moved since)."""
+    from majordomus import rewrites
 
-    if then == now:
-        return ""
-    if now is None:
-        return "no commit here now"
-    if then is not None and not status.is_commit(ws.place, then):
-        return "its head is not in this repository"
-    _shown, total = status.commits_since(ws.place, then, now, 0)
-    text = f"{total} commit{'s' if total != 1 else ''} since"
-    if then is not None:
-        apart = status.divergence(ws.place, then, now)
-        if apart and apart[1]:
-            text += f" (and HEAD no longer contains it: {apart[1]} commit{'s' if apart[1] != 1 else ''} apart)"
-    return text
+    at = rewrites.short(rel.then) if rel.then else "0000000"
+    if rel.mapped is not None:
+        at = f"{rewrites.short(rel.mapped)}, rewritten from {at}"
+        if rel.same_tree is False:
+            at += " (the rewrite changed files)"
+    if rel.kind == "same":
+        return at, ""
+    if rel.kind == "no-head":
+        return at, "no commit here now"
+    if rel.kind == "foreign":
+        return at, "its head is not in this repository"
+    if rel.kind == "unreachable":
+        return at, "its head is no longer in this branch's history"
+    if rel.kind == "behind":
+        return at, f"HEAD moved back: {rel.behind} commit{'s' if rel.behind != 1 else ''} of it not in HEAD"
+    return at, f"{rel.ahead} commit{'s' if rel.ahead != 1 else ''} since"

@@ -132,7 +132,10 @@ def test_drift_after_history_was_rewritten(cli: Any, repo: Path) -> None:
     git(repo, "reset", "-q", "--hard", "HEAD~1")
     commit_file(repo, "b.txt", "b\n", "replacement")
     text = cli("brief").stdout
-    assert "1 commit since the recorded" in text and "1 recorded commit is not in HEAD" in text
+    recorded = git(repo, "rev-parse", "--short=7", "HEAD@{2}")
+    # design §21: no count across unrelated history, and said plainly
+    assert f"the record was written at {recorded}, no longer in this branch's history" in text
+    assert "commit since" not in text and "commits since" not in text
 
 
 def test_budget_drops_oldest_checkpoints_then_continuity_then_the_handoff(cli: Any, repo: Path) -> None:

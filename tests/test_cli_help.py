@@ -153,7 +153,7 @@ def test_an_unknown_hook_says_so_in_the_one_format_and_still_exits_0(repo: Path)
     result = run_here("hook", "nope", cwd=repo, text=True)
     assert result.exit_code == 0 and result.stdout == ""
     assert result.stderr == ("majordomus: unknown hook `nope`\n"
-                             "hint: usage: majordomus hook session-start|stop|compact; see `majordomus hook --help`\n")
+                             "hint: usage: majordomus hook session-start|stop|compact|rewrite; see `majordomus hook --help`\n")
 
 
 def test_a_hooks_usage_error_is_in_the_one_format_and_exits_0(repo: Path) -> None:

@@ -227,7 +227,7 @@ def test_the_commands_without_click_complete_from_their_declared_options() -> No
     from majordomus.cli import help as help_command
     from majordomus.cli import hook
 
-    assert offered("hook", "") == list(hook.SUBCOMMANDS) == ["session-start", "stop", "compact"]
+    assert offered("hook", "") == list(hook.SUBCOMMANDS) == ["session-start", "stop", "compact", "rewrite"]
     assert offered("hook", "compact", "--phase", "") == ["pre", "post"]
     assert offered("hook", "compact", "--runtime=") == [f"--runtime={r}" for r in ("claude", "codex", "gemini", "copilot")]
     assert offered("hook", "session-start", "-") == ["-h", "--help", "--runtime"]

@@ -9,7 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from conftest import BIN, git, run, run_here, snapshot, start_task_at, state_dir
+from conftest import BIN, events_named, git, run, run_here, snapshot, start_task_at, state_dir
 
 # What husky 9's `husky` writes into .husky/_ (shortened from 9.1.7; the parts that run a hook are as is).
 H = """#!/usr/bin/env sh
@@ -24,7 +24,7 @@ c=$?
 [ $c != 0 ] && echo "husky - $n script failed (code $c)"
 exit $c
 """
-HOOKS = ("pre-commit", "commit-msg", "post-commit", "post-merge", "pre-push")
+HOOKS = ("pre-commit", "commit-msg", "post-commit", "post-merge", "post-rewrite", "pre-push")
 
 
 def npx_husky(repo: Path) -> None:
@@ -82,6 +82,29 @@ def test_installs_into_husky_post_commit_committed_and_survives_regeneration(rep
     gone = run_here("hooks", "uninstall", "--runtime", "git", cwd=repo)
     assert gone.returncode == 0 and gone.stdout.startswith(b"removed: .husky/post-commit"), gone
     assert not hook.exists() and (repo / ".husky" / "pre-commit").read_text() == "echo lint\n"
+
+
+def test_husky_post_rewrite_records_an_amend_and_survives_regeneration(repo: Path) -> None:
+    """design §21: `.husky/post-rewrite` gets the block beside post-commit's; Husky's `h` passes git's $1
+    and stdin on, so an amend run by git through Husky appends its `git.rewrite` event."""
+    npx_husky(repo)
+    hook = repo / ".husky" / "post-rewrite"
+    hook.write_text("echo theirs >/dev/null\n")
+    out = run("hooks", "install", "--runtime", "git", cwd=repo)
+    assert out.stdout.decode().splitlines() == ["installed: .husky/post-commit (post-commit)",
+                                                "installed: .husky/post-rewrite (post-rewrite)"], out
+    assert hook.read_text().startswith("echo theirs >/dev/null\n# >>> majordomus post-rewrite hook")
+    start_task_at(repo)
+    assert commit(repo, "a").returncode == 0
+    npx_husky(repo)  # `npm install` again: .husky/_ rewritten, .husky/post-rewrite is the user's, kept
+    old = git(repo, "rev-parse", "HEAD")
+    env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}")
+    done = subprocess.run(["git", "commit", "-q", "--amend", "-m", "a2"], cwd=repo, env=env, capture_output=True, check=False)
+    assert (done.returncode, done.stderr) == (0, b"")
+    [event] = events_named(repo, "git.rewrite")
+    assert event["how"] == "amend" and event["map"] == {old: git(repo, "rev-parse", "HEAD")}
+    assert run_here("hooks", "uninstall", "--runtime", "git", cwd=repo).returncode == 0
+    assert hook.read_text() == "echo theirs >/dev/null\n" and not (repo / ".husky" / "post-commit").exists()
 
 
 def test_a_users_husky_post_commit_keeps_its_lines(repo: Path) -> None:

@@ -182,7 +182,7 @@ def test_git_post_commit_moves_the_checkpoint_time(repo):
     assert checkpoint_at(repo) is not None
     assert ok("hooks", "install", "--runtime", "git", cwd=repo).startswith("already installed")
     ok("hooks", "uninstall", "--runtime", "git", cwd=repo)
-    assert not hook.exists()
+    assert not hook.exists() and not (repo / ".git" / "hooks" / "post-rewrite").exists()
 
 
 def test_git_hook_chains_an_existing_hook_and_restores_it(repo, tmp_path):
@@ -218,6 +218,11 @@ def test_git_hook_without_majordomus_on_path_never_fails_a_commit(repo, tmp_path
     result = commit(repo, "c", {"PATH": str(bare_path)})
     assert (result.returncode, result.stderr) == (0, "")
     assert git(repo, "log", "-1", "--format=%s") == "c"
+    # post-rewrite too: an amend where neither majordomus nor `cat` is on PATH
+    amend = subprocess.run(["git", "commit", "-q", "--amend", "-m", "c2"], cwd=repo, capture_output=True, text=True,
+                           env=dict(os.environ, PATH=str(bare_path)), check=False)
+    assert (amend.returncode, amend.stderr) == (0, "")
+    assert git(repo, "log", "-1", "--format=%s") == "c2"
 
 
 def test_git_hook_with_no_active_task_is_silent(repo):

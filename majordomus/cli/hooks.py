@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from typing import Any, Callable
 
@@ -18,7 +19,7 @@ def hooks() -> None:
 def runtime_option(verb: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option("--runtime", required=True, type=click.Choice(["claude", "codex", "gemini", "copilot", "git"]),
                         help=f"Where to {verb}: .claude/settings.json, .codex/hooks.json, .gemini/settings.json, "
-                             ".github/hooks/majordomus.json, or git's post-commit hook (in core.hooksPath when set).")
+                             ".github/hooks/majordomus.json, or git's post-commit and post-rewrite hooks (in core.hooksPath when set).")
 
 
 @hooks.command("install", context_settings=CONTEXT)
@@ -51,22 +52,19 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
         from majordomus.git import status
 
         hooks_dir = status.hooks_dir(ws.place)
-        result = githook.install(ws, hooks_dir)
-        if result.how == "chained" and status.is_tracked(ws.place, hooks_dir):
+        results = githook.install(ws, hooks_dir)
+        if any(r.how == "chained" for r in results) and status.is_tracked(ws.place, hooks_dir):
+            parked = ", ".join(h.chained for h, r in zip(githook.HOOKS, results) if r.how == "chained")
             click.echo(f"warning: {ws.display(hooks_dir)} is tracked by git: your hook now lives in "
-                       f"{githook.CHAINED} there; do not commit the rename (ignore that file, or run "
+                       f"{parked} there; do not commit the rename (ignore that file, or run "
                        "`majordomus hooks uninstall --runtime git` before committing hook changes)", err=True)
     elif runtime in ("gemini", "copilot"):
-        result = _more_runtimes(runtime).install(ws, compact_bridge)
+        results = [_more_runtimes(runtime).install(ws, compact_bridge)]
     else:
-        result = installers.install(ws, runtime, compact_bridge)
-    shown = ws.display(result.path)
-    if result.how == "already":
-        click.echo(f"already installed: {shown}")
-    elif result.how == "chained":
-        click.echo(f"installed: {shown} (the existing hook runs first, from {githook.CHAINED})")
-    else:
-        click.echo(f"installed: {shown} ({', '.join(result.changed)})")
+        results = [installers.install(ws, runtime, compact_bridge)]
+    for result in results:
+        _report_install(ws, result)
+    result = results[0]
     if with_mcp:
         _report_mcp(ws, install=True)
     if runtime == "codex" and result.how != "already":
@@ -98,20 +96,32 @@ def uninstall(runtime: str) -> None:
     if runtime == "git":
         from majordomus.git import status
 
-        result = githook.uninstall(ws, status.hooks_dir(ws.place))
+        results = githook.uninstall(ws, status.hooks_dir(ws.place))
     elif runtime in ("gemini", "copilot"):
-        result = _more_runtimes(runtime).uninstall(ws)
+        results = [_more_runtimes(runtime).uninstall(ws)]
     else:
-        result = installers.uninstall(ws, runtime)
-    shown = ws.display(result.path)
-    if result.how == "absent":
-        click.echo(f"nothing to remove: {shown}")
-    elif result.how == "restored":
-        click.echo(f"restored: {shown} (as it was before `hooks install`)")
-    else:
-        click.echo(f"removed: {shown} ({', '.join(result.changed)})")
+        results = [installers.uninstall(ws, runtime)]
+    for result in results:
+        shown = ws.display(result.path)
+        if result.how == "absent":
+            click.echo(f"nothing to remove: {shown}")
+        elif result.how == "restored":
+            click.echo(f"restored: {shown} (as it was before `hooks install`)")
+        else:
+            click.echo(f"removed: {shown} ({', '.join(result.changed)})")
     if runtime == "claude":  # the .mcp.json entry of `install --mcp`, if it is there
         _report_mcp(ws, install=False)
+
+
+def _report_install(ws: Any, result: Any) -> None:
+    shown = ws.display(result.path)
+    if result.how == "already":
+        click.echo(f"already installed: {shown}")
+    elif result.how == "chained":
+        parked = os.path.basename(result.path) + ".majordomus-chained"
+        click.echo(f"installed: {shown} (the existing hook runs first, from {parked})")
+    else:
+        click.echo(f"installed: {shown} ({', '.join(result.changed)})")
 
 
 def _more_runtimes(runtime: str) -> Any:

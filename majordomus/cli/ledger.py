@@ -52,6 +52,10 @@ def ledger_cmd(ctx: click.Context, as_json: bool, task_id: str | None, verify: b
         else:
             extra = {k: v for k, v in ev.items() if k not in _LEDGER_COMMON}
             detail = " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in extra.items())
+            if ev["event"] == "git.rewrite":  # its mapping (up to 3,000 pairs) is for --json
+                from majordomus import rewrites
+
+                detail = rewrites.summary(ev)
             out.write(escape(f"{ev['seq']:>6}  {ev['at']}  {ev['event']:<16} {ev.get('task') or '-'}  {detail}"
                              .rstrip()) + "\n")
         shown += 1

@@ -219,7 +219,47 @@ def run(ws: Workspace, config_findings: list[Finding]) -> list[Finding]:
     found += check_tasks(ws, scan.tasks)
     found += check_continuity(ws, scan.continuity)
     found += boundaries.run(ws, scan.tasks)
+    found += check_heads(ws, scan.tasks)
     found += check_hooks(ws)
+    return found
+
+
+def check_heads(ws: Workspace, task_ids: list[str]) -> list[Finding]:
+    """design §21: the records brief relates to the work tree (each unfinished task's latest checkpoint,
+    handoff and runs) whose head, followed through the recorded amends and rebases, is no longer in the
+    history of the branch it was written on. Silent where git cannot tell (no such branch, or a commit
+    from another clone)."""
+    from majordomus import rewrites
+    from majordomus.git import status
+    from majordomus.store import reading
+
+    mapping = rewrites.load(ws)
+    found = []
+    for task_id in sorted(task_ids):
+        try:
+            task = tasks.load(ws, task_id)
+        except MajordomusError:
+            continue  # reported by check_tasks
+        if task.status == "done":
+            continue
+        for rel in [r for r in (task.checkpoint, task.handoff) if r] + list(task.runs):
+            try:
+                meta = reading.read_record(ws, rel).meta
+            except (OSError, ValueError, UnicodeDecodeError, MajordomusError):
+                continue  # a missing record is the ledger check's finding
+            head, branch = meta.get("head"), meta.get("branch")
+            if not isinstance(head, str) or not isinstance(branch, str):
+                continue  # written on an unborn branch or a detached HEAD: no branch to be in
+            now, hows = mapping.follow(head)
+            if status.branch_contains(ws.place, now, branch) is not False:
+                continue
+            became = f" (rewritten as {now[:7]} {rewrites.by(hows)})" if hows else ""
+            found.append(Finding(WARN, "record.head-unreachable",
+                                 f"{rel} of task `{task_id}` was written at {head[:7]}{became}, no longer in the "
+                                 f"history of branch {escape(branch)}", ws.display(ws.paths.absolute(rel)),
+                                 "brief says so instead of counting commits; to follow amends and rebases from now "
+                                 "on, `majordomus hooks install --runtime git`; record what holds now with "
+                                 "`majordomus checkpoint`"))
     return found
 
 

@@ -252,6 +252,10 @@ class Watcher:
 def _describe(event: dict[str, Any]) -> str:
     extra = {k: v for k, v in event.items() if k not in ("v", "seq", "at", "event", "task", "worktree", "branch", "prev")}
     detail = " ".join(f"{k}={v}" for k, v in extra.items())
+    if event.get("event") == "git.rewrite":  # not its mapping: up to 3,000 pairs
+        from majordomus import rewrites
+
+        detail = rewrites.summary(event)
     return f"{event.get('task') or '-'} {detail}".rstrip()
 
 

@@ -109,12 +109,43 @@ def is_commit(place: Place, oid: str) -> bool:
     return out.strip() == b"commit"
 
 
-def divergence(place: Place, old: str, new: str) -> tuple[int, int] | None:
-    """(commits in `new` not in `old`, commits in `old` not in `new`); None when either is unknown here."""
-    if not (is_commit(place, old) and is_commit(place, new)):
+def _is_id(oid: str) -> bool:
+    return bool(oid) and all(c in "0123456789abcdef" for c in oid)
+
+
+def is_ancestor(place: Place, old: str, new: str) -> bool:
+    """Whether commit `old` is in the history of `new` (`git merge-base --is-ancestor`); False when either
+    is unknown here. A commit is its own ancestor."""
+    if not (_is_id(old) and _is_id(new)):
+        return False
+    return run.run(place, "merge-base", "--is-ancestor", old, new).returncode == 0
+
+
+def branch_contains(place: Place, oid: str, branch: str) -> bool | None:
+    """Whether `refs/heads/BRANCH` has commit `oid` in its history; None when git cannot tell (no such
+    branch here, or the commit is not in this repository: a record from another clone)."""
+    if not _is_id(oid) or not branch or not branch_exists(place, branch) or not is_commit(place, oid):
         return None
-    out = git(place, "rev-list", "--left-right", "--count", f"{new}...{old}", "--").split()
-    return int(out[0]), int(out[1])
+    return run.run(place, "merge-base", "--is-ancestor", oid, f"refs/heads/{branch}").returncode == 0
+
+
+def count_between(place: Place, old: str, new: str) -> int:
+    """How many commits `new` has that `old` has not (`git rev-list --count old..new`, stops at 10,000).
+    Only for `old` in the history of `new` (or the reverse): a count across unrelated history means nothing."""
+    out = git(place, "rev-list", "--count", "--max-count=10000", new, f"^{old}", "--", ok=(0, 128)).strip()
+    return int(out) if out.isdigit() else 0
+
+
+def same_tree(place: Place, a: str, b: str) -> bool | None:
+    """Whether commits `a` and `b` record the same tree (an amend of the message only); None when git cannot
+    tell (one of them is gone)."""
+    if not (_is_id(a) and _is_id(b)):
+        return None
+    done = run.run(place, "rev-parse", f"{a}^{{tree}}", f"{b}^{{tree}}")  # hex ids: never an option
+    trees = done.stdout.split()
+    if done.returncode or len(trees) != 2:
+        return None
+    return trees[0] == trees[1]
 
 
 def commits_since(place: Place, old: str | None, new: str, limit: int) -> tuple[list[tuple[str, str]], int]:

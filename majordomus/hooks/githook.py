@@ -1,9 +1,11 @@
-"""`hooks install|uninstall --runtime git`: a post-commit hook that keeps the checkpoint time fresh.
+"""`hooks install|uninstall --runtime git`: git's post-commit and post-rewrite hooks (design §12, §21).
 
-It goes where git runs hooks from (`core.hooksPath` honoured, e.g. Husky's `.husky/_`). An existing
-post-commit hook is chained, not replaced: it is renamed to `post-commit.majordomus-chained` (bytes,
-mode and all) and our hook runs it first with the same arguments, stdin and `$0` (see `runner_for`).
-Uninstall renames it back, so the original is byte-identical afterwards. The hook never fails a commit, even where majordomus is missing.
+post-commit keeps the checkpoint time fresh; post-rewrite records each amend and rebase's old → new
+mapping (`majordomus hook rewrite`). Both go where git runs hooks from (`core.hooksPath` honoured, e.g.
+Husky's `.husky/_`), by one code path over a `Hook`. An existing hook is chained, not replaced: it is
+renamed to `<hook>.majordomus-chained` (bytes, mode and all) and our hook runs it first with the same
+arguments, stdin and `$0` (see `runner_for`). Uninstall renames it back, so the original is byte-identical
+afterwards. A hook never fails a commit or a rebase, even where majordomus is missing.
 """
 
 from __future__ import annotations
@@ -16,26 +18,66 @@ from majordomus.errors import EnvironmentProblem, Refused
 from majordomus.hooks import installers
 from majordomus.lite import safeio
 
-HOOK = "post-commit"
-CHAINED = "post-commit.majordomus-chained"
-MARKER = "# majordomus post-commit hook"
 _SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash")
 
 
-def script(runner: str) -> bytes:
-    """Our post-commit hook; `runner` is the line that runs the hook it chains (see `runner_for`)."""
+class Hook:
+    """One git hook of ours: its name, the majordomus command it runs, and whether git gives it stdin."""
+
+    __slots__ = ("command", "name", "purpose", "stdin")
+
+    def __init__(self, name: str, command: str, purpose: str, stdin: bool) -> None:
+        self.name, self.command, self.purpose, self.stdin = name, command, purpose, stdin
+
+    @property
+    def chained(self) -> str:
+        return f"{self.name}.majordomus-chained"
+
+    @property
+    def marker(self) -> str:
+        return f"# majordomus {self.name} hook"
+
+    @property
+    def husky_begin(self) -> str:
+        return f"# >>> majordomus {self.name} hook: installed by `majordomus hooks install --runtime git`"
+
+    @property
+    def husky_end(self) -> str:
+        return f"# <<< majordomus {self.name} hook (removed by `majordomus hooks uninstall --runtime git`)"
+
+
+POST_COMMIT = Hook("post-commit", "majordomus check --checkpoint",
+                   "moves the active task's checkpoint time after each commit", stdin=False)
+# git gives post-rewrite `amend` or `rebase` as $1 and `<old> <new>` lines on stdin (githooks(5)).
+POST_REWRITE = Hook("post-rewrite", 'majordomus hook rewrite "$1"',
+                    "records each amend or rebase's old -> new commit ids (a `git.rewrite` event)", stdin=True)
+HOOKS = (POST_COMMIT, POST_REWRITE)  # installed in this order, removed in the reverse one
+
+# The post-commit names as they were before post-rewrite joined it (callers and tests use them).
+HOOK, CHAINED, MARKER = POST_COMMIT.name, POST_COMMIT.chained, POST_COMMIT.marker
+
+
+def script(runner: str, hook: Hook = POST_COMMIT) -> bytes:
+    """Our hook; `runner` is the line that runs the hook it chains (see `runner_for`). A hook that git gives
+    stdin keeps it once (bounded by what git sends), for the chained hook and for majordomus alike."""
+    if hook.stdin:
+        keep = 'input="$(cat 2>/dev/null)"\n'
+        chained_run = f"printf '%s\\n' \"$input\" | {runner} || status=$?"
+        ours = f"printf '%s\\n' \"$input\" | {hook.command} >/dev/null 2>&1 || :"
+    else:
+        keep, chained_run, ours = "", f"{runner} || status=$?", f"{hook.command} >/dev/null 2>&1 || :"
     return f"""#!/bin/sh
-{MARKER}: installed by `majordomus hooks install --runtime git`,
+{hook.marker}: installed by `majordomus hooks install --runtime git`,
 # removed by `majordomus hooks uninstall --runtime git` (which puts back the hook it chained, if any).
-# It moves the active task's checkpoint time after each commit and never fails a commit,
+# It {hook.purpose} and never fails the git command that runs it,
 # not even where majordomus is not installed.
 status=0
-chained="$(dirname "$0")/{CHAINED}"
+{keep}chained="$(dirname "$0")/{hook.chained}"
 if [ -x "$chained" ]; then
-\t{runner} || status=$?
+\t{chained_run}
 fi
 if command -v majordomus >/dev/null 2>&1; then
-\tmajordomus check --checkpoint >/dev/null 2>&1 || :
+\t{ours}
 fi
 exit $status
 """.encode("ascii")
@@ -65,7 +107,7 @@ def _plain(word: str) -> bool:
     return bool(word) and all(c.isalnum() or c in "/._-" for c in word)
 
 
-SCRIPT = script(PLAIN_RUNNER)  # what a hook with nothing to chain looks like
+SCRIPT = script(PLAIN_RUNNER)  # what a post-commit hook with nothing to chain looks like
 
 
 def _lread(path: str) -> tuple[str, bytes | None]:
@@ -81,10 +123,10 @@ def _lread(path: str) -> tuple[str, bytes | None]:
     return "file", safeio.read(path, 1 << 20)
 
 
-def _expected(chained: str) -> bytes:
+def _expected(chained: str, hook: Hook) -> bytes:
     """Our hook as install wrote it, given the hook it chains (if any)."""
     kind, data = _lread(chained)
-    return script(runner_for(data) if kind == "file" else PLAIN_RUNNER)
+    return script(runner_for(data) if kind == "file" else PLAIN_RUNNER, hook)
 
 
 def _edited(path: str) -> Refused:
@@ -106,18 +148,31 @@ def _first_missing(path: str) -> str | None:
     return missing
 
 
+def _replace(directory: str, target: str, data: bytes, mode: int) -> None:
+    """Write `data` to `target` by a temporary file renamed over it (a reader sees one or the other)."""
+    tmp = os.path.join(directory, f".{os.path.basename(target)}.majordomus-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.chmod(tmp, mode)
+    os.rename(tmp, target)
+
+
 # ---------------------------------------------------------------- Husky v9 (design §12)
 # Husky's `husky` command (its `prepare` script, at every `npm install`) rewrites each `.husky/_/<hook>` as
-# `#!/usr/bin/env sh` + `. "$(dirname "$0")/h"`, and `h` runs `sh -e .husky/<hook>` when that file exists.
-# `.husky/_` is git-ignored and regenerated; `.husky/post-commit` is where Husky users keep the hook, committed.
+# `#!/usr/bin/env sh` + `. "$(dirname "$0")/h"`, and `h` runs `sh -e .husky/<hook>` when that file exists
+# (stdin and arguments passed on). `.husky/_` is git-ignored and regenerated; `.husky/post-commit` and
+# `.husky/post-rewrite` are where Husky users keep their hooks, committed.
 
-HUSKY_BEGIN = "# >>> majordomus post-commit hook: installed by `majordomus hooks install --runtime git`"
-HUSKY_END = "# <<< majordomus post-commit hook (removed by `majordomus hooks uninstall --runtime git`)"
-HUSKY_BLOCK = (f"{HUSKY_BEGIN}\n"
-               "# Moves the active task's checkpoint time after each commit; never fails a commit (Husky runs\n"
-               "# this file with `sh -e`), not even where majordomus is not installed.\n"
-               "if command -v majordomus >/dev/null 2>&1; then majordomus check --checkpoint >/dev/null 2>&1 || :; fi\n"
-               f"{HUSKY_END}\n")
+def husky_block(hook: Hook) -> str:
+    return (f"{hook.husky_begin}\n"
+            f"# It {hook.purpose}; never fails the git command (Husky runs\n"
+            "# this file with `sh -e`), not even where majordomus is not installed.\n"
+            f"if command -v majordomus >/dev/null 2>&1; then {hook.command} >/dev/null 2>&1 || :; fi\n"
+            f"{hook.husky_end}\n")
+
+
+HUSKY_BEGIN, HUSKY_END, HUSKY_BLOCK = POST_COMMIT.husky_begin, POST_COMMIT.husky_end, husky_block(POST_COMMIT)
 _HUSKY_STUB = b'. "$(dirname "$0")/h"'
 
 
@@ -131,45 +186,57 @@ def husky_dir(ws: Any, hooks_dir: str) -> str | None:
     return os.path.dirname(real)
 
 
-def _stale_chained(hooks_dir: str) -> str | None:
-    """A `post-commit.majordomus-chained` that an earlier install left in `.husky/_` and Husky's
+def _stale_chained(hooks_dir: str, hook: Hook) -> str | None:
+    """A `<hook>.majordomus-chained` that an earlier install left in `.husky/_` and Husky's
     regeneration orphaned: our hook there is gone, and the parked file is Husky's own stub."""
-    target, chained = os.path.join(hooks_dir, HOOK), os.path.join(hooks_dir, CHAINED)
+    target, chained = os.path.join(hooks_dir, hook.name), os.path.join(hooks_dir, hook.chained)
     kind, data = _lread(chained)
     if kind != "file" or data is None or _HUSKY_STUB not in data:
         return None
     _, current = _lread(target)
-    if current is not None and MARKER.encode() in current:
+    if current is not None and hook.marker.encode() in current:
         return None  # still our chaining hook: the plain uninstall puts it back
     return chained
 
 
-def _husky_install(ws: Any, hooks_dir: str, husky: str) -> installers.Result:
-    target = os.path.join(husky, HOOK)
+class _Plan:
+    """What install or uninstall will do to one hook, decided (and refused) before anything is written."""
+
+    __slots__ = ("chained", "data", "hook", "kind", "target")
+
+    def __init__(self, hook: Hook, target: str, chained: str, kind: str, data: bytes | None) -> None:
+        self.hook, self.target, self.chained, self.kind, self.data = hook, target, chained, kind, data
+
+
+def _husky_plan(husky: str, hook: Hook, installing: bool) -> _Plan:
+    target = os.path.join(husky, hook.name)
     kind, data = _lread(target)
-    if kind not in ("absent", "file"):
+    if installing and kind not in ("absent", "file"):
         raise Refused(f"{target} is not a file; nothing was written", "move it away, then try again")
-    stale = _stale_chained(hooks_dir)
     text = (data or b"").decode("utf-8", "replace")
-    if HUSKY_BLOCK in text:
+    if hook.husky_begin in text and husky_block(hook) not in text:
+        raise _edited(target)
+    return _Plan(hook, target, "", kind, data)
+
+
+def _husky_install(ws: Any, hooks_dir: str, plan: _Plan) -> installers.Result:
+    hook, target, kind, data = plan.hook, plan.target, plan.kind, plan.data
+    stale = _stale_chained(hooks_dir, hook)
+    text = (data or b"").decode("utf-8", "replace")
+    block = husky_block(hook)
+    if block in text:
         if stale is not None:
             os.unlink(stale)
         _receipt(ws, target, kind == "absent" and data is None)
         return installers.Result(target, [], "already")
-    if HUSKY_BEGIN in text:
-        raise _edited(target)
-    joined = text + ("" if not text or text.endswith("\n") else "\n") + HUSKY_BLOCK
-    tmp = os.path.join(husky, f".{HOOK}.majordomus-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(joined.encode("utf-8"))
-    os.chmod(tmp, (os.lstat(target).st_mode & 0o7777) if kind == "file" else 0o755)
-    os.rename(tmp, target)
+    joined = text + ("" if not text or text.endswith("\n") else "\n") + block
+    _replace(os.path.dirname(target), target, joined.encode("utf-8"),
+             (os.lstat(target).st_mode & 0o7777) if kind == "file" else 0o755)
     if stale is not None:
         os.unlink(stale)  # Husky's own stub, parked by an earlier install into .husky/_: Husky rewrote it
     installers.save_receipt(ws, "git", target, {"version": 1, "path": target, "husky": True,
                                                 "created_file": kind == "absent"})
-    return installers.Result(target, [HOOK], "added")
+    return installers.Result(target, [hook.name], "added")
 
 
 def _receipt(ws: Any, target: str, created: bool) -> None:
@@ -178,31 +245,24 @@ def _receipt(ws: Any, target: str, created: bool) -> None:
                                                     "created_file": created})
 
 
-def _husky_uninstall(ws: Any, hooks_dir: str, husky: str) -> installers.Result:
-    target = os.path.join(husky, HOOK)
-    kind, data = _lread(target)
-    stale = _stale_chained(hooks_dir)
+def _husky_uninstall(ws: Any, hooks_dir: str, plan: _Plan) -> installers.Result:
+    hook, target, kind, data = plan.hook, plan.target, plan.kind, plan.data
+    stale = _stale_chained(hooks_dir, hook)
     if stale is not None:
         os.unlink(stale)
     text = (data or b"").decode("utf-8", "replace")
-    if kind != "file" or HUSKY_BLOCK not in text:
-        if HUSKY_BEGIN in text:
-            raise _edited(target)
+    block = husky_block(hook)
+    if kind != "file" or block not in text:
         installers.drop_receipt(ws, "git", target)
-        return installers.Result(target, [HOOK] if stale else [], "removed" if stale else "absent")
-    rest = text.replace(HUSKY_BLOCK, "", 1)
+        return installers.Result(target, [hook.name] if stale else [], "removed" if stale else "absent")
+    rest = text.replace(block, "", 1)
     receipt = installers.load_receipt(ws, "git", target) or {}
     if not rest.strip() and receipt.get("created_file"):
         os.unlink(target)
     else:
-        tmp = os.path.join(husky, f".{HOOK}.majordomus-{os.getpid()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(rest.encode("utf-8"))
-        os.chmod(tmp, os.lstat(target).st_mode & 0o7777)
-        os.rename(tmp, target)
+        _replace(os.path.dirname(target), target, rest.encode("utf-8"), os.lstat(target).st_mode & 0o7777)
     installers.drop_receipt(ws, "git", target)
-    return installers.Result(target, [HOOK], "removed")
+    return installers.Result(target, [hook.name], "removed")
 
 
 def runs_majordomus(path: str) -> bool:
@@ -211,50 +271,49 @@ def runs_majordomus(path: str) -> bool:
         kind, data = _lread(path)
     except (OSError, safeio.EnvironmentProblem):
         return False
-    return kind == "file" and data is not None and b"majordomus check --checkpoint" in data
+    return kind == "file" and data is not None and any(h.command.encode() in data for h in HOOKS)
 
 
-def install(ws: Any, hooks_dir: str) -> installers.Result:
-    husky = husky_dir(ws, hooks_dir)
-    if husky is not None:
-        return _husky_install(ws, hooks_dir, husky)
-    target, chained = os.path.join(hooks_dir, HOOK), os.path.join(hooks_dir, CHAINED)
-    if os.path.lexists(hooks_dir) and not os.path.isdir(hooks_dir):
-        raise EnvironmentProblem(f"the hooks directory {hooks_dir} is not a directory", "check core.hooksPath")
+# ---------------------------------------------------------------- a plain hooks directory
+
+
+def _plain_plan(hooks_dir: str, hook: Hook, installing: bool) -> _Plan:
+    target, chained = os.path.join(hooks_dir, hook.name), os.path.join(hooks_dir, hook.chained)
     kind, data = _lread(target)
-    if kind == "file" and data == _expected(chained):
-        return installers.Result(target, [], "already")
-    if kind == "file" and data is not None and MARKER.encode() in data:
+    ours = kind == "file" and data == _expected(chained, hook)
+    if not ours and kind == "file" and data is not None and hook.marker.encode() in data:
         raise _edited(target)
-    if kind == "other":
-        raise Refused(f"{target} is not a file; nothing was written", "move it away, then try again")
-    if kind != "absent" and os.path.lexists(chained):
-        raise Refused(f"{chained} already exists, so {target} cannot be chained; nothing was written",
-                      f"merge or remove {chained} by hand, then try again")
+    if installing and not ours:
+        if kind == "other":
+            raise Refused(f"{target} is not a file; nothing was written", "move it away, then try again")
+        if kind != "absent" and os.path.lexists(chained):
+            raise Refused(f"{chained} already exists, so {target} cannot be chained; nothing was written",
+                          f"merge or remove {chained} by hand, then try again")
+    return _Plan(hook, target, chained, "ours" if ours else kind, data)
+
+
+def _plain_install(ws: Any, hooks_dir: str, plan: _Plan) -> installers.Result:
+    hook, target, chained, kind, data = plan.hook, plan.target, plan.chained, plan.kind, plan.data
+    if kind == "ours":
+        return installers.Result(target, [], "already")
     created_top = _first_missing(hooks_dir)
     os.makedirs(hooks_dir, exist_ok=True)
-    tmp = os.path.join(hooks_dir, f".{HOOK}.majordomus-{os.getpid()}")
+    tmp = os.path.join(hooks_dir, f".{hook.name}.majordomus-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o700)
     with os.fdopen(fd, "wb") as fh:
-        fh.write(script(runner_for(data if kind == "file" else None)))
+        fh.write(script(runner_for(data if kind == "file" else None), hook))
     os.chmod(tmp, 0o755)
     if kind != "absent":
         os.rename(target, chained)  # a rename keeps the original's bytes, mode and link-ness
     os.rename(tmp, target)
     installers.save_receipt(ws, "git", target, {"version": 1, "path": target, "created_dir": created_top})
-    return installers.Result(target, [HOOK], "chained" if kind != "absent" else "added")
+    return installers.Result(target, [hook.name], "chained" if kind != "absent" else "added")
 
 
-def uninstall(ws: Any, hooks_dir: str) -> installers.Result:
-    husky = husky_dir(ws, hooks_dir)
-    if husky is not None:
-        return _husky_uninstall(ws, hooks_dir, husky)
-    target, chained = os.path.join(hooks_dir, HOOK), os.path.join(hooks_dir, CHAINED)
-    kind, data = _lread(target)
-    ours = kind == "file" and data == _expected(chained)
-    if kind == "file" and not ours and data is not None and MARKER.encode() in data:
-        raise _edited(target)
-    if not ours and kind != "absent":
+def _plain_uninstall(ws: Any, hooks_dir: str, plan: _Plan) -> installers.Result:
+    hook, target, chained = plan.hook, plan.target, plan.chained
+    ours = plan.kind == "ours"
+    if not ours and plan.kind != "absent":
         return installers.Result(target, [], "absent")  # someone else's hook: not ours to remove
     if ours:
         os.unlink(target)
@@ -275,4 +334,29 @@ def uninstall(ws: Any, hooks_dir: str) -> installers.Result:
                 break
             directory = os.path.dirname(directory)
     installers.drop_receipt(ws, "git", target)
-    return installers.Result(target, [HOOK] if how != "absent" else [], how)
+    return installers.Result(target, [hook.name] if how != "absent" else [], how)
+
+
+# ---------------------------------------------------------------- install and uninstall, every hook
+
+
+def install(ws: Any, hooks_dir: str) -> list[installers.Result]:
+    """Install every hook of `HOOKS`; each is checked before any is written, so a refusal writes nothing."""
+    husky = husky_dir(ws, hooks_dir)
+    if husky is not None:
+        plans = [_husky_plan(husky, hook, True) for hook in HOOKS]
+        return [_husky_install(ws, hooks_dir, plan) for plan in plans]
+    if os.path.lexists(hooks_dir) and not os.path.isdir(hooks_dir):
+        raise EnvironmentProblem(f"the hooks directory {hooks_dir} is not a directory", "check core.hooksPath")
+    plans = [_plain_plan(hooks_dir, hook, True) for hook in HOOKS]
+    return [_plain_install(ws, hooks_dir, plan) for plan in plans]
+
+
+def uninstall(ws: Any, hooks_dir: str) -> list[installers.Result]:
+    """Remove every hook of `HOOKS` (newest first, so the directory install created goes last)."""
+    husky = husky_dir(ws, hooks_dir)
+    if husky is not None:
+        plans = [_husky_plan(husky, hook, False) for hook in reversed(HOOKS)]
+        return [_husky_uninstall(ws, hooks_dir, plan) for plan in plans][::-1]
+    plans = [_plain_plan(hooks_dir, hook, False) for hook in reversed(HOOKS)]
+    return [_plain_uninstall(ws, hooks_dir, plan) for plan in plans][::-1]

@@ -12,8 +12,8 @@ and nowhere else:
 
 - the task record fails before it was replaced: the record nothing names yet is unlinked again, and the
   command exits 12 saying nothing was written;
-- a later step fails (the task record's directory fsync, the ledger append, the handoff's release of the
-  slot): the command exits 12 saying what is stored and what is not, and the same command run again
+- a later step fails (the task record's directory fsync, the ledger append, or the handoff's release of
+  the slot, which `handoff.write` does next and words with `incomplete`): the command exits 12 saying what is stored and what is not, and the same command run again
   completes what is missing — in the same second, where it finds its own record under its final name, or
   later, where it first completes the record the task points at (design §6 step 6: "already stored" is
   said only of a record whose task pointer and ledger event are both there).
@@ -53,7 +53,7 @@ class Write:
                  lines: bool = True, status: str | None = None, ends_claim: str | None = None,
                  replaces: tuple[str, ...] = (), any_pending: bool = False,
                  cache: tuple[str, bytes] | None = None) -> None:
-        self.ws, self.task, self.task_id, self.at, self.body, self.fields = ws, task, task.id, at, body, fields
+        self.ws, self.task, self.at, self.body, self.fields = ws, task, at, body, fields
         self.kind = kind  # the record's `kind` field: checkpoint, handoff, run
         self.what = what  # how messages name it: "checkpoint", "handoff", "run record"
         self.subdir, self.event = subdir, event  # its directory under the state directory; its ledger event

@@ -6,50 +6,19 @@ import os
 
 from majordomus import clock, identity, tasks
 from majordomus.lite.stdin import read_bounded
-from majordomus.store import commit, listing, records
+from majordomus.store import commit, records
 
 TYPE_CHECKING = False  # a hot path: no typing at run time
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO
+    from typing import BinaryIO
 
     from majordomus.workspace import Workspace
 
 
-class CheckpointWrite(commit.Write):
-    kind, what, subdir, event = "checkpoint", "checkpoint", "checkpoints", "task.checkpoint"
-
-    def __init__(self, ws: Workspace, task_id: str, at: str, body: records.Body) -> None:
-        super().__init__(ws, task_id, at, body.text)
-
-    def check(self) -> tasks.Task:
-        return tasks.still_active(self.ws, self.task_id)
-
-    def fields(self, task: tasks.Task) -> list[tuple[str, Any]]:
-        return identity.fields(self.ws, "checkpoint", task, self.at)
-
-    def pointer(self, task: tasks.Task) -> str | None:
-        return task.checkpoint
-
-    def points_at(self, task: tasks.Task, rel: str) -> bool:
-        # A record of a later second keeps the pointer: completing an older write never moves it back.
-        return task.checkpoint is not None and (task.checkpoint == rel or commit.second(task.checkpoint) > commit.second(rel))
-
-    def point(self, task: tasks.Task, rel: str, meta: dict[str, Any]) -> None:
-        task.checkpoint = rel
-        task.checkpoint_at = task.updated_at = str(meta["timestamp"])
-        tasks.save(self.ws, task)
-
-    def index(self, task: tasks.Task, name: str, *, fresh: bool) -> None:
-        if fresh or not commit.in_index(self.ws, task.id, name):
-            listing.add_to_index(self.ws, task.id, name)
-
-    def event_fields(self, rel: str, digest: str, meta: dict[str, Any], body: str) -> dict[str, Any]:
-        return {"path": rel, "sha256": digest, "lines": body.count("\n") + 1 if body else 0}
-
-
-def write(ws: Workspace, stdin: BinaryIO) -> commit.Committed | None:
-    """Store the checkpoint read from `stdin` (None for an empty body, which only moves `checkpoint_at`)."""
-    task = tasks.active(ws)
+def write(ws: Workspace, task: tasks.Task, stdin: BinaryIO) -> commit.Committed | None:
+    """Store the checkpoint read from `stdin` for `task`, the active task the command read (None for an
+    empty body, which only moves `checkpoint_at`). The body's rules, then its identity, then the one
+    transaction, which checks again under the lock that the task is still the one active here."""
     limit = ws.config.get("checkpoint", "max_body_bytes")
     raw = read_bounded(stdin, limit)
     body = records.normalise(
@@ -58,9 +27,12 @@ def write(ws: Workspace, stdin: BinaryIO) -> commit.Committed | None:
     )
     at = clock.now_iso()
     if not body.text:
-        tasks.touch(ws, task.id, at)
+        commit.touch(ws, task, at)
         return None
-    return commit.commit(CheckpointWrite(ws, task.id, at, body))
+    fields, cache = identity.taken(ws, "checkpoint", task, at)
+    return commit.commit(commit.Write(ws, task, at, body.text, fields, kind="checkpoint", what="checkpoint",
+                                      subdir="checkpoints", event="task.checkpoint", pointer="checkpoint",
+                                      indexed=True, cache=cache))
 
 
 def latest(ws: Workspace) -> str | None:

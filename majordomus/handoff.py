@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 
-from majordomus import identity, lifecycle, tasks
+from majordomus import claims, identity, lifecycle, tasks
 from majordomus.errors import EnvironmentProblem, MajordomusError, NoActiveTask, Refused
 from majordomus.lite import active as active_index
 from majordomus.lite.stdin import read_bounded
@@ -20,7 +20,7 @@ from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO
+    from typing import BinaryIO
 
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
@@ -94,40 +94,6 @@ def held_here(ws: Workspace) -> tasks.Task:
     return task
 
 
-class HandoffWrite(commit.Write):
-    kind, what, subdir, event = "handoff", "handoff", "handoffs", "task.handoff"
-
-    def check(self) -> tasks.Task:
-        current = held_here(self.ws)
-        if current.id != self.task_id:
-            raise NoActiveTask(self.ws.where(), changed_from=self.task_id)
-        return current
-
-    def pending_only(self, task: tasks.Task) -> bool:
-        return task.status == "handed-off"
-
-    def fields(self, task: tasks.Task) -> list[tuple[str, Any]]:
-        since = reading.checkpoints_since(self.ws, task, reading.previous_handoff(self.ws, task))
-        return identity.fields(self.ws, "handoff", task, self.at) + [
-            ("previous_handoff", task.handoff), ("checkpoints", [r.rel for r in since])]
-
-    def pointer(self, task: tasks.Task) -> str | None:
-        return task.handoff
-
-    def points_at(self, task: tasks.Task, rel: str) -> bool:
-        return task.handoff is not None and (task.handoff == rel or commit.second(task.handoff) > commit.second(rel))
-
-    def point(self, task: tasks.Task, rel: str, meta: dict[str, Any]) -> None:
-        lifecycle.hand_off(self.ws, task, rel, str(meta["timestamp"]))
-
-    def event_fields(self, rel: str, digest: str, meta: dict[str, Any], body: str) -> dict[str, Any]:
-        return {"path": rel, "sha256": digest, "lines": body.count("\n") + 1 if body else 0,
-                "previous_handoff": meta.get("previous_handoff"), "checkpoints": len(meta.get("checkpoints") or [])}
-
-    def after(self, task: tasks.Task) -> None:
-        lifecycle.release_after_handoff(self.ws, task)
-
-
 def write(ws: Workspace, stdin: BinaryIO) -> commit.Committed:
     """Refusals first (nothing written); then the record, the task's release and the ledger event."""
     from majordomus import clock
@@ -137,7 +103,12 @@ def write(ws: Workspace, stdin: BinaryIO) -> commit.Committed:
     raw = read_bounded(stdin, limit)
     body = records.normalise(raw, what="handoff", max_lines=None, max_bytes=limit, more=stdin)
     check_sections(body.text, ws.config.get("handoff", "required_sections"))
-    done = commit.commit(HandoffWrite(ws, task.id, clock.now_iso(), body.text))
+    done = commit.commit(_record(ws, task, clock.now_iso(), body.text))
+    if done.created or done.completed:  # after its event: this machine's claim and the slot here (§10)
+        try:
+            lifecycle.release_after_handoff(ws, done.record)
+        except EnvironmentProblem as exc:
+            raise commit.incomplete(ws, "handoff", done.path, exc, " and logged, but releasing the task here failed") from exc
     if done.completed and _body_of(done.path) != body.text:
         raise MajordomusError(
             f"an earlier handoff of task `{done.task}` had not fully landed; it is complete now "
@@ -145,6 +116,19 @@ def write(ws: Workspace, stdin: BinaryIO) -> commit.Committed:
             f"read it with `majordomus handoff --show {done.task}`; to write another, "
             f"`majordomus task resume {done.task}` first", code=NoActiveTask.code)
     return done
+
+
+def _record(ws: Workspace, task: tasks.Task, at: str, body: str) -> commit.Write:
+    """The handoff as the store takes it: where the previous handoff and the checkpoints since are, and the
+    task handed off by the same write (its status, and this machine's claim ended in it)."""
+    since = reading.checkpoints_since(ws, task, reading.previous_handoff(ws, task))
+    fields, cache = identity.taken(ws, "handoff", task, at)
+    fields += [("previous_handoff", task.handoff), ("checkpoints", [r.rel for r in since])]
+    held = claims.mine(ws).get(task.id)
+    return commit.Write(ws, task, at, body, fields, kind="handoff", what="handoff", subdir="handoffs",
+                        event="task.handoff", pointer="handoff", statuses=("active", "handed-off"),
+                        status="handed-off", ends_claim=None if held is None else held["id"],
+                        event_keys=("previous_handoff", "checkpoints"), cache=cache)
 
 
 def _body_of(path: str) -> str | None:

@@ -40,26 +40,44 @@ def cached_root(data: bytes | None, head: str) -> Oid | None:
 
 def repo_id(ws: Workspace, head: str | None) -> str | None:
     """The root commit reached by first parents from `head`, cached by head (a miss walks once)."""
+    root, cache = _repo_id(ws, head)
+    if cache is not None:
+        files.write_derived(*cache)  # a cache: losing it costs one walk
+    return root
+
+
+def _repo_id(ws: Workspace, head: str | None) -> tuple[str | None, tuple[str, bytes] | None]:
+    """The root commit, and the cache line to write when it was not cached (None when it was)."""
     if head is None:
-        return None
+        return None, None
     cache = ws.paths.root_commit_cache
     try:
         root = cached_root(safeio.read_optional(cache, 512), head)
     except (OSError, safeio.EnvironmentProblem):
         root = None
     if root is not None:
-        return str(root)
+        return str(root), None
     root = status.root_commit(ws.place, head)
-    if os.path.isdir(os.path.dirname(cache)):
-        files.write_derived(cache, f"{head} {root}\n".encode("ascii"))  # a cache: losing it costs one walk
-    return str(root)
+    if not os.path.isdir(os.path.dirname(cache)):
+        return str(root), None
+    return str(root), (cache, f"{head} {root}\n".encode("ascii"))
 
 
 def fields(ws: Workspace, kind: str, task: Task, at: str) -> list[tuple[str, Any]]:
-    """The front matter of a record written now, in design §4's order."""
+    """The front matter of a record written now, in design §4's order (the root-commit cache written at once)."""
+    out, cache = taken(ws, kind, task, at)
+    if cache is not None:
+        files.write_derived(*cache)
+    return out
+
+
+def taken(ws: Workspace, kind: str, task: Task, at: str) -> tuple[list[tuple[str, Any]], tuple[str, bytes] | None]:
+    """The front matter of a record written now, in design §4's order, and the root-commit cache line to
+    write (path, bytes) once the write is past its refusals, or None: a refused write writes nothing."""
     now = status.status(ws.place)
     limit = ws.config.get("checkpoint", "max_changed_files")
     kept = now.changed[:limit]
+    root, cache = _repo_id(ws, now.head)
     out: list[tuple[str, Any]] = [
         ("schema_version", SCHEMA_VERSION),
         ("kind", kind),
@@ -67,7 +85,7 @@ def fields(ws: Workspace, kind: str, task: Task, at: str) -> list[tuple[str, Any
         ("task", task.id),
         ("profile", task.profile),
         ("owner", task.owner),
-        ("repo_id", repo_id(ws, now.head)),
+        ("repo_id", root),
         ("worktree", text_rule.c_quote(ws.worktree)),  # never raw: a path may hold a line break
         # mid-rebase HEAD is detached: the branch being rebased, as git's rebase state names it
         ("branch", now.branch if now.branch is not None else (None if ws.branch is None else text_rule.c_quote(ws.branch))),
@@ -77,4 +95,4 @@ def fields(ws: Workspace, kind: str, task: Task, at: str) -> list[tuple[str, Any
     ]
     if len(now.changed) > len(kept):
         out.append(("changed_files_omitted", len(now.changed) - len(kept)))
-    return out
+    return out, cache

@@ -245,7 +245,7 @@ def run(ws: Workspace, argv: list[str], label: str | None) -> tuple[Outcome, str
                ("output_sha256", outcome.tail.digest.hexdigest()), ("output_bytes", outcome.tail.size),
                ("output_lines", outcome.tail.lines)]
     try:
-        path = commit.commit(RunWrite(ws, task.id, at, outcome.tail.body(), fields)).path
+        path = commit.commit(_record(ws, task, at, outcome.tail.body(), fields, label)).path
     except MajordomusError as exc:
         raise RecordFailed(outcome.status, exc) from exc
     return outcome, path
@@ -262,44 +262,14 @@ class RecordFailed(Exception):
         self.error = error
 
 
-class RunWrite(commit.Write):
+def _record(ws: Workspace, task: tasks.Task, at: str, body: str, fields: list[tuple[str, Any]],
+            label: str) -> commit.Write:
     """A run record: for the task CMD started under, which must still be active here when CMD ends (the
     lock, then check again, as for every record); the task points at the latest run of each label."""
-
-    kind, what, subdir, event = "run", "run record", "runs", "task.run"
-
-    def __init__(self, ws: Workspace, task_id: str, at: str, body: str, fields: list[tuple[str, Any]]) -> None:
-        super().__init__(ws, task_id, at, body)
-        self._fields = fields  # the identity taken before CMD started: what was tested
-
-    def check(self) -> tasks.Task:
-        return tasks.still_active(self.ws, self.task_id)
-
-    def fields(self, task: tasks.Task) -> list[tuple[str, Any]]:
-        return self._fields
-
-    def pointer(self, task: tasks.Task) -> str | None:
-        return task.runs[-1] if task.runs else None
-
-    def points_at(self, task: tasks.Task, rel: str) -> bool:
-        return rel in task.runs
-
-    def may_be_unfinished(self, task: tasks.Task, rel: str) -> bool:
-        return True  # the task record moves when CMD ended, the record is stamped when it started
-
-    def point(self, task: tasks.Task, rel: str, meta: dict[str, Any]) -> None:
-        task.runs = _latest_pointers(self.ws, task.runs, rel, meta["label"])
-        task.updated_at = clock.now_iso()
-        tasks.save(self.ws, task)
-
-    def event_fields(self, rel: str, digest: str, meta: dict[str, Any], body: str) -> dict[str, Any]:
-        return {"path": rel, "sha256": digest, "exit_status": meta.get("exit_status"), "head": meta.get("head"),
-                "label": meta.get("label")}
-
-
-def _latest_pointers(ws: Workspace, pointers: list[str], rel: str, label: str) -> list[str]:
-    kept = [p for p in pointers if (read_meta(ws, p) or {}).get("label") != label]
-    return (kept + [rel])[-tasks.MAX_RUN_POINTERS:]
+    same_label = tuple(p for p in task.runs if (read_meta(ws, p) or {}).get("label") == label)
+    return commit.Write(ws, task, at, body, fields, kind="run", what="run record", subdir="runs", event="task.run",
+                        pointer="runs", replaces=same_label, lines=False, event_keys=("exit_status", "head", "label"),
+                        any_pending=True)  # the task record moves when CMD ended, the record is stamped at its start
 
 
 def read_meta(ws: Workspace, rel: str) -> dict[str, Any] | None:

@@ -37,7 +37,7 @@ class Task:
     """A task record, its fields in design §5's order; `checkpoint`/`handoff` are the paths (relative to the
     state directory) of its latest records."""
 
-    __slots__ = FIELDS
+    __slots__ = (*FIELDS, "stamp")
 
     def __init__(self, id: str, title: str, objective: str, profile: str, owner: str, status: str,
                  worktree: str | None, branch: str | None, started_at: str, updated_at: str,
@@ -51,6 +51,7 @@ class Task:
         self.checkpoint, self.handoff = checkpoint, handoff
         self.claims = list(claims or [])
         self.runs = list(runs or [])
+        self.stamp: tuple[int, int, int] | None = None  # the version of the record it was read from
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in FIELDS}
@@ -111,6 +112,7 @@ def validate_id(task_id: str) -> str:
 
 def load(ws: Workspace, task_id: str) -> Task:
     path = ws.paths.task_file(validate_id(task_id))
+    stamp = files.stamp(path)  # before the read: a record replaced in between only costs a second read
     try:
         data = safeio.read(path, MAX_BYTES)
     except FileNotFoundError:
@@ -119,6 +121,7 @@ def load(ws: Workspace, task_id: str) -> Task:
         task = Task.from_dict(records.parse_yaml(data.decode("utf-8")))
         if task.id != task_id:
             raise ValueError(f"it names task `{task.id}`")
+        task.stamp = stamp
         return task
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as exc:
         raise EnvironmentProblem(
@@ -132,6 +135,7 @@ def exists(ws: Workspace, task_id: str) -> bool:
 
 def save(ws: Workspace, task: Task) -> None:
     files.replace(ws.paths.task_file(task.id), records.emit_yaml(task.to_dict().items()).encode("utf-8"))
+    task.stamp = None  # the version it was read from is gone
 
 
 def all_tasks(ws: Workspace) -> list[Task]:
@@ -199,20 +203,3 @@ def staleness(task: Task, limit_minutes: int, now: Any) -> str | None:
     if task.checkpoint_at is not None:
         return f"was last checkpointed {int(minutes)} minutes ago"
     return f"has no checkpoint {int(minutes)} minutes after it started"
-
-
-def still_active(ws: Workspace, task_id: str) -> Task:
-    """Under the lock, after stdin: the task we write for must still be the one active here (design §5)."""
-    current = active(ws)
-    if current.id != task_id:
-        raise NoActiveTask(ws.where(), changed_from=task_id)
-    return current
-
-
-def touch(ws: Workspace, task_id: str, at: str) -> None:
-    """An empty checkpoint: only `checkpoint_at` moves (exactly `check --checkpoint`)."""
-    ws.ensure_state("tasks")
-    with files.locked(ws.paths.lock):
-        current = still_active(ws, task_id)
-        current.checkpoint_at = at
-        save(ws, current)

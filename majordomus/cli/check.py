@@ -20,13 +20,14 @@ def main(argv: list[str]) -> int:
         return 0
     from majordomus import clock, tasks
     from majordomus.output import escape
+    from majordomus.store import commit
     from majordomus.workspace import Workspace
 
     ws = Workspace.open()
     task = tasks.active(ws)
     if args["checkpoint"]:
         at = clock.now_iso()
-        tasks.touch(ws, task.id, at)
+        commit.touch(ws, task, at)
         if args["json"]:
             _json({"task": task.id, "fresh": True, "checkpoint_at": at, "problem": None})
         return 0

@@ -42,9 +42,10 @@ def main(argv: list[str]) -> int:
 def write(ws: Workspace, as_json: bool) -> int:
     from majordomus import checkpoint, tasks
 
-    if sys.stdin.isatty() and tasks.active_id(ws) is not None:
+    task = tasks.active(ws)  # the one read of the task, before stdin: exit 11 before any prompt
+    if sys.stdin.isatty():
         sys.stderr.write("majordomus: reading the checkpoint from the terminal; end it with Ctrl-D\n")
-    written = checkpoint.write(ws, sys.stdin.buffer)
+    written = checkpoint.write(ws, task, sys.stdin.buffer)
     if written is None:
         sys.stderr.write("empty body: no record written; the task's checkpoint time moved\n")
         if as_json:

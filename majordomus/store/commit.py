@@ -2,15 +2,18 @@
 6, §7, §10, §17).
 
     lock → the task still holds here → the ledger is writable → link the record → move the task's
-    pointer (its task record) → index → ledger event → what follows the event (a handoff leaves the slot)
+    pointer (its task record) → index → ledger event
+
+It takes plain data (`Write`) and calls nothing above the store but the task record's own reader and
+writer; what follows the event (a handoff leaves the slot) is the command's, once `commit` returned.
 
 A refusal before the link writes nothing. design §10's rule for a write that fails part way lives here
 and nowhere else:
 
 - the task record fails before it was replaced: the record nothing names yet is unlinked again, and the
   command exits 12 saying nothing was written;
-- a later step fails (the task record's directory fsync, the ledger append, the handoff's release of the
-  slot): the command exits 12 saying what is stored and what is not, and the same command run again
+- a later step fails (the task record's directory fsync, the ledger append, or the handoff's release of
+  the slot, which `handoff.write` does next and words with `incomplete`): the command exits 12 saying what is stored and what is not, and the same command run again
   completes what is missing — in the same second, where it finds its own record under its final name, or
   later, where it first completes the record the task points at (design §6 step 6: "already stored" is
   said only of a record whose task pointer and ledger event are both there).
@@ -21,9 +24,10 @@ from __future__ import annotations
 import os
 
 from majordomus import clock
-from majordomus.errors import EnvironmentProblem
+from majordomus.errors import EnvironmentProblem, NoActiveTask
+from majordomus.lite import active as active_index
 from majordomus.lite import names, safeio
-from majordomus.store import files, ledger, listing, records
+from majordomus.store import files, ledger, listing, paths, records
 
 TYPE_CHECKING = False  # the checkpoint path: no typing at run time
 if TYPE_CHECKING:
@@ -38,95 +42,163 @@ _LOOK_BACK = 4 << 20
 
 
 class Write:
-    """What one kind of record says of itself; `commit` does the rest. Subclasses set the class attributes
-    and override the methods that differ."""
+    """One record to store, as plain data: what it is, the task it is for (the value the command read, once),
+    its front matter and body, and the names of the task fields that point at it. Nothing here calls back
+    into the command that made it: what a kind does after the transaction (a handoff leaves the slot) it
+    does itself, once `commit` returned."""
 
-    kind = ""  # the record's `kind` field: checkpoint, handoff, run
-    what = ""  # how messages name it: "checkpoint", "handoff", "run record"
-    subdir = ""  # its directory under the state directory
-    event = ""  # its ledger event
+    def __init__(self, ws: Workspace, task: Task, at: str, body: str, fields: list[tuple[str, Any]], *,
+                 kind: str, what: str, subdir: str, event: str, pointer: str,
+                 statuses: tuple[str, ...] = ("active",), indexed: bool = False, event_keys: tuple[str, ...] = (),
+                 lines: bool = True, status: str | None = None, ends_claim: str | None = None,
+                 replaces: tuple[str, ...] = (), any_pending: bool = False,
+                 cache: tuple[str, bytes] | None = None) -> None:
+        self.ws, self.task, self.at, self.body, self.fields = ws, task, at, body, fields
+        self.kind = kind  # the record's `kind` field: checkpoint, handoff, run
+        self.what = what  # how messages name it: "checkpoint", "handoff", "run record"
+        self.subdir, self.event = subdir, event  # its directory under the state directory; its ledger event
+        # The task field that names the newest record of this kind: a path (`checkpoint`, `handoff`, with
+        # its time in `<pointer>_at`), or a list of the latest ones (`runs`, one per label: moving it drops
+        # `replaces`, the earlier records of the same label).
+        self.pointer, self.replaces = pointer, replaces
+        self.statuses = statuses  # what the task may be when its record changed before the lock was taken
+        self.status = status  # the task's status once the pointer moved (a handoff: `handed-off`); then a
+        # write that finds the task in it only completes the write that did not fully land, writes nothing new
+        self.ends_claim = ends_claim  # the claim of this machine the pointer's move ends (a handoff's)
+        self.indexed = indexed  # listed in the task's checkpoint index
+        self.event_keys, self.lines = event_keys, lines  # front matter copied into the event; a `lines` count
+        # True when any record the task points at may be unfinished (a run record is stamped when CMD
+        # started, the task record moves when it ended); else only one whose move was the task's last change
+        self.any_pending = any_pending
+        self.cache = cache  # a derived file (path, bytes) its fields were computed with: written once past
+        # the refusals, best effort (the root-commit cache)
 
-    def __init__(self, ws: Workspace, task_id: str, at: str, body: str) -> None:
-        self.ws, self.task_id, self.at, self.body = ws, task_id, at, body
-
-    def check(self) -> Task:
-        """Under the lock, after stdin was read: the task to write for, or a refusal (nothing written)."""
-        raise NotImplementedError
-
-    def fields(self, task: Task) -> list[tuple[str, Any]]:
-        """The record's front matter."""
-        raise NotImplementedError
-
-    def pointer(self, task: Task) -> str | None:
+    def pointer_of(self, task: Task) -> str | None:
         """The newest record of this kind the task record points at."""
-        raise NotImplementedError
+        now = getattr(task, self.pointer)
+        return (now[-1] if now else None) if isinstance(now, list) else now
 
     def points_at(self, task: Task, rel: str) -> bool:
-        """Whether the task record already points at `rel` (or at a record written after it)."""
-        raise NotImplementedError
+        """Whether the task record already points at `rel` (or at a record written after it: completing an
+        older write never moves the pointer back)."""
+        now = getattr(task, self.pointer)
+        if isinstance(now, list):
+            return rel in now
+        return now is not None and (now == rel or second(now) > second(rel))
 
     def point(self, task: Task, rel: str, meta: dict[str, Any]) -> None:
         """Move the task's pointer to `rel` and save the task record."""
-        raise NotImplementedError
+        from majordomus import tasks
+
+        at = str(meta["timestamp"])
+        now = getattr(task, self.pointer)
+        if isinstance(now, list):
+            kept = [p for p in now if p not in self.replaces and p != rel]
+            setattr(task, self.pointer, (kept + [rel])[-tasks.MAX_RUN_POINTERS:])
+            task.updated_at = clock.now_iso()  # when CMD ended
+        else:
+            setattr(task, self.pointer, rel)
+            setattr(task, f"{self.pointer}_at", at)
+            task.updated_at = at
+        if self.status is not None:
+            task.status = self.status
+        for claim in task.claims:  # as `claims.end`, for the one claim the move ends
+            if claim["id"] == self.ends_claim and claim.get("ended_at") is None:
+                claim["ended_at"], claim["ended_by"] = at, "handed off"
+        tasks.save(self.ws, task)
 
     def index(self, task: Task, name: str, *, fresh: bool) -> None:
         """Derived bookkeeping after the pointer moved (best effort); `fresh` when the record was linked
         now, so that no index can list it already."""
+        if self.indexed and (fresh or not in_index(self.ws, task.id, name)):
+            listing.add_to_index(self.ws, task.id, name)
 
     def event_fields(self, rel: str, digest: str, meta: dict[str, Any], body: str) -> dict[str, Any]:
         """The ledger event's fields, from the record itself (so that a completion logs what the first
         attempt would have)."""
-        return {"path": rel, "sha256": digest}
-
-    def after(self, task: Task) -> None:
-        """What follows the event (a handoff leaves the slot here); run again by a completion."""
+        out: dict[str, Any] = {"path": rel, "sha256": digest}
+        if self.lines:
+            out["lines"] = body.count("\n") + 1 if body else 0
+        for key in self.event_keys:
+            value = meta.get(key)
+            out[key] = len(value or []) if key == "checkpoints" else value  # a handoff's: how many
+        return out
 
     def may_be_unfinished(self, task: Task, rel: str) -> bool:
         """Cheaply, before anything is read: whether the record the task points at can be one whose write
-        did not finish. By default, only when moving the pointer to it was the task's last change."""
-        return second(rel) == clock.compact_of(task.updated_at)
+        did not finish."""
+        return self.any_pending or second(rel) == clock.compact_of(task.updated_at)
 
     def pending_only(self, task: Task) -> bool:
         """True when the task here is held only by a write of this kind that did not fully land (a
         handoff whose release failed): complete that one and write nothing new."""
-        return False
+        return self.status is not None and task.status == self.status
+
+
+def held(ws: Workspace, task: Task, statuses: tuple[str, ...] = ("active",)) -> Task:
+    """Under the lock, after stdin was read: `task` must still be the one active here (its id in the active
+    index; design §5), else exit 11 and nothing is written. The value the command read is used unless the
+    task record changed since (another write of the task landed meanwhile): then it is read as it is now."""
+    current = active_index.read(ws.paths.root).get(active_index.slot(ws.worktree, ws.branch))
+    if current != task.id:
+        raise NoActiveTask(ws.where(), changed_from=None if current is None else task.id)
+    if task.stamp is not None and files.stamp(ws.paths.task_file(task.id)) == task.stamp:
+        return task
+    from majordomus import tasks
+
+    task = tasks.load(ws, task.id)
+    if task.status not in statuses:
+        raise NoActiveTask(ws.where())
+    return task
 
 
 class Committed:
     """What a commit did: the record's path and digest, whether it was linked now (`created`), and whether
     an earlier write of it that failed part way was completed now (`completed`)."""
 
-    __slots__ = ("completed", "created", "path", "sha256", "task")
+    __slots__ = ("completed", "created", "path", "record", "sha256", "task")
 
-    def __init__(self, path: str, sha256: str, task: str, *, created: bool, completed: bool = False) -> None:
-        self.path, self.sha256, self.task = path, sha256, task
+    def __init__(self, path: str, sha256: str, record: Task, *, created: bool, completed: bool = False) -> None:
+        self.path, self.sha256, self.task, self.record = path, sha256, record.id, record  # the task as left
         self.created, self.completed = created, completed
 
 
 def commit(write: Write) -> Committed:
     """Store one record under the lock; refusals first, then each step of the module docstring."""
     ws = write.ws
-    ws.ensure_state()  # the state root, there already while a task is active: the lock lives in it
+    paths.ensure(ws.paths)  # the state root, there already while a task is active: the lock lives in it
     with files.locked(ws.paths.lock):
-        task = write.check()
+        task = held(ws, write.task, write.statuses)
         ledger.check_writable(ws.paths.ledger)
-        ws.ensure_state("tasks", write.subdir)
+        ws.ensure_state("tasks", write.subdir)  # once, after the refusals: a refused write makes nothing
+        if write.cache is not None:
+            files.write_derived(*write.cache)
         earlier = _complete_pending(write, task)
         if write.pending_only(task):
             if earlier is None:  # nothing to complete after all: the task is not held here
-                from majordomus.errors import NoActiveTask
-
                 raise NoActiveTask(ws.where())
             return earlier
-        fields = write.fields(task)
+        fields = write.fields
         meta = dict(fields)
         path, created, digest = link_record(ws, write.subdir, fields, write.body)
         rel = f"{write.subdir}/{os.path.basename(path)}"
         if not created and logged(ws, rel, meta["timestamp"]):  # completed just now, or long ago
             done = earlier is not None and earlier.path == path
-            return Committed(path, digest, task.id, created=False, completed=done)
+            return Committed(path, digest, task, created=False, completed=done)
         _land(write, task, rel, digest, meta, write.body, created=created)
-        return Committed(path, digest, task.id, created=created, completed=not created)
+        return Committed(path, digest, task, created=created, completed=not created)
+
+
+def touch(ws: Workspace, task: Task, at: str) -> None:
+    """An empty checkpoint (and `check --checkpoint`): only the task's `checkpoint_at` moves, under the lock
+    and for the task still active here, as for every record."""
+    from majordomus import tasks
+
+    ws.ensure_state("tasks")
+    with files.locked(ws.paths.lock):
+        current = held(ws, task)
+        current.checkpoint_at = at
+        tasks.save(ws, current)
 
 
 def link_record(ws: Workspace, subdir: str, fields: list[tuple[str, Any]], body: str) -> tuple[str, bool, str]:
@@ -145,10 +217,11 @@ def _land(write: Write, task: Task, rel: str, digest: str, meta: dict[str, Any],
     ws = write.ws
     name = rel.split("/", 1)[1]
     if created or not write.points_at(task, rel):
+        before = files.stamp(ws.paths.task_file(task.id))
         try:
             write.point(task, rel, meta)
         except EnvironmentProblem as exc:
-            if not created or _pointer_landed(write, rel):
+            if not created or _replaced(ws.paths.task_file(task.id), before):
                 raise _incomplete(write, rel, exc, ", but the task record may not point at it yet") from exc
             _unlink(ws, rel)
             exc.message += "; nothing was written"
@@ -158,10 +231,6 @@ def _land(write: Write, task: Task, rel: str, digest: str, meta: dict[str, Any],
         ws.event(write.event, task.id, write.at, **write.event_fields(rel, digest, meta, body))
     except EnvironmentProblem as exc:
         raise _incomplete(write, rel, exc, ", but its ledger event was not written") from exc
-    try:
-        write.after(task)
-    except EnvironmentProblem as exc:
-        raise _incomplete(write, rel, exc, " and logged, but releasing the task here failed") from exc
 
 
 def second(rel: str) -> str:
@@ -169,15 +238,12 @@ def second(rel: str) -> str:
     return rel.rsplit("/", 1)[-1][:listing.SECOND]
 
 
-def _pointer_landed(write: Write, rel: str) -> bool:
+def _replaced(path: str, before: tuple[int, int, int] | None) -> bool:
     """After the task record's write failed: whether the new task record is in place all the same (its
-    directory fsync failed after the rename). When it cannot be read, assume it is."""
-    from majordomus import tasks
-
-    try:
-        return write.points_at(tasks.load(write.ws, write.task_id), rel)
-    except Exception:
-        return True
+    directory fsync failed after the rename; under the lock nothing else replaces it). When that cannot
+    be told, assume it is."""
+    after = files.stamp(path)
+    return before is None or after is None or after != before
 
 
 def _unlink(ws: Workspace, rel: str) -> None:
@@ -190,9 +256,14 @@ def _unlink(ws: Workspace, rel: str) -> None:
 
 
 def _incomplete(write: Write, rel: str, exc: EnvironmentProblem, missing: str) -> EnvironmentProblem:
-    shown = write.ws.display(write.ws.paths.absolute(rel))
+    return incomplete(write.ws, write.what, write.ws.paths.absolute(rel), exc, missing)
+
+
+def incomplete(ws: Workspace, what: str, path: str, exc: EnvironmentProblem, missing: str) -> EnvironmentProblem:
+    """A write that failed after its record was linked: what is stored, what is missing, and that the same
+    command run again completes it (design §10)."""
     return EnvironmentProblem(
-        f"the {write.what} {shown} is stored{missing}: {exc.message}",
+        f"the {what} {ws.display(path)} is stored{missing}: {exc.message}",
         f"{exc.hint + '; then ' if exc.hint else ''}run the same command again: it completes what is missing",
     )
 
@@ -202,7 +273,7 @@ def _complete_pending(write: Write, task: Task) -> Committed | None:
     a handoff still held here): complete it now, before anything new is written. None when none is
     pending."""
     ws = write.ws
-    rel = write.pointer(task)
+    rel = write.pointer_of(task)
     if not rel or not write.may_be_unfinished(task, rel):
         return None
     try:
@@ -223,11 +294,7 @@ def _complete_pending(write: Write, task: Task) -> Committed | None:
             raise _incomplete(write, rel, exc, ", but its ledger event is still missing") from exc
     elif not write.pending_only(task):
         return None
-    try:
-        write.after(task)
-    except EnvironmentProblem as exc:
-        raise _incomplete(write, rel, exc, " and logged, but releasing the task here failed") from exc
-    return Committed(ws.paths.absolute(rel), digest, task.id, created=False, completed=True)
+    return Committed(ws.paths.absolute(rel), digest, task, created=False, completed=True)
 
 
 def logged(ws: Workspace, rel: str, since: str) -> bool:

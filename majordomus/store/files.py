@@ -23,6 +23,16 @@ def _environment(path: str, exc: OSError) -> EnvironmentProblem:
     )
 
 
+def stamp(path: str) -> tuple[int, int, int] | None:
+    """What tells one version of a file from the next without reading it (inode, size, modification time;
+    `replace` gives every version a new inode): None when it cannot be told."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def fsync_dir(path: str) -> None:
     """Make a directory's new entries durable; an error (EIO) is the environment's, exit 12 (design §2b)."""
     try:

@@ -24,15 +24,6 @@ class MajordomusError(Exception):
         if code is not None:
             self.code = code
 
-    def render(self) -> str:
-        """For stderr, escaped: a message may quote what the user gave (an id, a path). A message of several
-        lines (a list of refused entries) keeps its newlines; no control character reaches the terminal."""
-        from majordomus.lite.text import escape
-
-        text = f"majordomus: {escape(self.message, body=True)}"
-        if self.hint:
-            text += f"\nhint: {escape(self.hint, body=True)}"
-        return text
 
 
 class Refused(MajordomusError):

@@ -12,7 +12,7 @@ import os
 import sys
 
 from majordomus.commands import COMMANDS, FAIL_OPEN, lookup
-from majordomus.lite.text import escape
+from majordomus.lite.text import escape, render_error
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: `hook compact` starts here, and typing is not free
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def _exit_code(exc: BaseException) -> int:
     from majordomus.errors import MajordomusError
 
     if isinstance(exc, MajordomusError):
-        sys.stderr.write(exc.render() + "\n")
+        sys.stderr.write(render_error(exc) + "\n")
         return exc.code
     if isinstance(exc, BrokenPipeError):
         # The reader went away (e.g. `| head`): not our failure; keep Python from complaining at exit.

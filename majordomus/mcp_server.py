@@ -61,7 +61,9 @@ INSTRUCTIONS = ("majordomus keeps the work state of a task in git-native records
 
 def _message(exc: MajordomusError) -> str:
     meaning = MEANING.get(exc.code, "error")
-    return f"{exc.render()}\n(the CLI exits {exc.code}: {meaning}; nothing was written)"
+    from majordomus.lite.text import render_error
+
+    return f"{render_error(exc)}\n(the CLI exits {exc.code}: {meaning}; nothing was written)"
 
 
 def _tool_error(exc: MajordomusError) -> ToolError:

@@ -265,13 +265,7 @@ def check_heads(ws: Workspace, task_ids: list[str]) -> list[Finding]:
 
 def check_hooks(ws: Workspace) -> list[Finding]:
     """design §12: a hook its install receipt lists that no longer runs majordomus (a hook manager rewrote it)."""
-    from majordomus.hooks import copilot, gemini, installers
+    from majordomus.hooks import missing
 
-    found = [Finding(WARN, "hooks.missing", f"the {runtime} hook that `hooks install` wrote no longer runs majordomus",
-                     path=path, hint=f"run `majordomus hooks install --runtime {runtime}` again")
-             for runtime, path in installers.missing_hooks(ws)]
-    for module in (gemini, copilot):
-        for gone in module.missing(ws):
-            message, hint = gone.message(ws.display(gone.path), module.NAME)
-            found.append(Finding(WARN, "hooks.missing", message, path=gone.path, hint=hint))
-    return found
+    return [Finding(WARN, "hooks.missing", message, path=path, hint=hint)
+            for _runtime, path, message, hint in missing.missing(ws)]

@@ -233,38 +233,6 @@ def drop_receipt(ws: Any, runtime: str, path: str) -> None:
                                  "move it away (`majordomus doctor` lists what is wrong), then try again") from exc
 
 
-def missing_hooks(ws: Any) -> list[tuple[str, str]]:
-    """(runtime, path) of each hook an install receipt lists that no longer runs majordomus: a hook manager
-    regenerated its directory (Husky's `npx husky`), or someone edited it out (doctor's `hooks.missing`)."""
-    from majordomus.hooks import githook
-
-    directory = ws.paths.receipts
-    try:
-        names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
-    except OSError:
-        return []
-    out = []
-    for name in names:
-        runtime = name.split("-", 1)[0]
-        try:
-            receipt = jsonbound.loads(safeio.read(os.path.join(directory, name), SETTINGS_MAX_BYTES * 2 + 4096))
-        except (OSError, ValueError, safeio.EnvironmentProblem):
-            continue
-        path = receipt.get("path") if isinstance(receipt, dict) else None
-        if not isinstance(path, str) or runtime not in ("git", "claude", "codex"):
-            continue
-        if runtime == "git":
-            runs = githook.runs_majordomus(path)
-        else:
-            try:
-                runs = b"majordomus hook session-start" in (_read(path) or b"")
-            except (OSError, EnvironmentProblem):
-                runs = False
-        if not runs:
-            out.append((runtime, path))
-    return out
-
-
 # ---------------------------------------------------------------- install / uninstall
 
 

@@ -51,6 +51,16 @@ MAX_LINE_FIELD = 256  # characters of a task title or an owner (design §2a)
 # ---------------------------------------------------------------- output: the one escaping function
 
 
+def render_error(exc: Any) -> str:
+    """An error (a `MajordomusError`) as stderr shows it, escaped: a message may quote what the user gave
+    (an id, a path). A message of several lines (a list of refused entries) keeps its newlines; no control
+    character reaches the terminal. Here, not in `errors`, which lies below the text rule."""
+    text = f"majordomus: {escape(str(exc.message), body=True)}"
+    if exc.hint:
+        text += f"\nhint: {escape(str(exc.hint), body=True)}"
+    return text
+
+
 def escape(text: str, *, body: bool = False) -> str:
     """Stored text made safe for a terminal and for an agent's context (design §2a "the terminal").
 

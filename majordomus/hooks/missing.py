@@ -1,0 +1,57 @@
+"""Hooks that `hooks install` wrote and that no longer run majordomus (doctor's `hooks.missing`, design §12):
+a hook manager regenerated its directory (Husky's `npx husky`), or someone edited the hook out. Above every
+installer (Claude Code, Codex, git, Gemini CLI, Copilot CLI), so that none of them imports another.
+"""
+
+from __future__ import annotations
+
+import os
+
+from majordomus.errors import EnvironmentProblem
+from majordomus.hooks import copilot, gemini, githook, installers
+from majordomus.lite import jsonbound, safeio
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def missing(ws: Any) -> list[tuple[str, str, str, str]]:
+    """(runtime, path, message, hint) of each installed hook that went missing."""
+    out = [(runtime, path, f"the {runtime} hook that `hooks install` wrote no longer runs majordomus",
+            f"run `majordomus hooks install --runtime {runtime}` again") for runtime, path in _receipted(ws)]
+    for module in (gemini, copilot):
+        for gone in module.missing(ws):
+            message, hint = gone.message(ws.display(gone.path), module.NAME)
+            out.append((module.NAME, gone.path, message, hint))
+    return out
+
+
+def _receipted(ws: Any) -> list[tuple[str, str]]:
+    """(runtime, path) of each hook an install receipt lists that no longer runs majordomus: a hook manager
+    regenerated its directory (Husky's `npx husky`), or someone edited it out (doctor's `hooks.missing`)."""
+    directory = ws.paths.receipts
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        runtime = name.split("-", 1)[0]
+        try:
+            receipt = jsonbound.loads(safeio.read(os.path.join(directory, name), installers.SETTINGS_MAX_BYTES * 2 + 4096))
+        except (OSError, ValueError, safeio.EnvironmentProblem):
+            continue
+        path = receipt.get("path") if isinstance(receipt, dict) else None
+        if not isinstance(path, str) or runtime not in ("git", "claude", "codex"):
+            continue
+        if runtime == "git":
+            runs = githook.runs_majordomus(path)
+        else:
+            try:
+                runs = b"majordomus hook session-start" in (installers._read(path) or b"")
+            except (OSError, EnvironmentProblem):
+                runs = False
+        if not runs:
+            out.append((runtime, path))
+    return out

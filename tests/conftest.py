@@ -75,8 +75,8 @@ gc.set_threshold(50_000, 20, 20)
 # --no-loadscope-reorder`) hands files to its test processes in collection order, so these go first and
 # each process ends on short files; by default it would sort files by their number of tests, which puts
 # these few-test, long files last and leaves one process running them alone.
-LONG_FILES = ("test_write_faults.py", "test_docs_blocks.py", "test_hostile_readers.py", "test_install.py", "test_sync.py", "test_mcp.py", "test_benchmark_smoke.py",
-              "test_records.py", "test_sync_many.py", "test_completion.py", "test_sync_races.py",
+LONG_FILES = ("test_spec_write_faults.py", "test_docs_blocks.py", "test_spec_hostile_readers.py", "test_install.py", "test_sync.py", "test_mcp_server.py", "test_benchmark_smoke.py",
+              "test_store_records.py", "test_sync_many.py", "test_cli_completion.py", "test_sync_races.py",
               "test_precommit.py")
 
 

@@ -1,6 +1,6 @@
 """What only a real process shows: exit codes, memory bounds, concurrency, read-only state.
 
-A kill -9 at each durable step of a write is in test_durability.py: deterministic, one step at a time.
+A kill -9 at each durable step of a write is in test_store_files.py: deterministic, one step at a time.
 """
 
 from __future__ import annotations

@@ -15,8 +15,7 @@ import os
 from majordomus import budget, claims, clock, continuity, rewrites, runs, tasks
 from majordomus.errors import EnvironmentProblem
 from majordomus.git import status
-from majordomus.lite import safeio
-from majordomus.lite import text as text_rule
+from majordomus.lite import safeio, textrules
 from majordomus.store import ledger, reading
 from majordomus.workspace import Workspace
 
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
 
 def esc(value: Any) -> str:
     """A stored field on one line of the briefing: escaped, so that it can never start a line of its own."""
-    return text_rule.escape(str(value))
+    return textrules.escape(str(value))
 
 
 _LIST_FILES = 10  # dirty paths named in the drift section before "and N more"
@@ -177,10 +176,10 @@ def _names(paths: list[str]) -> str:
 def drift(ws: Workspace, meta: dict[str, Any]) -> list[str]:
     """How the work tree here differs from what the record says: worktree, branch, HEAD, dirty files."""
     out: list[str] = []
-    here_worktree = text_rule.c_quote(ws.worktree)  # as a record stores it
+    here_worktree = textrules.c_quote(ws.worktree)  # as a record stores it
     if meta.get("worktree") and meta["worktree"] != here_worktree:
         out.append(f"- worktree: this is {esc(ws.worktree)}; the record was written in {esc(meta['worktree'])}")
-    if meta.get("branch") != (text_rule.c_quote(ws.branch) if ws.branch else None):
+    if meta.get("branch") != (textrules.c_quote(ws.branch) if ws.branch else None):
         out.append(f"- branch: now {esc(ws.branch or '(detached)')}; the record was on "
                    f"{esc(meta.get('branch') or '(detached)')}")
     here = status.status(ws.place)

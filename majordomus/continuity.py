@@ -12,8 +12,7 @@ import os
 
 from majordomus import budget, clock, secretscan, tasks
 from majordomus.errors import EnvironmentProblem, NotFound, Refused, UsageError
-from majordomus.lite import jsonbound, safeio
-from majordomus.lite import text as text_rule
+from majordomus.lite import jsonbound, safeio, textrules
 from majordomus.store import files
 from majordomus.workspace import Workspace
 
@@ -67,7 +66,7 @@ def config_hash(ws: Workspace) -> str:
 
 def clean_text(text: str) -> str:
     """One sentence: control characters (newlines included) collapse to a space, runs of space to one."""
-    return text_rule.collapse(text)
+    return textrules.collapse(text)
 
 
 def pin_text(ws: Workspace, text: str) -> str:
@@ -288,10 +287,10 @@ def blocks(doc: dict[str, Any], level: int) -> tuple[list[budget.Block], list[tu
             objective = doc.get("objective") or ""
             if objective and objective != clean_text(tasks.INTERACTIVE_OBJECTIVE):
                 # collapsed as at ingest: an objective stored before that rule may hold line breaks
-                block.entries.append(budget.Entry(text_rule.collapse(objective) + "\n", "the objective",
+                block.entries.append(budget.Entry(textrules.collapse(objective) + "\n", "the objective",
                                                   whole=True))
         else:
-            block.entries.extend(budget.Entry(f"- {text_rule.escape(p['text'])}\n", LABELS[key])
+            block.entries.extend(budget.Entry(f"- {textrules.escape(p['text'])}\n", LABELS[key])
                                  for p in doc.get(key, []))
         index[key] = len(out)
         out.append(block)

@@ -9,8 +9,7 @@ import os
 
 from majordomus.git import status
 from majordomus.git.oid import Oid
-from majordomus.lite import safeio
-from majordomus.lite import text as text_rule
+from majordomus.lite import safeio, textrules
 from majordomus.store import files
 from majordomus.store.records import SCHEMA_VERSION
 
@@ -86,9 +85,9 @@ def taken(ws: Workspace, kind: str, task: Task, at: str) -> tuple[list[tuple[str
         ("profile", task.profile),
         ("owner", task.owner),
         ("repo_id", root),
-        ("worktree", text_rule.c_quote(ws.worktree)),  # never raw: a path may hold a line break
+        ("worktree", textrules.c_quote(ws.worktree)),  # never raw: a path may hold a line break
         # mid-rebase HEAD is detached: the branch being rebased, as git's rebase state names it
-        ("branch", now.branch if now.branch is not None else (None if ws.branch is None else text_rule.c_quote(ws.branch))),
+        ("branch", now.branch if now.branch is not None else (None if ws.branch is None else textrules.c_quote(ws.branch))),
         ("head", None if now.head is None else str(now.head)),
         ("worktree_state", "dirty" if now.changed else "clean"),
         ("changed_files", kept),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from majordomus import claims, clock, continuity, secretscan, tasks
 from majordomus.errors import NoActiveTask, NotFound, Refused
 from majordomus.lite import active as active_index
-from majordomus.lite import text as text_rule
+from majordomus.lite import textrules
 from majordomus.store import files, ledger, listing
 from majordomus.workspace import Workspace
 
@@ -102,8 +102,8 @@ def start(
 ) -> tasks.Task:
     tasks.validate_id(task_id)
     if title is not None:  # one line (design §2a "fields"); an objective collapses to one, like a pin
-        text_rule.checked("title", title, hint="a title is one short line; put the detail in --objective")
-    objective = text_rule.collapse(objective) if objective is not None else None
+        textrules.checked("title", title, hint="a title is one short line; put the detail in --objective")
+    objective = textrules.collapse(objective) if objective is not None else None
     owner = ws.owner(owner)  # refused before anything is created when its source breaks the grammar
     for name, text in (("title", title), ("objective", objective)):
         what = secretscan.looks_secret(text) if text else None

@@ -12,7 +12,7 @@ import os
 import sys
 
 from majordomus.commands import COMMANDS, FAIL_OPEN, lookup
-from majordomus.lite.text import escape, render_error
+from majordomus.lite.textrules import escape, render_error
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: `hook compact` starts here, and typing is not free
 if TYPE_CHECKING:

@@ -61,7 +61,7 @@ INSTRUCTIONS = ("majordomus keeps the work state of a task in git-native records
 
 def _message(exc: MajordomusError) -> str:
     meaning = MEANING.get(exc.code, "error")
-    from majordomus.lite.text import render_error
+    from majordomus.lite.textrules import render_error
 
     return f"{render_error(exc)}\n(the CLI exits {exc.code}: {meaning}; nothing was written)"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from majordomus.lite.text import escape as escape  # the one escaping function (design §2a "the terminal")
+from majordomus.lite.textrules import escape as escape  # the one escaping function (design §2a "the terminal")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

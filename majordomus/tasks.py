@@ -10,8 +10,7 @@ import os
 from majordomus import claims, clock
 from majordomus.errors import EnvironmentProblem, NoActiveTask, NotFound, UsageError
 from majordomus.lite import active as active_index
-from majordomus.lite import names, safeio
-from majordomus.lite import text as text_rule
+from majordomus.lite import names, safeio, textrules
 from majordomus.store import files, paths, records
 
 TYPE_CHECKING = False  # the hot paths read tasks: no typing, no dataclasses at run time
@@ -104,7 +103,7 @@ _OPTIONAL = ("worktree", "branch", "checkpoint_at", "handoff_at", "checkpoint", 
 def validate_id(task_id: str) -> str:
     if not names.is_task_id(task_id):
         raise UsageError(
-            f"`{text_rule.escape(task_id)}` is not a valid task id",
+            f"`{textrules.escape(task_id)}` is not a valid task id",
             "use 1–64 characters of a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit",
         )
     return task_id

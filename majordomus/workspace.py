@@ -6,8 +6,7 @@ import os
 
 from majordomus import config as config_mod
 from majordomus.errors import EnvironmentProblem, MajordomusError
-from majordomus.lite import dotgit
-from majordomus.lite import text as text_rule
+from majordomus.lite import dotgit, textrules
 from majordomus.store import paths
 
 TYPE_CHECKING = False
@@ -94,16 +93,16 @@ class Workspace:
     def owner(self, explicit: str | None = None) -> str:
         """`--owner`, else MAJORDOMUS_OWNER, else git's user.email, else the login name."""
         if explicit:
-            return text_rule.checked("owner", explicit, hint="an owner is one line: an e-mail address or a name")
+            return textrules.checked("owner", explicit, hint="an owner is one line: an e-mail address or a name")
         env = os.environ.get("MAJORDOMUS_OWNER")
         if env:
-            return text_rule.checked("owner", env, source="MAJORDOMUS_OWNER",
+            return textrules.checked("owner", env, source="MAJORDOMUS_OWNER",
                                      hint="set MAJORDOMUS_OWNER to one line, or pass --owner")
         from majordomus.git import status
 
         email = status.config_get(self.place, "user.email")
         if email:
-            return text_rule.checked("owner", email, source="git config user.email",
+            return textrules.checked("owner", email, source="git config user.email",
                                      hint="pass --owner NAME (or set MAJORDOMUS_OWNER), or fix `git config user.email`")
         try:
             import pwd

@@ -1,4 +1,4 @@
-"""The one text rule (majordomus/lite/text.py): its classes defined once, the identity rule under look-alikes
+"""The one text rule (majordomus/lite/textrules.py): its classes defined once, the identity rule under look-alikes
 and markers, the field grammars at every ingest, the one escaping function on every output, secrets in
 bodies, and a property-based walk of every field × source × hostile character (design §2a, §6 step 4, §17)."""
 
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from majordomus import secretscan
 from majordomus.errors import Refused
-from majordomus.lite import text
+from majordomus.lite import textrules
 from majordomus.store import records
 from majordomus.sync import rules
 
@@ -72,12 +72,12 @@ _COPY = re.compile(r"\\u(?:202[8-9a-eA-E]|206[0-9]|200[b-fB-F]|00[aA][dD]|034[fF
 def test_no_second_copy_of_the_character_classes_in_the_package():
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path == PACKAGE / "lite" / "text.py":
+        if path == PACKAGE / "lite" / "textrules.py":
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if _COPY.search(line):
                 found.append(f"{path.relative_to(PACKAGE)}:{number}: {line.strip()[:80]}")
-    assert found == [], "character classes belong in majordomus/lite/text.py only:\n" + "\n".join(found)
+    assert found == [], "character classes belong in majordomus/lite/textrules.py only:\n" + "\n".join(found)
 
 
 def test_the_copy_probe_would_find_a_copy():
@@ -88,7 +88,7 @@ def test_the_copy_probe_would_find_a_copy():
 def test_output_and_records_use_the_one_rule():
     from majordomus import output
 
-    assert output.escape is text.escape
+    assert output.escape is textrules.escape
     assert records.identity_field("\u2066owner: x") == ("owner", "\u2066owner")  # the hint shows it, escaped
 
 
@@ -199,11 +199,11 @@ def test_an_objective_collapses_to_one_line_like_a_pin(cli, repo):
 
 
 def test_worktree_and_branch_are_c_quoted_when_git_allows_a_control_character():
-    assert text.c_quote("/tmp/a\nb") == '"/tmp/a\\nb"'
-    assert text.c_quote("/tmp/a\x1bb\u2028é") == '"/tmp/a\\033b\\342\\200\\250é"'
-    assert text.c_quote("/plain/päth") == "/plain/päth"
-    assert text.c_quote('"leading quote') == '"\\"leading quote"'
-    assert text.c_quote_bytes(b"bad\xff.txt") == '"bad\\377.txt"'
+    assert textrules.c_quote("/tmp/a\nb") == '"/tmp/a\\nb"'
+    assert textrules.c_quote("/tmp/a\x1bb\u2028é") == '"/tmp/a\\033b\\342\\200\\250é"'
+    assert textrules.c_quote("/plain/päth") == "/plain/päth"
+    assert textrules.c_quote('"leading quote') == '"\\"leading quote"'
+    assert textrules.c_quote_bytes(b"bad\xff.txt") == '"bad\\377.txt"'
 
 
 def test_a_worktree_whose_name_holds_a_line_break_is_stored_quoted(cli, repo, tmp_path):
@@ -214,7 +214,7 @@ def test_a_worktree_whose_name_holds_a_line_break_is_stored_quoted(cli, repo, tm
     assert invoke_main(["-C", str(odd), "checkpoint"], input=b"a note\n").exit_code == 0
     (name,) = records_in(repo)
     meta, _ = records.split((state_dir(repo) / "checkpoints" / name).read_bytes())
-    assert meta["worktree"] == text.c_quote(str(odd)) and "\n" not in meta["worktree"]
+    assert meta["worktree"] == textrules.c_quote(str(odd)) and "\n" not in meta["worktree"]
     assert rules.check_record("checkpoints", name, (state_dir(repo) / "checkpoints" / name).read_bytes(),
                               _config()) is None  # what is stored passes the rules of an import
     brief = invoke_main(["-C", str(odd), "brief"]).stdout
@@ -285,10 +285,10 @@ def test_an_invalid_id_is_echoed_escaped(cli, repo):
 @given(st.text(max_size=40))
 @settings(max_examples=300, deadline=None)
 def test_escape_leaves_nothing_raw(value):
-    line, body = text.escape(value), text.escape(value, body=True)
+    line, body = textrules.escape(value), textrules.escape(value, body=True)
     assert RAW.search(line) is None and "\n" not in line and "\t" not in line
     assert RAW_IN_BODY.search(body) is None and body.count("\n") == value.count("\n")
-    assert text.escape(line) == line  # escaping is idempotent on what it made
+    assert textrules.escape(line) == line  # escaping is idempotent on what it made
 
 
 # ---------------------------------------------------------------- 5. secrets in bodies, private-key blocks
@@ -435,18 +435,18 @@ def test_walk_mcp_arguments_through_the_core_functions(value, kind):
         body = records.normalise(value.encode(), what=kind, max_lines=None,
                                  max_bytes=1 << 16)
     except Refused as exc:
-        assert RAW.search(text.render_error(exc)) is None
+        assert RAW.search(textrules.render_error(exc)) is None
         return
     assert not smuggled, ascii(value)  # a look-alike identity line never gets through
-    assert RAW_IN_BODY.search(text.escape(body.text, body=True)) is None  # kept (bidi), escaped on output
+    assert RAW_IN_BODY.search(textrules.escape(body.text, body=True)) is None  # kept (bidi), escaped on output
 
 
 @given(value=hostile_text, field=st.sampled_from(["title", "owner", "worktree", "branch"]))
 @settings(max_examples=150, deadline=None)
 def test_walk_a_remote_task_entry(value, field):
     reason = rules.check_task("t1.yaml", _task_yaml(**{field: value}))
-    printable = text.field_problem(value) is None or (field in ("worktree", "branch")
-                                                       and text.unquoted_problem(value) is None)
+    printable = textrules.field_problem(value) is None or (field in ("worktree", "branch")
+                                                       and textrules.unquoted_problem(value) is None)
     assert reason is not None or printable, (field, ascii(value))
 
 
@@ -456,13 +456,13 @@ def test_walk_a_remote_record_front_matter(value, field):
     meta = {"owner": "me@x", "worktree": "/w", "branch": "main", field: value}
     check = rules._IDENTITY[field]
     ok = check(meta[field])
-    assert not ok or (field != "owner" and text.unquoted_problem(value) is None), (field, ascii(value))
+    assert not ok or (field != "owner" and textrules.unquoted_problem(value) is None), (field, ascii(value))
 
 
 @given(value=st.text(max_size=30), source=st.sampled_from(["title", "owner"]))
 @settings(max_examples=300, deadline=None)
 def test_walk_every_field_is_refused_or_one_printable_line(value, source):
-    problem = text.field_problem(value)
+    problem = textrules.field_problem(value)
     if problem is None:
         assert RAW.search(value) is None and "\n" not in value and 0 < len(value) <= 256
     else:

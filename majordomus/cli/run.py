@@ -45,7 +45,7 @@ def run_command(label: str | None, listing: bool, task_id: str | None, as_json: 
     try:
         outcome, _path = runs.run(ws, list(command), label)
     except runs.RecordFailed as exc:
-        from majordomus.lite.text import render_error
+        from majordomus.lite.textrules import render_error
 
         sys.stderr.write(render_error(exc.error) + "\n")
         return exc.status or exc.error.code

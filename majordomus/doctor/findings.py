@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from majordomus.lite.text import escape
+from majordomus.lite.textrules import escape
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 LEVELS = (FAIL, WARN, OK)

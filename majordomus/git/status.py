@@ -13,7 +13,7 @@ import os
 from majordomus.errors import MajordomusError
 from majordomus.git import run
 from majordomus.git.oid import Oid
-from majordomus.lite import text as text_rule
+from majordomus.lite import textrules
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,11 +22,11 @@ if TYPE_CHECKING:
 
 def path_text(raw: bytes) -> str:
     """A path as text: itself when it is UTF-8 without a control, line-break or bidi character, else git's
-    C-quoted form (`lite.text.c_quote`), which every YAML reader loads and no reader splits."""
+    C-quoted form (`lite.textrules.c_quote`), which every YAML reader loads and no reader splits."""
     try:
-        return text_rule.c_quote(raw.decode("utf-8"))
+        return textrules.c_quote(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        return text_rule.c_quote_bytes(raw)
+        return textrules.c_quote_bytes(raw)
 
 
 def git(place: Place, *args: str, ok: tuple[int, ...] = (0,)) -> bytes:

@@ -17,7 +17,7 @@ from majordomus.hooks import copilot, gemini  # their journal keys; both import 
 from majordomus.lite import active, appendlog, dotgit, jsonbound, limits, statepaths
 from majordomus.lite.statepaths import state_exists
 from majordomus.lite.stdin import read_hook_payload
-from majordomus.lite.text import escape
+from majordomus.lite.textrules import escape
 
 TYPE_CHECKING = False  # annotations only: every import on this path is paid at every compaction
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import hashlib
 
 from majordomus.lite import names, safeio
 from majordomus.lite.limits import PROFILE_MAX_BYTES
-from majordomus.lite.text import escape
+from majordomus.lite.textrules import escape
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:

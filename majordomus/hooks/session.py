@@ -15,7 +15,7 @@ import sys
 from majordomus.hooks.injection import OTHER_RUNTIMES, build_context, give, other_runtime, short, whole_context
 from majordomus.lite import jsonbound
 from majordomus.lite.stdin import read_hook_payload
-from majordomus.lite.text import escape
+from majordomus.lite.textrules import escape
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:

@@ -7,8 +7,7 @@ import re
 
 from majordomus import secretscan
 from majordomus.errors import Refused
-from majordomus.lite import jsonbound
-from majordomus.lite import text as text_rule
+from majordomus.lite import jsonbound, textrules
 from majordomus.lite.lazyre import LazyRe
 from majordomus.lite.names import branch_slug as branch_slug  # re-exported
 from majordomus.lite.names import name_digest as name_digest
@@ -42,8 +41,8 @@ _IDENTITY_SET = frozenset(IDENTITY_KEYS)
 
 def identity_field(line: str) -> tuple[str, str] | None:
     """(field, as written) when the line sets an identity key of design §4, as any person or YAML/Markdown
-    reader would read it: the one identity rule of `lite.text` (markers, emphasis, look-alikes)."""
-    return text_rule.identity_key(line, _IDENTITY_SET)
+    reader would read it: the one identity rule of `lite.textrules` (markers, emphasis, look-alikes)."""
+    return textrules.identity_key(line, _IDENTITY_SET)
 
 
 class Body:
@@ -76,7 +75,7 @@ def normalise(raw: bytes, *, what: str, max_lines: int | None, max_bytes: int,
         text = text[1:]
     lines = text.split("\n")
     for number, line in enumerate(lines, 1):
-        bad = text_rule.BODY_REFUSED.search(line)
+        bad = textrules.BODY_REFUSED.search(line)
         if bad is not None:
             raise Refused(
                 f"the {what} body has a control character U+{ord(bad.group()):04X} on line {number}; "
@@ -144,7 +143,7 @@ def refuse_identity(lines: list[str], what: str) -> None:
             raise Refused(
                 f"the {what} body sets the identity field `{field}` on line {number}; "
                 "identity is computed from git, never written by prose; nothing was written",
-                f"reword line {number} so it does not start with `{text_rule.escape(written)}`",
+                f"reword line {number} so it does not start with `{textrules.escape(written)}`",
             )
 
 
@@ -163,7 +162,7 @@ def _scalar(value: Any) -> str:
 
 
 # JSON leaves these raw, but YAML either refuses them or reads them as line breaks: escape them.
-_NOT_YAML_PRINTABLE = LazyRe(f"[{text_rule.NOT_YAML_PRINTABLE}]")
+_NOT_YAML_PRINTABLE = LazyRe(f"[{textrules.NOT_YAML_PRINTABLE}]")
 
 
 def _escape(match: re.Match[str]) -> str:

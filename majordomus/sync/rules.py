@@ -13,8 +13,7 @@ from typing import Any, Callable
 from majordomus import clock, secretscan, tasks
 from majordomus.config import Config
 from majordomus.errors import MajordomusError
-from majordomus.lite import names
-from majordomus.lite import text as text_rule
+from majordomus.lite import names, textrules
 from majordomus.store import records
 from majordomus.store.records import MAX_RECORD_BYTES as MAX_RECORD_BYTES  # one home: the record rules
 
@@ -40,12 +39,12 @@ def _text(value: Any) -> bool:
 
 def _line_field(value: Any) -> bool:
     """A title or an owner: one line by the field grammar of design §2a."""
-    return isinstance(value, str) and text_rule.field_problem(value) is None
+    return isinstance(value, str) and textrules.field_problem(value) is None
 
 
 def _quoted_text(value: Any) -> bool:
     """A worktree path or a branch name as majordomus stores one: no raw control or line break (C-quoted)."""
-    return _text(value) and bool(value) and text_rule.unquoted_problem(value) is None
+    return _text(value) and bool(value) and textrules.unquoted_problem(value) is None
 
 
 def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -180,11 +179,11 @@ def check_task(name: str, data: bytes) -> str | None:
     if not names.is_profile_name(task.profile):
         return "its `profile` is not a profile name"
     for key in ("title", "owner"):
-        problem = text_rule.field_problem(getattr(task, key))
+        problem = textrules.field_problem(getattr(task, key))
         if problem is not None:
             return f"its `{key}` {problem}"
     for key in ("worktree", "branch"):
-        problem = text_rule.unquoted_problem(getattr(task, key) or "")
+        problem = textrules.unquoted_problem(getattr(task, key) or "")
         if problem is not None:
             return f"its `{key}` {problem}"
     for key in ("title", "objective"):

@@ -250,16 +250,15 @@ _LOOK_BACK = 4 << 20
 def _pin_events(ws: Workspace, since: str) -> tuple[dict[str, list[dict[str, Any]]], bool]:
     """The `context.pin` and `context.unpin` events by pin id, read backwards from the end of the ledger
     down to the events older than `since`; and whether the ledger covers that time (an older event, or
-    the chain's first, was reached). An absent ledger covers everything; an unreadable one nothing."""
+    the chain's first, was reached). A ledger that is absent, unreadable or begins later (rotated or
+    truncated by hand) covers nothing: a second event on a guess would be a lie too."""
     from majordomus.store import ledger
 
     found: dict[str, list[dict[str, Any]]] = {}
     try:
         fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
-    except FileNotFoundError:
-        return found, True
-    except (OSError, EnvironmentProblem):
-        return found, False  # doctor says why; never log a second event on a guess
+    except (OSError, EnvironmentProblem):  # absent or unreadable: doctor says why
+        return found, False
     try:
         read = 0
         for line in ledger.lines_backwards(fd, os.fstat(fd).st_size):
@@ -273,7 +272,7 @@ def _pin_events(ws: Workspace, since: str) -> tuple[dict[str, list[dict[str, Any
                 found.setdefault(event["pin"], []).append(event)
             if str(event.get("at", "")) < since or event.get("seq") == 1:
                 return found, True
-        return found, True  # nothing older than `since`, and no first event: the ledger begins later
+        return found, False  # nothing older than `since`, and no first event: the ledger begins later
     finally:
         os.close(fd)
 

@@ -401,3 +401,15 @@ def test_unpinning_a_pin_already_unpinned_and_logged_is_refused(cli: Any, repo: 
     pin_id = run_here("context", "pin", "decision", "--", "Keep it.", cwd=repo).stdout.decode().strip()
     assert run_here("context", "unpin", pin_id, cwd=repo).returncode == 0
     assert_refused(cli, repo, ("context", "unpin", pin_id), 2, f"no pin `{pin_id}` in task `t1`", "nothing was written")
+
+
+def test_a_ledger_that_begins_later_cannot_tell_so_the_same_pin_again_is_a_second_pin(repo: Path) -> None:
+    with freeze_time("2026-12-01T09:00:00Z"):
+        assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    with freeze_time("2026-12-01T09:01:00Z"):
+        _ledger_write_failing(repo, "context", "pin", "decision", "--", "Keep the cache.")
+    (state_dir(repo) / "ledger.jsonl").write_bytes(b"")  # truncated by hand: it cannot say what it held
+    assert continuity.unlogged_pins(Workspace.open(str(repo)), ["t1"]) == []
+    with freeze_time("2026-12-01T09:01:02Z"):
+        assert run_here("context", "pin", "decision", "--", "Keep the cache.", cwd=repo).returncode == 0
+    assert [p["text"] for p in read_doc(repo)["decisions"]] == ["Keep the cache.", "Keep the cache."]

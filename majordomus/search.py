@@ -149,19 +149,20 @@ def _open_dir(path: str) -> int | None:
         raise EnvironmentProblem(f"cannot open {path}: {exc.strerror}", "check the state directory") from exc
 
 
-# The record-name grammar as whole lines of a listing joined by newlines: 100,000 names in one C call.
-_NAME_LINES = LazyRe("^" + re.sub(r"\((?!\?)", "(?:", names.RECORD_NAME.pattern) + "$", re.MULTILINE)
+# A listing joined by newlines whose every line is of the record-name grammar: 100,000 names in one C call.
+_NAME = re.sub(r"\((?!\?)", "(?:", names.RECORD_NAME.pattern)
+_NAME_LINES = LazyRe(f"(?:{_NAME}\n)*{_NAME}")
 
 
 def _names(dir_fd: int, index: int) -> Iterator[tuple[str, int]]:
     """(record name, index of its directory), newest first; only names of the one record-name grammar."""
-    listed = os.listdir(dir_fd)
-    joined = "\n".join(listed)
-    if joined.count("\n") == len(listed) - 1:  # no name holds a line break: one match over all of them
-        found = _NAME_LINES.findall(joined)
-    else:
+    found = os.listdir(dir_fd)
+    joined = "\n".join(found)
+    # The common case in one C call: no name holds a line break and every one is a record's name.
+    if joined.count("\n") != len(found) - 1 or _NAME_LINES.fullmatch(joined) is None:
         match = names.RECORD_NAME.fullmatch
-        found = [n for n in listed if match(n)]
+        found = [n for n in found if match(n)]
+    del joined
     found.sort(reverse=True)  # strings sort faster than tuples: pair them up only as they are merged
     return zip(found, itertools.repeat(index))
 
@@ -188,24 +189,6 @@ def _read(name: str, dir_fd: int) -> bytes:
 
 
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # safeio's
-
-
-def _read_small(name: str, dir_fd: int) -> bytes | None:
-    """The bytes of a small plain file in one open, read and close (no link is followed, and a FIFO does
-    not block the open); None when that read is empty, fills the buffer, or fails — a FIFO, a directory,
-    a device, a larger file, an error — and `_read` then reads it or refuses it with its message. Nearly
-    every record takes this path, so it costs what `grep` pays per file."""
-    try:
-        fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        data = os.read(fd, _FIRST_READ)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return data if 0 < len(data) < _FIRST_READ else None
 
 
 def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str]) -> list[tuple[str, Row]]:
@@ -277,9 +260,24 @@ def search(ws: Workspace, query: Query, task: str | None = None, kind: str | Non
 
 def rows(ws: Workspace, query: Query, task: str | None = None, kind: str | None = None,
          skipped: list[str] | None = None) -> Iterator[Row]:
-    """`search` as (task, kind, at, path, line) tuples: what a listing of 100,000 lines prints from, with
-    no object per match."""
-    skipped = [] if skipped is None else skipped
+    """`search` as (task, kind, at, path, line) tuples, with no object per match."""
+    return _scan(ws, query, task, kind, [] if skipped is None else skipped, False)  # type: ignore[return-value]
+
+
+def text_lines(ws: Workspace, query: Query, task: str | None = None, kind: str | None = None,
+               skipped: list[str] | None = None) -> Iterator[str]:
+    """`search` as the lines of its text listing, not yet escaped: `AT  TASK  KIND  PATH  LINE` (the kind
+    padded to 10, the line stripped). A listing of 100,000 matches is built here, one format per match."""
+    return _scan(ws, query, task, kind, [] if skipped is None else skipped, True)  # type: ignore[return-value]
+
+
+def text_line(row: Row) -> str:
+    task, kind, at, path, line = row
+    return f"{at}  {task}  {kind:<10}  {path}  {line.strip()}"
+
+
+def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipped: list[str],
+          as_lines: bool) -> Iterator[Row | str]:
     needle = b'\ntask: "' + task.encode() + b'"\n' if task is not None else None
     wanted = [(k, d) for k, d in DIRECTORIES if kind in (None, k)]
     fds: list[int] = []
@@ -291,6 +289,7 @@ def rows(ws: Workspace, query: Query, task: str | None = None, kind: str | None 
                 listings.append(_names(fd, len(fds)))
                 shown.append((kind_name, ws.display(ws.paths.directory(directory)) + os.sep))
                 fds.append(fd)
+        padded = [f"{kind_name:<10}" for kind_name, _where in shown]
         pins = _pin_hits(ws, query, task, skipped) if kind in (None, "pin") else []
         # (key, index): a record's index is its directory's (>= 0), a pin's is -1 - its place in `pins`.
         pin_items = [(key, -1 - n) for n, (key, _row) in enumerate(pins)]
@@ -302,12 +301,25 @@ def rows(ws: Workspace, query: Query, task: str | None = None, kind: str | None 
         one = words[0] if fast and len(words) == 1 else None  # the common case: one plain word
         sources = [*listings, iter(pin_items)] if pin_items else listings
         merged = sources[0] if len(sources) == 1 else heapq.merge(*sources, reverse=True)
+        open_, read, close_, flags = os.open, os.read, os.close, _OPEN_FLAGS
         for name, index in merged:
             if index < 0:
-                yield pins[-1 - index][1]
+                row = pins[-1 - index][1]
+                yield text_line(row) if as_lines else row
                 continue
-            data = _read_small(name, fds[index])
-            if data is None:  # over one read, or anything but a plain small file: the careful read
+            # `_read_small`, inlined: this runs once per record
+            try:
+                fd = open_(name, flags, dir_fd=fds[index])
+            except OSError:
+                data = b""
+            else:
+                try:
+                    data = read(fd, _FIRST_READ)
+                except OSError:
+                    data = b""
+                finally:
+                    close_(fd)
+            if not 0 < len(data) < _FIRST_READ:  # anything but a small plain file: the careful read
                 try:
                     data = _read(name, fds[index])
                 except FileNotFoundError:
@@ -352,8 +364,12 @@ def rows(ws: Workspace, query: Query, task: str | None = None, kind: str | None 
                     day = days.get(name[:8])
                     if day is None:
                         day = days[name[:8]] = f"{name[0:4]}-{name[4:6]}-{name[6:8]}"
-                    kind_name, where = shown[index]
-                    yield owner, kind_name, f"{day}T{name[9:11]}:{name[11:13]}:{name[13:15]}Z", where + name, line
+                    if as_lines:  # `text_line` of the row, in one format
+                        yield (f"{day}T{name[9:11]}:{name[11:13]}:{name[13:15]}Z  {owner}  {padded[index]}  "
+                               f"{shown[index][1]}{name}  {line.strip()}")
+                    else:
+                        yield (owner, shown[index][0], f"{day}T{name[9:11]}:{name[11:13]}:{name[13:15]}Z",
+                               shown[index][1] + name, line)
                     continue
             elif not maybe(data):
                 continue
@@ -365,7 +381,8 @@ def rows(ws: Workspace, query: Query, task: str | None = None, kind: str | None 
                 continue
             line = line_of(found[1])
             if line is not None:
-                yield found[0], shown[index][0], _iso(name), shown[index][1] + name, line
+                row = (found[0], shown[index][0], _iso(name), shown[index][1] + name, line)
+                yield text_line(row) if as_lines else row
     finally:
         for fd in fds:
             os.close(fd)

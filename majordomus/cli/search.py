@@ -52,7 +52,7 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], regex: bool, task_id:
         mark = _marker(query) if colour else None
         with paged() as stream:
             if mark is None:
-                shown = _plain(stream, search.rows(ws, query, task, kind, skipped))
+                shown = _plain(stream, search.text_lines(ws, query, task, kind, skipped))
             else:
                 out = BlockWriter(stream)
                 for hit in search.search(ws, query, task, kind, skipped):
@@ -68,18 +68,18 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], regex: bool, task_id:
         ctx.exit(1)
 
 
-def _plain(stream: Any, rows: Iterator[tuple[str, str, str, str, str]]) -> int:
+def _plain(stream: Any, lines: Iterator[str]) -> int:
     """The lines without colour, in blocks; one escape check per block instead of per line (a search can
     print 100,000): a block whose lines need no escaping is written as it is, any other line by line."""
+    from itertools import islice
+
     shown = 0
-    block: list[str] = []
-    for task, kind, at, path, line in rows:
-        block.append(f"{at}  {task}  {kind:<10}  {path}  {line.strip()}")
-        if len(block) == _BLOCK:
-            shown += _write_block(stream, block)
-            block = []
-    shown += _write_block(stream, block)
-    stream.flush()
+    while True:
+        block = list(islice(lines, _BLOCK))
+        if not block:
+            break
+        shown += _write_block(stream, block)
+        stream.flush()  # a block is on its way before the next one is searched for (design §22: streamed)
     return shown
 
 

@@ -152,17 +152,22 @@ def _open_dir(path: str) -> int | None:
 # A listing joined by newlines whose every line is of the record-name grammar: 100,000 names in one C call.
 _NAME = re.sub(r"\((?!\?)", "(?:", names.RECORD_NAME.pattern)
 _NAME_LINES = LazyRe(f"(?:{_NAME}\n)*{_NAME}")
+_CHUNK = 4096  # names a match: its memory stays small (a repeat keeps state per name)
 
 
 def _names(dir_fd: int, index: int) -> Iterator[tuple[str, int]]:
     """(record name, index of its directory), newest first; only names of the one record-name grammar."""
-    found = os.listdir(dir_fd)
-    joined = "\n".join(found)
-    # The common case in one C call: no name holds a line break and every one is a record's name.
-    if joined.count("\n") != len(found) - 1 or _NAME_LINES.fullmatch(joined) is None:
-        match = names.RECORD_NAME.fullmatch
-        found = [n for n in found if match(n)]
-    del joined
+    listed = os.listdir(dir_fd)
+    match = names.RECORD_NAME.fullmatch
+    found: list[str] = []
+    for at in range(0, len(listed), _CHUNK):
+        chunk = listed[at:at + _CHUNK]
+        joined = "\n".join(chunk)
+        # The common case in one C call a chunk: no name holds a line break and every one is a record's name.
+        if joined.count("\n") == len(chunk) - 1 and _NAME_LINES.fullmatch(joined) is not None:
+            found += chunk
+        else:
+            found += [n for n in chunk if match(n)]
     found.sort(reverse=True)  # strings sort faster than tuples: pair them up only as they are merged
     return zip(found, itertools.repeat(index))
 

@@ -219,8 +219,12 @@ def seed(ws: Workspace, task: tasks.Task, from_task: str | None) -> None:
     _write(ws, task.id, doc)
 
 
-def _modify(ws: Workspace, change: Any) -> tuple[tasks.Task, Any, str, str]:
-    """Writer two, under the state lock: load (or rebuild) the active task's document, change, store."""
+def _modify(ws: Workspace, change: Any) -> tuple[tasks.Task, Any, str, str, bool]:
+    """Writer two, under the state lock: load (or rebuild) the active task's document, change, store.
+
+    `change(task, doc)` returns (result, completed): completed when the change had already landed in the
+    document and only its ledger event is missing (design §10: the retry completes what is missing). The
+    document is then stored again unchanged (its render may be the step that failed)."""
     tasks.active(ws)  # refuse before anything is created
     at = clock.now_iso()
     ws.ensure_state("context")
@@ -229,15 +233,88 @@ def _modify(ws: Workspace, change: Any) -> tuple[tasks.Task, Any, str, str]:
         doc = load(ws, task.id)
         if doc is None:  # context/ID/ was removed: the task record still knows the objective
             doc = new_doc(ws, task, at)
-        result = change(doc)
-        doc["updatedAt"] = at
-        doc["configHash"] = config_hash(ws)
+        result, completed = change(task, doc)
+        if not completed:
+            doc["updatedAt"] = at
+            doc["configHash"] = config_hash(ws)
         integrity = _write(ws, task.id, doc)
-    return task, result, at, integrity
+    return task, result, at, integrity, completed
+
+
+# How far back from the ledger's end a retry looks for the event of a pin (as `store.commit` does for a
+# record's): beyond it, it cannot tell, and never logs a second event on a guess.
+_LOOK_BACK = 4 << 20
+
+
+def _pin_events(ws: Workspace, since: str) -> tuple[dict[str, list[dict[str, Any]]], bool]:
+    """The `context.pin` and `context.unpin` events by pin id, read backwards from the end of the ledger
+    down to the events older than `since`; and whether the ledger covers that time (an older event, or
+    the chain's first, was reached). A ledger that is absent, unreadable or begins later (rotated or
+    truncated by hand) covers nothing: a second event on a guess would be a lie too."""
+    from majordomus.store import ledger
+
+    found: dict[str, list[dict[str, Any]]] = {}
+    try:
+        fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
+    except (OSError, EnvironmentProblem):  # absent or unreadable: doctor says why
+        return found, False
+    try:
+        read = 0
+        for line in ledger.lines_backwards(fd, os.fstat(fd).st_size):
+            read += len(line) + 1
+            if read > _LOOK_BACK:
+                return found, False
+            event = ledger.parse_line(line) if line.strip() else None
+            if event is None:
+                continue
+            if event["event"] in ("context.pin", "context.unpin") and isinstance(event.get("pin"), str):
+                found.setdefault(event["pin"], []).append(event)
+            if str(event.get("at", "")) < since or event.get("seq") == 1:
+                return found, True
+        return found, False  # nothing older than `since`, and no first event: the ledger begins later
+    finally:
+        os.close(fd)
+
+
+def _unlogged(ws: Workspace, task_id: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The newest of `candidates` (pins in the document) whose `context.pin` event is missing, when the
+    ledger shows that for certain."""
+    if not candidates:
+        return None
+    events, covered = _pin_events(ws, min(p["createdAt"] for p in candidates))
+    if not covered:
+        return None
+    for p in reversed(candidates):
+        if not any(e["event"] == "context.pin" for e in events.get(p["id"], [])):
+            return dict(p)
+    return None
+
+
+def unlogged_pins(ws: Workspace, task_ids: list[str]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(task, kind, pin) for every pin of these tasks' trusted documents that has no `context.pin` event:
+    a pin whose event failed to land (doctor reports it; the same pin again writes the event). One
+    backward pass over the ledger for all of them; a ledger that does not cover their time reports none."""
+    held = []
+    for task_id in task_ids:
+        doc, found = examine(ws, task_id)
+        if doc is not None and not found:
+            held += [(task_id, kind, p) for kind, key in KINDS.items() for p in doc[key]]
+    if not held:
+        return []
+    events, covered = _pin_events(ws, min(p["createdAt"] for _t, _k, p in held))
+    if not covered:
+        return []
+    return [(t, k, p) for t, k, p in held if not any(e["event"] == "context.pin" for e in events.get(p["id"], []))]
 
 
 def pin(ws: Workspace, kind: str, text: str, source: str) -> dict[str, Any]:
     """Add one pin to the active task's continuity; returns the pin."""
+    return pin_landed(ws, kind, text, source)[0]
+
+
+def pin_landed(ws: Workspace, kind: str, text: str, source: str) -> tuple[dict[str, Any], bool]:
+    """(the pin, completed): completed when the same pin (kind, text, source) was already in the document
+    without its `context.pin` event — a pin whose event failed to land — and only the event was written now."""
     if kind not in KINDS:
         raise UsageError(f"`{kind}` is not a pin kind", f"use one of: {', '.join(KINDS)}")
     if source not in SOURCES:
@@ -246,34 +323,70 @@ def pin(ws: Workspace, kind: str, text: str, source: str) -> dict[str, Any]:
     import uuid
 
     new = {"id": str(uuid.uuid4()), "text": cleaned, "source": source, "createdAt": clock.now_iso()}
-    task, _, at, integrity = _modify(ws, lambda doc: doc[KINDS[kind]].append(new))
+
+    def change(task: tasks.Task, doc: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        same = [p for p in doc[KINDS[kind]] if p["text"] == cleaned and p["source"] == source]
+        missing = _unlogged(ws, task.id, same)
+        if missing is not None:
+            return missing, True
+        doc[KINDS[kind]].append(new)
+        return new, False
+
+    task, pinned, at, integrity, completed = _modify(ws, change)
     # The ledger never holds the text: an unpinned sentence must not live on in an append-only log.
-    ws.event("context.pin", task.id, at, pin=new["id"], kind=kind, source=source,
-                bytes=len(cleaned.encode("utf-8")), integrity=integrity)
-    return new
+    ws.event("context.pin", task.id, at, pin=pinned["id"], kind=kind, source=source,
+             bytes=len(cleaned.encode("utf-8")), integrity=integrity)
+    return pinned, completed
 
 
 def unpin(ws: Workspace, pin_id: str) -> tuple[str, dict[str, Any]]:
     """Remove a pin (full id, or a unique prefix of at least 4 characters); returns (kind, pin)."""
+    kind, removed, _completed = unpin_landed(ws, pin_id)
+    return kind, removed
+
+
+def _gone_unlogged(ws: Workspace, task_id: str, pin_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """Pins of this task named by `pin_id` that the ledger shows pinned and never unpinned, though the
+    document no longer holds them: an unpin whose continuity landed and whose event did not."""
+    events, _covered = _pin_events(ws, "")
+    hits = []
+    for full, named in events.items():
+        if not full.startswith(pin_id) or any(e["event"] == "context.unpin" for e in named):
+            continue
+        pinned = [e for e in named if e["event"] == "context.pin" and e.get("task") == task_id
+                  and e.get("kind") in KINDS]
+        if pinned:
+            hits.append((str(pinned[0]["kind"]), {"id": full}))
+    exact = [h for h in hits if h[1]["id"] == pin_id]
+    return exact or hits
+
+
+def unpin_landed(ws: Workspace, pin_id: str) -> tuple[str, dict[str, Any], bool]:
+    """(kind, pin, completed): completed when the pin was already gone from the document without its
+    `context.unpin` event, and only the event was written now (then the pin holds only its id)."""
     if len(pin_id) < 4:
         raise UsageError(f"`{pin_id}` is too short to name a pin", "give at least 4 characters of the pin id")
 
-    def change(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def change(task: tasks.Task, doc: dict[str, Any]) -> tuple[tuple[str, dict[str, Any]], bool]:
         hits = [(kind, p) for kind, key in KINDS.items() for p in doc[key] if p["id"].startswith(pin_id)]
         exact = [h for h in hits if h[1]["id"] == pin_id]
         hits = exact or hits
+        completed = False
+        if not hits:
+            hits, completed = _gone_unlogged(ws, task.id, pin_id), True
         if not hits:
             raise NotFound(f"no pin `{pin_id}` in task `{doc['task']}`; nothing was written",
                            "see the pins and their ids with `majordomus context status`")
         if len(hits) > 1:
             raise UsageError(f"`{pin_id}` names {len(hits)} pins; nothing was written", "give more of the id")
         kind, found = hits[0]
-        doc[KINDS[kind]].remove(found)
-        return kind, found
+        if not completed:
+            doc[KINDS[kind]].remove(found)
+        return (kind, found), completed
 
-    task, (kind, removed), at, integrity = _modify(ws, change)
+    task, (kind, removed), at, integrity, completed = _modify(ws, change)
     ws.event("context.unpin", task.id, at, pin=removed["id"], kind=kind, integrity=integrity)
-    return kind, removed
+    return kind, removed, completed
 
 
 def blocks(doc: dict[str, Any], level: int) -> tuple[list[budget.Block], list[tuple[int, int]]]:

@@ -83,13 +83,26 @@ def _fail_open(name: str, args: list[str], exc: BaseException) -> int:
     what = " ".join([name] + args[:1])
     message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
     hint = getattr(exc, "hint", "")
-    sys.stderr.write(f"majordomus: {escape(what)}: {escape(str(message))} (the session goes on)\n"
-                     + (f"hint: {escape(str(hint))}\n" if hint else ""))
+    try:
+        sys.stderr.write(f"majordomus: {escape(what)}: {escape(str(message))} (the session goes on)\n"
+                         + (f"hint: {escape(str(hint))}\n" if hint else ""))
+    except OSError:
+        pass  # a hook's stderr on a full disk: the session still goes on
     return 0
 
 
 def run(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        code = _run(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()
+        return code
+    except OSError as exc:  # writing usage, --version or an error's own message to a failing stream
+        if _writing_output(exc):
+            return _output_failed(exc)
+        raise
+
+
+def _run(args: list[str]) -> int:
     try:
         dirs, name, rest = parse_global(args)
     except Exception as exc:
@@ -122,7 +135,9 @@ def run(argv: list[str] | None = None) -> int:
                                  "pass an existing directory to -C") from exc
         if os.environ.get("MAJORDOMUS_FAULT") == "internal-error":  # test-only, see store/fault.py
             raise RuntimeError("injected by MAJORDOMUS_FAULT=internal-error")
-        return lookup(name)(rest)
+        code = lookup(name)(rest)
+        sys.stdout.flush()  # here, not at exit: a full disk under the output is an exit code, not a warning
+        return code
     except BaseException as exc:
         if name in FAIL_OPEN:
             return _fail_open(name, rest, exc)
@@ -140,6 +155,8 @@ def _exit_code(exc: BaseException) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    if isinstance(exc, OSError) and _writing_output(exc):
+        return _output_failed(exc)
     if isinstance(exc, KeyboardInterrupt):
         sys.stderr.write("majordomus: interrupted\n")
         return 130
@@ -148,6 +165,53 @@ def _exit_code(exc: BaseException) -> int:
     if isinstance(exc, Exception):
         return internal_error(exc)
     raise exc
+
+
+# What a full or failing disk under stdout or stderr raises (`> /dev/full`, a redirect on a full file system).
+_OUTPUT_ERRNOS = frozenset((5, 27, 28, 122))  # EIO, EFBIG, ENOSPC, EDQUOT
+
+
+def _writing_output(exc: OSError) -> bool:
+    """Whether this error came from writing our own output: a write to a standard stream is the only write
+    that reaches the boundary unwrapped (every store write raises EnvironmentProblem with its path), and
+    the failing line is a write, a flush or a print. Any other OSError stays an internal error."""
+    if exc.errno not in _OUTPUT_ERRNOS or exc.filename is not None or type(exc) is not OSError:
+        return False
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    import linecache
+    import re
+
+    line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+    return re.search(r"\.(write|flush|writelines)\(|\b(print|echo)\(", line) is not None
+
+
+def _output_failed(exc: OSError) -> int:
+    """Exit 12 (design §14: the environment), with one line on stderr if stderr still takes it. Then the
+    failing streams are pointed at /dev/null: the interpreter's last flush must not fail a second time."""
+    failing = [sys.stdout]
+    try:
+        sys.stderr.write(f"majordomus: cannot write the output: {exc.strerror}; what was printed is incomplete "
+                         "(free space where the output goes, then run the command again)\n")
+        sys.stderr.flush()
+    except OSError:
+        failing.append(sys.stderr)
+    for stream in failing:
+        try:
+            fd = stream.fileno()
+        except (OSError, ValueError):
+            continue  # not a file (a test's in-memory stream): nothing is flushed to it at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+        try:
+            stream.flush()  # what the failed write left buffered now goes to /dev/null
+        except OSError:
+            pass
+    return 12
 
 
 def main(argv: list[str] | None = None) -> NoReturn:

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import errno
 import heapq
+import itertools
 import os
 import re
+import stat
 from collections.abc import Iterator
 from typing import Any, AnyStr
 
 from majordomus import continuity, tasks
 from majordomus.errors import EnvironmentProblem, UsageError
 from majordomus.lite import names, safeio
+from majordomus.lite.lazyre import LazyRe
 from majordomus.store import records
 from majordomus.workspace import Workspace
 
@@ -110,6 +113,9 @@ def _line_at(text: str, pos: int) -> str:
     return text[text.rfind("\n", 0, pos) + 1:end if end >= 0 else len(text)]
 
 
+Row = tuple[str, str, str, str, str]  # task, kind, at, path, line
+
+
 class Hit:
     __slots__ = ("at", "kind", "line", "path", "task")
 
@@ -144,12 +150,27 @@ def _open_dir(path: str) -> int | None:
         raise EnvironmentProblem(f"cannot open {path}: {exc.strerror}", "check the state directory") from exc
 
 
+# A listing joined by newlines whose every line is of the record-name grammar: 100,000 names in one C call.
+_NAME = re.sub(r"\((?!\?)", "(?:", names.RECORD_NAME.pattern)
+_NAME_LINES = LazyRe(f"(?:{_NAME}\n)*{_NAME}")
+_CHUNK = 4096  # names a match: its memory stays small (a repeat keeps state per name)
+
+
 def _names(dir_fd: int, index: int) -> Iterator[tuple[str, int]]:
     """(record name, index of its directory), newest first; only names of the one record-name grammar."""
+    listed = os.listdir(dir_fd)
     match = names.RECORD_NAME.fullmatch
-    found = [n for n in os.listdir(dir_fd) if match(n)]
+    found: list[str] = []
+    for at in range(0, len(listed), _CHUNK):
+        chunk = listed[at:at + _CHUNK]
+        joined = "\n".join(chunk)
+        # The common case in one C call a chunk: no name holds a line break and every one is a record's name.
+        if joined.count("\n") == len(chunk) - 1 and _NAME_LINES.fullmatch(joined) is not None:
+            found += chunk
+        else:
+            found += [n for n in chunk if match(n)]
     found.sort(reverse=True)  # strings sort faster than tuples: pair them up only as they are merged
-    return ((n, index) for n in found)
+    return zip(found, itertools.repeat(index))
 
 
 def _read(name: str, dir_fd: int) -> bytes:
@@ -173,8 +194,11 @@ def _read(name: str, dir_fd: int) -> bytes:
         os.close(fd)
 
 
-def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str]) -> list[tuple[str, Hit]]:
-    """(sort key, hit) of every matching pin: pins are few, so they are gathered, then merged in."""
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # safeio's
+
+
+def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str]) -> list[tuple[str, Row]]:
+    """(sort key, row) of every matching pin: pins are few, so they are gathered, then merged in."""
     try:
         ids = sorted(n for n in os.listdir(ws.paths.contexts) if names.is_task_id(n))
     except FileNotFoundError:
@@ -194,7 +218,7 @@ def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str])
                 line = query.line(pin["text"])
                 if line is not None:
                     at = str(pin["createdAt"])
-                    out.append((at.replace("-", "").replace(":", ""), Hit(task_id, "pin", at, shown, line)))
+                    out.append((at.replace("-", "").replace(":", ""), (task_id, "pin", at, shown, line)))
     out.sort(key=lambda pair: pair[0], reverse=True)
     return out
 
@@ -237,7 +261,29 @@ def search(ws: Workspace, query: Query, task: str | None = None, kind: str | Non
            skipped: list[str] | None = None) -> Iterator[Hit]:
     """Every matching record and pin, newest first, yielded as found; files that cannot be read as
     records are named in `skipped` (doctor says what is wrong with them) and the search goes on."""
-    skipped = [] if skipped is None else skipped
+    return (Hit(*row) for row in rows(ws, query, task, kind, skipped))
+
+
+def rows(ws: Workspace, query: Query, task: str | None = None, kind: str | None = None,
+         skipped: list[str] | None = None) -> Iterator[Row]:
+    """`search` as (task, kind, at, path, line) tuples, with no object per match."""
+    return _scan(ws, query, task, kind, [] if skipped is None else skipped, False)  # type: ignore[return-value]
+
+
+def text_lines(ws: Workspace, query: Query, task: str | None = None, kind: str | None = None,
+               skipped: list[str] | None = None) -> Iterator[str]:
+    """`search` as the lines of its text listing, not yet escaped: `AT  TASK  KIND  PATH  LINE` (the kind
+    padded to 10, the line stripped). A listing of 100,000 matches is built here, one format per match."""
+    return _scan(ws, query, task, kind, [] if skipped is None else skipped, True)  # type: ignore[return-value]
+
+
+def text_line(row: Row) -> str:
+    task, kind, at, path, line = row
+    return f"{at}  {task}  {kind:<10}  {path}  {line.strip()}"
+
+
+def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipped: list[str],
+          as_lines: bool) -> Iterator[Row | str]:
     needle = b'\ntask: "' + task.encode() + b'"\n' if task is not None else None
     wanted = [(k, d) for k, d in DIRECTORIES if kind in (None, k)]
     fds: list[int] = []
@@ -249,35 +295,88 @@ def search(ws: Workspace, query: Query, task: str | None = None, kind: str | Non
                 listings.append(_names(fd, len(fds)))
                 shown.append((kind_name, ws.display(ws.paths.directory(directory)) + os.sep))
                 fds.append(fd)
+        padded = [f"{kind_name:<10}" for kind_name, _where in shown]
         pins = _pin_hits(ws, query, task, skipped) if kind in (None, "pin") else []
         # (key, index): a record's index is its directory's (>= 0), a pin's is -1 - its place in `pins`.
-        pin_items = [(key, -1 - n) for n, (key, _hit) in enumerate(pins)]
+        pin_items = [(key, -1 - n) for n, (key, _row) in enumerate(pins)]
         maybe, line_of = query.maybe, query.line
         known: dict[bytes, str] = {}
+        days: dict[str, str] = {}
         fast = query.pattern is None and len(query.ascii_words) == len(query.words)
-        for name, index in heapq.merge(*listings, pin_items, reverse=True):
+        words = query.ascii_words
+        one = words[0] if fast and len(words) == 1 else None  # the common case: one plain word
+        sources = [*listings, iter(pin_items)] if pin_items else listings
+        merged = sources[0] if len(sources) == 1 else heapq.merge(*sources, reverse=True)
+        open_, read, close_, flags, fstat, regular = os.open, os.read, os.close, _OPEN_FLAGS, os.fstat, stat.S_ISREG
+        for name, index in merged:
             if index < 0:
-                yield pins[-1 - index][1]
+                row = pins[-1 - index][1]
+                yield text_line(row) if as_lines else row
                 continue
+            # `_read_small`, inlined: this runs once per record
             try:
-                data = _read(name, fds[index])
-            except FileNotFoundError:
-                continue  # removed by retention since the listing
-            except EnvironmentProblem as exc:
-                skipped.append(shown[index][1] + exc.message)
-                continue
+                fd = open_(name, flags, dir_fd=fds[index])
+            except OSError:
+                data = b""
+            else:
+                try:  # a regular file only (never a FIFO, even one with a writer): else the careful read refuses it
+                    data = read(fd, _FIRST_READ) if regular(fstat(fd).st_mode) else b""
+                except OSError:
+                    data = b""
+                finally:
+                    close_(fd)
+            if not 0 < len(data) < _FIRST_READ:  # anything but a small plain file: the careful read
+                try:
+                    data = _read(name, fds[index])
+                except FileNotFoundError:
+                    continue  # removed by retention since the listing
+                except EnvironmentProblem as exc:
+                    skipped.append(shown[index][1] + exc.message)
+                    continue
             if needle is not None and needle not in data:
                 continue
             if fast and data.isascii():  # all in the bytes: a lower-cased copy, then the line alone decoded
                 low = data.lower()
-                if not all(w in low for w in query.ascii_words):
+                if one is not None:
+                    pos = low.find(one)
+                    if pos < 0:
+                        continue
+                elif not all(w in low for w in words):
                     continue
-                head = _task_and_start(data, known)
-                if head is not None:
-                    line = query.ascii_line(data, low, head[1])
-                    if line is not None and (task is None or head[0] == task):
-                        yield Hit(head[0], shown[index][0], _iso(name), shown[index][1] + name, line)
-                    continue  # else not as `records.render` writes it: the general path below
+                # `_task_and_start`, inlined with `_iso` and the matching line: this runs once per match
+                end = data.find(b"\n---\n", 3)
+                at = data.find(_TASK_LINE, 0, end)
+                close = data.find(b'"', at + 8, end) if at >= 0 else -1
+                owner = known.get(data[at + 8:close]) if close >= 0 and data.startswith(b"---\n") else None
+                if owner is None:  # a task not met yet, or not as `records.render` writes it (then None)
+                    head = _task_and_start(data, known)
+                    owner = None if head is None else head[0]
+                if owner is not None:
+                    if task is not None and owner != task:
+                        continue
+                    begin = end + 5
+                    if one is None:
+                        line = query.ascii_line(data, low, begin)
+                        if line is None:
+                            continue
+                    else:
+                        if pos < begin:  # the word is in the front matter too: its first place in the text
+                            pos = low.find(one, begin)
+                            if pos < 0:
+                                continue
+                        stop = low.find(b"\n", pos)
+                        # `begin` follows a newline, so the line starts at or after it
+                        line = data[low.rfind(b"\n", 0, pos) + 1:stop if stop >= 0 else len(data)].decode("ascii")
+                    day = days.get(name[:8])
+                    if day is None:
+                        day = days[name[:8]] = f"{name[0:4]}-{name[4:6]}-{name[6:8]}"
+                    if as_lines:  # `text_line` of the row, in one format
+                        yield (f"{day}T{name[9:11]}:{name[11:13]}:{name[13:15]}Z  {owner}  {padded[index]}  "
+                               f"{shown[index][1]}{name}  {line.strip()}")
+                    else:
+                        yield (owner, shown[index][0], f"{day}T{name[9:11]}:{name[11:13]}:{name[13:15]}Z",
+                               shown[index][1] + name, line)
+                    continue
             elif not maybe(data):
                 continue
             found = _task_and_body(data, known)
@@ -288,7 +387,8 @@ def search(ws: Workspace, query: Query, task: str | None = None, kind: str | Non
                 continue
             line = line_of(found[1])
             if line is not None:
-                yield Hit(found[0], shown[index][0], _iso(name), shown[index][1] + name, line)
+                row = (found[0], shown[index][0], _iso(name), shown[index][1] + name, line)
+                yield text_line(row) if as_lines else row
     finally:
         for fd in fds:
             os.close(fd)

@@ -333,3 +333,83 @@ def test_start_with_an_objective_over_the_document_limit_is_refused(cli: Any, re
     assert result.exit_code == 10 and "(continuity.max_bytes); nothing was written" in result.stderr
     assert snapshot(repo) == before
     assert cli("task", "start", "t1", "--objective", "short").exit_code == 0
+
+
+# ---------------------------------------------------------------- a write that did not fully land (design §10)
+
+def _doctor_codes(repo: Path) -> list[str]:
+    done = run_here("doctor", "--strict", "--json", cwd=repo)
+    return [f["code"] for f in json.loads(done.stdout)["findings"] if f["level"] != "ok"]
+
+
+def _ledger_write_failing(repo: Path, *args: str) -> Any:
+    """The command with its ledger append failing (ENOSPC): its continuity has landed, its event has not."""
+    from majordomus.store.fault import Faults
+
+    with Faults(repo, "write", 1, only="ledger.jsonl").active() as faults:
+        failed = run_here(*args, cwd=repo)
+    assert faults.fired and failed.returncode == 12, failed.stderr
+    return failed
+
+
+def test_a_pin_whose_event_failed_is_reported_by_doctor_and_its_retry_writes_only_the_event(repo: Path) -> None:
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    with freeze_time("2026-12-01T09:01:00Z"):
+        _ledger_write_failing(repo, "context", "pin", "decision", "--", "Keep the cache.")
+    [pinned] = read_doc(repo)["decisions"]
+    assert events_named(repo, "context.pin") == []
+    assert _doctor_codes(repo) == ["continuity.pin-no-event"]
+    with freeze_time("2026-12-01T09:01:02Z"):
+        again = run_here("context", "pin", "decision", "--", "Keep the cache.", cwd=repo)
+    assert again.returncode == 0, again.stderr
+    assert "already pinned; its missing `context.pin` ledger event is now written" in again.stderr.decode()
+    assert again.stdout.decode() == pinned["id"] + "\n"
+    assert read_doc(repo)["decisions"] == [pinned]  # no second pin
+    assert [e["pin"] for e in events_named(repo, "context.pin")] == [pinned["id"]]
+    assert _doctor_codes(repo) == []
+
+
+def test_the_same_pin_again_once_its_event_landed_is_a_second_pin(repo: Path) -> None:
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    for _ in range(2):
+        assert run_here("context", "pin", "decision", "--", "Keep it.", cwd=repo).returncode == 0
+    first, second = read_doc(repo)["decisions"]
+    assert first["text"] == second["text"] and first["id"] != second["id"]
+    assert [e["pin"] for e in events_named(repo, "context.pin")] == [first["id"], second["id"]]
+
+
+def test_an_unpin_whose_event_failed_is_completed_by_its_retry(repo: Path) -> None:
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    pin_id = run_here("context", "pin", "open-item", "--", "Ask about the limits.", cwd=repo).stdout.decode().strip()
+    _ledger_write_failing(repo, "context", "unpin", pin_id)
+    assert read_doc(repo)["openItems"] == [] and events_named(repo, "context.unpin") == []
+    again = run_here("context", "unpin", pin_id[:8], cwd=repo)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.decode() == f"unpinned open-item {pin_id}\n"
+    assert "already gone from the continuity; its missing `context.unpin` ledger event is now written" in \
+        again.stderr.decode()
+    [event] = events_named(repo, "context.unpin")
+    assert (event["pin"], event["kind"], event["task"]) == (pin_id, "open-item", "t1")
+    assert "Ask about the limits." not in (doc_path(repo).parent / "continuity.md").read_text()
+    assert _doctor_codes(repo) == []
+
+
+def test_unpinning_a_pin_already_unpinned_and_logged_is_refused(cli: Any, repo: Path) -> None:
+    from conftest import assert_refused
+
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    pin_id = run_here("context", "pin", "decision", "--", "Keep it.", cwd=repo).stdout.decode().strip()
+    assert run_here("context", "unpin", pin_id, cwd=repo).returncode == 0
+    assert_refused(cli, repo, ("context", "unpin", pin_id), 2, f"no pin `{pin_id}` in task `t1`", "nothing was written")
+
+
+def test_a_ledger_that_begins_later_cannot_tell_so_the_same_pin_again_is_a_second_pin(repo: Path) -> None:
+    with freeze_time("2026-12-01T09:00:00Z"):
+        assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    with freeze_time("2026-12-01T09:01:00Z"):
+        _ledger_write_failing(repo, "context", "pin", "decision", "--", "Keep the cache.")
+    (state_dir(repo) / "ledger.jsonl").write_bytes(b"")  # truncated by hand: it cannot say what it held
+    assert continuity.unlogged_pins(Workspace.open(str(repo)), ["t1"]) == []
+    with freeze_time("2026-12-01T09:01:02Z"):
+        assert run_here("context", "pin", "decision", "--", "Keep the cache.", cwd=repo).returncode == 0
+    assert [p["text"] for p in read_doc(repo)["decisions"]] == ["Keep the cache.", "Keep the cache."]

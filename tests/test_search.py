@@ -175,3 +175,31 @@ def test_exit_codes_pager_and_colour_through_the_console_script(cli, store, tmp_
     assert "\x1b[1;31mlexer\x1b[0m" in paged.read_text()
     plain = on_a_terminal(["search", "lexer"], store, {"MAJORDOMUS_PAGER": "cat", "NO_COLOR": "1"})
     assert b"next: the lexer" in plain and b"\x1b" not in plain
+
+
+def test_a_page_of_lines_is_escaped_line_by_line_when_one_needs_it(cli, repo):
+    """Lines are written in blocks; a block with one line to escape escapes that line alone, as ever."""
+    start_task(cli, "t1")
+    for n in range(3):
+        assert cli("checkpoint", input=f"words number {n}").exit_code == 0
+        a_second_later()
+    first = sorted((state_dir(repo) / "checkpoints").iterdir())[1]
+    first.write_bytes(first.read_bytes().replace(b"number 1", b"number\x1b[2J 1"))
+    lines = cli("search", "words").stdout.splitlines()
+    assert [line.rsplit("  ", 1)[1] for line in lines] == ["words number 2", "words number\\x1b[2J 1",
+                                                           "words number 0"]
+
+
+def test_odd_names_among_the_records(cli, repo):
+    """A name with a line break in it is no record, whatever its last line looks like; a directory under a
+    record's name is skipped and named; an empty file holds nothing to find."""
+    start_task(cli, "t1")
+    assert cli("checkpoint", input="the real one").exit_code == 0
+    checkpoints = state_dir(repo) / "checkpoints"
+    [real] = checkpoints.iterdir()
+    (checkpoints / f"junk\n{real.name}").write_bytes(real.read_bytes())
+    (checkpoints / "20990101T000000Z--main--0000000--0000000000000000.md").mkdir()
+    (checkpoints / "20990101T000001Z--main--0000000--0000000000000001.md").write_bytes(b"")
+    result = cli("search", "real")
+    assert result.exit_code == 0 and result.stdout.count("the real one") == 1, result
+    assert result.stderr.count("majordomus: skipped") == 1 and "is a directory" in result.stderr

@@ -56,11 +56,14 @@ def pin(kind: str, text: tuple[str, ...], source: str | None, as_json: bool) -> 
     from majordomus.output import emit, emit_json, note
 
     ws = workspace()
-    new = continuity.pin(ws, kind, " ".join(text), source or _default_source())
+    new, completed = continuity.pin_landed(ws, kind, " ".join(text), source or _default_source())
     if as_json:
         emit_json(dict(new, kind=kind))
         return
-    note(f"pinned {kind} ({new['source']})")
+    if completed:  # the same pin had landed before, its ledger event had not: only the event was written
+        note(f"this {kind} was already pinned; its missing `context.pin` ledger event is now written")
+    else:
+        note(f"pinned {kind} ({new['source']})")
     emit(new["id"])
 
 
@@ -73,13 +76,15 @@ def unpin(pin_id: str, as_json: bool) -> None:
     A unique prefix of the id, at least 4 characters long, will do.
     """
     from majordomus import continuity
-    from majordomus.output import emit, emit_json
+    from majordomus.output import emit, emit_json, note
 
-    kind, removed = continuity.unpin(workspace(), pin_id)
+    kind, removed, completed = continuity.unpin_landed(workspace(), pin_id)
     if as_json:
         emit_json(dict(removed, kind=kind))
-    else:
-        emit(f"unpinned {kind} {removed['id']}")
+        return
+    if completed:  # an earlier unpin removed it, and its ledger event did not land: only the event was written
+        note("the pin was already gone from the continuity; its missing `context.unpin` ledger event is now written")
+    emit(f"unpinned {kind} {removed['id']}")
 
 
 @context.command("show")

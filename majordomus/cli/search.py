@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import click
 
@@ -35,9 +37,9 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], regex: bool, task_id:
     ws = workspace()
     task = search.check_task(ws, task_id) if task_id is not None else None
     skipped: list[str] = []
-    hits = search.search(ws, query, task, kind, skipped)
     shown = 0
     if as_json:
+        hits = search.search(ws, query, task, kind, skipped)
         out = BlockWriter(sys.stdout)
         out.write("[")
         for hit in hits:
@@ -49,21 +51,50 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], regex: bool, task_id:
         colour = colour_wanted()
         mark = _marker(query) if colour else None
         with paged() as stream:
-            out = BlockWriter(stream)
-            for hit in hits:
-                if mark is None:  # one escape of the whole line: a search can print 100,000 of them
-                    out.write(escape(f"{hit.at}  {hit.task}  {hit.kind:<10}  {hit.path}  {hit.line.strip()}") + "\n")
-                else:
+            if mark is None:
+                shown = _plain(stream, search.text_lines(ws, query, task, kind, skipped))
+            else:
+                out = BlockWriter(stream)
+                for hit in search.search(ws, query, task, kind, skipped):
                     line = mark.sub(lambda m: _MARK + m.group() + _RESET, escape(hit.line.strip()))
                     out.write(escape(f"{hit.at}  {hit.task}  {hit.kind:<10}  {hit.path}") + f"  {line}\n")
-                shown += 1
-            out.flush()
+                    shown += 1
+                out.flush()
     for text in skipped[:10]:
         note(f"majordomus: skipped {text}")
     if len(skipped) > 10:
         note(f"majordomus: skipped {len(skipped) - 10} more (run `majordomus doctor`)")
     if not shown:
         ctx.exit(1)
+
+
+def _plain(stream: Any, lines: Iterator[str]) -> int:
+    """The lines without colour, in blocks; one escape check per block instead of per line (a search can
+    print 100,000): a block whose lines need no escaping is written as it is, any other line by line."""
+    from itertools import islice
+
+    shown = 0
+    while True:
+        block = list(islice(lines, _BLOCK))
+        if not block:
+            break
+        shown += _write_block(stream, block)
+        stream.flush()  # a block is on its way before the next one is searched for (design §22: streamed)
+    return shown
+
+
+_BLOCK = 512
+
+
+def _write_block(stream: Any, block: list[str]) -> int:
+    if block:
+        probe = " ".join(block)  # the lines as one line: escaped as it is exactly when none of them is
+        # (printable ASCII is never escaped: the cheap answer for the common case, else the one rule's)
+        if (probe.isascii() and probe.isprintable()) or escape(probe) is probe:
+            stream.write("\n".join(block) + "\n")
+        else:
+            stream.write("".join(escape(line) + "\n" for line in block))
+    return len(block)
 
 
 def _marker(query: object) -> re.Pattern[str] | None:

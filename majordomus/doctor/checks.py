@@ -206,6 +206,15 @@ def check_continuity(ws: Workspace, task_ids: list[str]) -> list[Finding]:
                                  f"inspect it with `majordomus context validate {task_id}`; if the change is not "
                                  f"one to keep, move context/{task_id} away: brief and resume work without it "
                                  "(the records and the ledger are the authority)"))
+    try:
+        unlogged = continuity.unlogged_pins(ws, task_ids)
+    except (MajordomusError, ValueError, OSError):
+        unlogged = []  # the integrity findings above say why
+    for task_id, kind, pin in unlogged:
+        found.append(Finding(WARN, "continuity.pin-no-event", f"continuity of `{task_id}`: {kind} pin {escape(pin['id'])} "
+                             "has no `context.pin` ledger event", ws.display(continuity.path_of(ws, task_id)),
+                             "its event did not land (a write that failed): run the same `majordomus context pin` "
+                             "again to write it"))
     return found or [Finding(OK, "continuity", f"{len(task_ids)} continuity file(s) intact")]
 
 

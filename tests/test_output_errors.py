@@ -1,0 +1,78 @@
+"""Our own output failing (design §14): stdout or stderr on a full disk (`> /dev/full`) is exit 12 with one
+line on stderr when stderr still takes it — never 70 (an internal error), never 0, never a traceback.
+The console script, because the process's own streams and its exit are the subject."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import MAJORDOMUS, start_task_at
+
+from majordomus import main
+
+FULL = "/dev/full"
+MESSAGE = b"majordomus: cannot write the output: No space left on device"
+
+
+@pytest.fixture(autouse=True)
+def _needs_dev_full() -> None:
+    if not os.path.exists(FULL):
+        pytest.fail("/dev/full is missing: the tests of a full disk under stdout need it")
+
+
+def _to_full(repo: Path, *args: str, stdout: bool = True, stderr: bool = False, buffered: bool = False,
+             stdin: bytes = b"") -> tuple[int, bytes]:
+    """Run the console script with stdout (and/or stderr) on /dev/full; (exit code, what stderr got)."""
+    env = dict(os.environ)
+    if buffered:
+        env.pop("PYTHONUNBUFFERED", None)
+    else:
+        env["PYTHONUNBUFFERED"] = "1"
+    with open(FULL, "wb") as full:
+        done = subprocess.run([str(MAJORDOMUS), *args], cwd=repo, input=stdin, env=env, check=False,
+                              stdout=full if stdout else subprocess.DEVNULL,
+                              stderr=full if stderr else subprocess.PIPE, timeout=60)
+    return done.returncode, done.stderr or b""
+
+
+@pytest.mark.parametrize("buffered", [False, True])
+def test_a_listing_to_a_full_disk_is_exit_12_with_one_line(repo: Path, buffered: bool) -> None:
+    start_task_at(repo)
+    for args in (("ledger",), ("ledger", "--json"), ("task", "show", "t1"), ("--version",)):
+        code, err = _to_full(repo, *args, buffered=buffered)
+        assert code == 12, (args, err)
+        assert err.startswith(MESSAGE) and err.count(b"\n") == 1, (args, err)
+        assert b"Traceback" not in err and b"Exception ignored" not in err, (args, err)
+
+
+def test_stdout_and_stderr_both_on_a_full_disk_is_exit_12(repo: Path) -> None:
+    start_task_at(repo)
+    assert _to_full(repo, "ledger", stderr=True)[0] == 12
+    assert _to_full(repo, "doctor", stderr=True, buffered=True)[0] == 12
+
+
+def test_an_error_message_that_cannot_be_written_is_exit_12_not_70(repo: Path) -> None:
+    start_task_at(repo)
+    # the refusal (the task exists) goes to a stderr on a full disk
+    assert _to_full(repo, "task", "start", "t1", stdout=False, stderr=True)[0] == 12
+
+
+def test_a_hook_with_its_output_on_a_full_disk_still_exits_0(repo: Path) -> None:
+    start_task_at(repo)
+    assert _to_full(repo, "hook", "session-start", stderr=True, stdin=b"{}")[0] == 0
+
+
+def test_only_an_error_from_writing_output_is_taken_for_one() -> None:
+    def raised(exc: OSError) -> OSError:
+        try:
+            raise exc
+        except OSError as caught:
+            return caught
+
+    assert not main._writing_output(raised(OSError(errno.ENOSPC, "full", "/some/file")))  # a path: not ours
+    assert not main._writing_output(raised(OSError(errno.EACCES, "denied")))
+    assert not main._writing_output(raised(FileNotFoundError(errno.ENOENT, "gone")))

@@ -1,0 +1,57 @@
+"""The state is real or it is not touched: hooks, task reads, refusals, profile names and config minimums.
+
+Each rule is tested at its edge (what passes) and one past it (what is refused, with nothing written).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from helpers import assert_refused, run_here, snapshot, state_dir
+
+START = b'{"session_id":"s1","source":"startup"}'
+STOP = b'{"session_id":"s1","last_assistant_message":"done"}'
+
+
+def _started(repo: Path) -> None:
+    assert run_here("task", "start", "t1", "--title", "t", cwd=repo).returncode == 0
+    assert run_here("checkpoint", cwd=repo, input="a note\n").returncode == 0
+
+
+def _hooks(repo: Path) -> None:
+    for name, payload in (("session-start", START), ("stop", STOP)):
+        result = run_here("hook", name, cwd=repo, input=payload)
+        assert result.returncode == 0, result.stderr  # hooks fail open
+
+
+# ---------------------------------------------------------------- the hooks write only into a real state
+
+
+def test_hooks_record_in_a_real_state(repo):
+    _started(repo)
+    ledger = state_dir(repo) / "ledger.jsonl"
+    before = ledger.read_bytes()
+    _hooks(repo)
+    added = ledger.read_bytes()[len(before):].decode()
+    assert '"session.start"' in added and '"session.stop"' in added
+    assert (state_dir(repo) / "cache" / "conversations.json").is_file()
+
+
+@pytest.mark.parametrize("linked", [".ai", ".ai/local", ".ai/local/state", ".ai/local/state/cache"])
+def test_hooks_write_nothing_through_a_link(repo, tmp_path, linked):
+    _started(repo)
+    assert run_here("hook", "session-start", cwd=repo, input=START).returncode == 0  # the memory exists
+    outside = tmp_path / "outside"
+    os.rename(repo / linked, outside)
+    os.symlink(outside, repo / linked)
+    before_outside, before_repo = snapshot(outside), snapshot(repo)
+    for name, payload in (("session-start", START), ("stop", STOP)):
+        result = run_here("hook", name, cwd=repo, input=payload, text=True)
+        assert result.returncode == 0, result.stderr
+        if linked != ".ai/local/state/cache":  # the ledger is not reached through the cache
+            assert "symbolic link" in result.stderr + result.stdout, (result.stdout, result.stderr)
+    assert snapshot(outside) == before_outside
+    if linked != ".ai/local/state/cache":
+        assert snapshot(repo) == before_repo

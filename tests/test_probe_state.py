@@ -55,3 +55,28 @@ def test_hooks_write_nothing_through_a_link(repo, tmp_path, linked):
     assert snapshot(outside) == before_outside
     if linked != ".ai/local/state/cache":
         assert snapshot(repo) == before_repo
+
+
+# ---------------------------------------------------------------- task reads refuse a linked tasks/
+
+
+TASK_READERS = [("brief",), ("task", "show"), ("task", "show", "t1"), ("task", "list"),
+                ("context", "pin", "decision", "--", "a pin"), ("checkpoint",)]
+
+
+@pytest.mark.parametrize("args", TASK_READERS)
+def test_task_reads_in_a_real_tasks_directory(cli, repo, args):
+    _started(repo)
+    result = cli(*args, input="another note\n")
+    assert result.exit_code == 0, result
+
+
+@pytest.mark.parametrize("args", TASK_READERS)
+def test_task_reads_refuse_a_linked_tasks_directory(cli, repo, tmp_path, args):
+    _started(repo)
+    outside = tmp_path / "outside-tasks"
+    os.rename(state_dir(repo) / "tasks", outside)
+    os.symlink(outside, state_dir(repo) / "tasks")
+    before = snapshot(outside)
+    assert_refused(cli, repo, args, 12, f"{state_dir(repo) / 'tasks'} is a symbolic link", input="another note\n")
+    assert snapshot(outside) == before

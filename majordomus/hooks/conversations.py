@@ -29,11 +29,11 @@ PAIR_SECONDS = 5  # Codex: SessionStart `resume` then `compact` after a compacti
 def _cache_is_real(ws: Any) -> bool:
     """True when the state and its cache directory exist as real directories: the memory is never read or
     written through a link on the way (design §2), and a hook never creates the state directory."""
-    from majordomus.lite.statepaths import is_real_dir
+    from majordomus.lite.statepaths import CACHE, is_real_dir
     from majordomus.store import paths
 
     try:
-        return paths.check_readable(ws.paths) and is_real_dir(ws.paths.cache)
+        return paths.check_readable(ws.paths, CACHE) and is_real_dir(ws.paths.cache)
     except safeio.EnvironmentProblem:
         return False
 

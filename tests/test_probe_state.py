@@ -80,3 +80,35 @@ def test_task_reads_refuse_a_linked_tasks_directory(cli, repo, tmp_path, args):
     before = snapshot(outside)
     assert_refused(cli, repo, args, 12, f"{state_dir(repo) / 'tasks'} is a symbolic link", input="another note\n")
     assert snapshot(outside) == before
+
+
+# ---------------------------------------------------------------- a refused task change writes nothing
+
+
+@pytest.mark.parametrize("args", [("task", "resume", "nope"), ("task", "done", "nope"),
+                                  ("task", "release", "nope"), ("task", "start", "t2", "--from", "nope")])
+def test_an_unknown_task_is_refused_before_the_state_exists(cli, repo, args):
+    assert not (repo / ".ai").exists()
+    assert_refused(cli, repo, args, 2, "no task `nope`")
+    assert not (repo / ".ai").exists()
+
+
+@pytest.mark.parametrize("args", [("task", "done"), ("task", "release")])
+def test_no_task_here_is_refused_before_the_state_exists(cli, repo, args):
+    assert_refused(cli, repo, args, 11, "no active task")
+    assert not (repo / ".ai").exists()
+
+
+def test_a_known_task_changes_at_the_edge(cli, repo):
+    assert cli("task", "start", "t1").exit_code == 0
+    assert cli("task", "start", "t2", "--from", "t1").exit_code == 0
+    assert cli("task", "resume", "t1").exit_code == 0
+    assert cli("task", "release", "t1").exit_code == 0
+    assert cli("task", "done", "t1").exit_code == 0
+    assert cli("task", "show", "t1").stdout.count("status: done") == 1
+
+
+def test_an_unknown_task_is_refused_in_an_existing_state(cli, repo):
+    assert cli("task", "start", "t1").exit_code == 0
+    for args in (("task", "resume", "nope"), ("task", "done", "nope")):
+        assert_refused(cli, repo, args, 2, "no task `nope`")

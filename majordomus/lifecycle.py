@@ -9,6 +9,7 @@ from __future__ import annotations
 from majordomus import claims, clock, continuity, secretscan, tasks
 from majordomus.errors import NoActiveTask, NotFound, Refused
 from majordomus.lite import active as active_index
+from majordomus.lite import names
 from majordomus.lite import text as text_rule
 from majordomus.store import files, ledger, listing
 from majordomus.workspace import Workspace
@@ -113,6 +114,10 @@ def start(
     if title is not None:  # one line (design §2a "fields"); an objective collapses to one, like a pin
         text_rule.checked("title", title, hint="a title is one short line; put the detail in --objective")
     objective = text_rule.collapse(objective) if objective is not None else None
+    if profile is not None and not names.is_profile_name(profile):  # an identifier, never a path (design §2a)
+        raise Refused(f"--profile `{text_rule.escape(profile[:80])}` is not a valid profile name; nothing was written",
+                      "use 1–64 characters of A-Z, a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit: "
+                      "the name of a file .ai/profiles/NAME.md")
     owner = ws.owner(owner)  # refused before anything is created when its source breaks the grammar
     for name, text in (("title", title), ("objective", objective)):
         what = secretscan.looks_secret(text) if text else None

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from helpers import assert_refused, run_here, snapshot, state_dir
 
+from majordomus.config import load
+
 START = b'{"session_id":"s1","source":"startup"}'
 STOP = b'{"session_id":"s1","last_assistant_message":"done"}'
 
@@ -112,3 +114,79 @@ def test_an_unknown_task_is_refused_in_an_existing_state(cli, repo):
     assert cli("task", "start", "t1").exit_code == 0
     for args in (("task", "resume", "nope"), ("task", "done", "nope")):
         assert_refused(cli, repo, args, 2, "no task `nope`")
+
+
+# ---------------------------------------------------------------- profile names are identifiers
+
+
+@pytest.mark.parametrize("name", ["x", "A.b_c-9", "p" * 64])
+def test_a_valid_profile_name_is_stored(cli, repo, name):
+    assert cli("task", "start", "t1", "--profile", name).exit_code == 0
+    assert f'profile: "{name}"\n' in (state_dir(repo) / "tasks" / "t1.yaml").read_text()
+
+
+@pytest.mark.parametrize("name", ["../x", "../../etc/passwd", "default\n", "p" * 65, ".hidden", "a/b", ""])
+def test_an_invalid_profile_name_is_refused_at_ingest(cli, repo, name):
+    assert_refused(cli, repo, ("task", "start", "t1", "--profile", name), 10, "--profile", "not a valid profile name")
+    assert not (repo / ".ai").exists()
+
+
+@pytest.mark.parametrize("value", ['"default\\n"', '"../../etc/passwd"', '"p/q"', f'"{"p" * 65}"'])
+def test_an_invalid_configured_profile_is_refused(cli, repo, value):
+    (repo / ".ai").mkdir()
+    (repo / ".ai" / "config.yaml").write_text(f"profile: {value}\n")
+    result = assert_refused(cli, repo, ("task", "start", "t1"), 12, "`profile` must be a profile name")
+    assert "config.yaml" in result.stderr
+    assert not (repo / ".ai" / "local").exists()
+
+
+def test_a_configured_profile_at_the_edge_is_used(cli, repo):
+    (repo / ".ai").mkdir()
+    (repo / ".ai" / "config.yaml").write_text(f'profile: "{"p" * 64}"\n')
+    assert cli("task", "start", "t1").exit_code == 0
+    assert f'profile: "{"p" * 64}"\n' in (state_dir(repo) / "tasks" / "t1.yaml").read_text()
+
+
+def test_doctor_fails_a_stored_profile_that_breaks_the_grammar(cli, repo):
+    assert cli("task", "start", "t1").exit_code == 0
+    sound = cli("doctor")
+    assert "task.profile-invalid" not in sound.stdout, sound
+    record = state_dir(repo) / "tasks" / "t1.yaml"  # a record edited by hand, or written by an older version
+    record.write_text(record.read_text().replace('profile: "default"', 'profile: "../../etc/passwd"'))
+    before = snapshot(repo)
+    result = cli("doctor")
+    assert result.exit_code == 1, result
+    assert "task.profile-invalid" in result.stdout and "../../etc/passwd" in result.stdout, result.stdout
+    assert "profiles and ownership are sound" not in result.stdout
+    assert snapshot(repo) == before
+
+
+# ---------------------------------------------------------------- configured sizes have a minimum
+
+
+@pytest.mark.parametrize("section,key,minimum", [
+    ("journal", "rotate_bytes", 1), ("journal", "line_max_bytes", 1), ("checkpoint", "max_body_lines", 1),
+    ("checkpoint", "max_body_bytes", 1), ("checkpoint", "retention_max_files", 1),
+    ("checkpoint", "stale_after_minutes", 1), ("handoff", "max_bytes", 1), ("handoff", "retention_max_files", 1),
+    ("continuity", "pin_max_bytes", 1), ("continuity", "max_bytes", 1), ("continuity", "render_max_bytes", 256),
+    ("hooks", "max_context_chars", 256), ("hooks", "codex_max_tokens", 64),
+])
+def test_a_configured_size_below_its_minimum_is_refused(cli, repo, section, key, minimum):
+    (repo / ".ai").mkdir()
+    config = repo / ".ai" / "config.yaml"
+    config.write_text(f"{section}:\n  {key}: {minimum}\n")  # the edge
+    assert load(str(repo)).get(section, key) == minimum
+    config.write_text(f"{section}:\n  {key}: {minimum - 1}\n")  # one past it
+    for args in (("checkpoint",), ("task", "start", "t2")):
+        assert_refused(cli, repo, args, 12, f"`{section}.{key}` must be at least {minimum}, not {minimum - 1}",
+                       input="a note\n")
+    doctor = cli("doctor")
+    assert doctor.exit_code == 1 and f"{section}.{key}" in doctor.stdout, doctor
+
+
+def test_zero_changed_files_is_a_valid_limit(cli, repo):
+    (repo / ".ai").mkdir()
+    (repo / ".ai" / "config.yaml").write_text("checkpoint:\n  max_changed_files: 0\n")
+    assert cli("task", "start", "t1").exit_code == 0
+    (repo / ".ai" / "config.yaml").write_text("checkpoint:\n  max_changed_files: -1\n")
+    assert_refused(cli, repo, ("task", "start", "t2"), 12, "`checkpoint.max_changed_files` must be zero or more")

@@ -190,3 +190,27 @@ def test_zero_changed_files_is_a_valid_limit(cli, repo):
     assert cli("task", "start", "t1").exit_code == 0
     (repo / ".ai" / "config.yaml").write_text("checkpoint:\n  max_changed_files: -1\n")
     assert_refused(cli, repo, ("task", "start", "t2"), 12, "`checkpoint.max_changed_files` must be zero or more")
+
+
+@pytest.mark.parametrize("tamper", [
+    lambda d: d["values"].update(profile="../x"),
+    lambda d: d["values"].update(profile="default\n"),
+    lambda d: d["values"]["journal"].update(rotate_bytes=0),
+])
+def test_the_config_cache_is_not_trusted_past_the_rules(repo, tamper):
+    import json
+
+    from majordomus.config import remember
+    from majordomus.lite import dotgit, limits
+
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    place = dotgit.locate(str(repo))
+    assert place is not None
+    paths = place.state_paths()
+    (repo / ".ai" / "config.yaml").write_text("journal:\n  rotate_bytes: 1\n")  # the edge
+    remember(load(str(repo), paths.config_cache), paths.config_cache)
+    assert limits.journal_limits(paths.config_file, paths.config_cache) == {"line_max_bytes": 16384, "rotate_bytes": 1}
+    doc = json.loads(Path(paths.config_cache).read_text())
+    tamper(doc)  # one past it: a cache majordomus did not write
+    Path(paths.config_cache).write_text(json.dumps(doc))
+    assert limits.journal_limits(paths.config_file, paths.config_cache) is None

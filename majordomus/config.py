@@ -6,7 +6,7 @@ import json
 import os
 
 from majordomus.errors import ENVIRONMENT, MajordomusError
-from majordomus.lite import limits, safeio
+from majordomus.lite import limits, names, safeio
 from majordomus.lite.limits import CONFIG_MAX_BYTES, DEFAULTS, MINIMUMS, NUMBER_MAX
 from majordomus.lite.statepaths import CONFIG_RELPATH, committed
 
@@ -64,6 +64,10 @@ def _check(value: Any, default: Any, dotted: str, where: str) -> Any:
             raise bad(f"at least {MINIMUMS.get(dotted, 0)}" if dotted in MINIMUMS else "zero or more")
         if value > NUMBER_MAX:
             raise bad(f"at most {NUMBER_MAX}")
+    elif dotted == "profile":  # an identifier, checked by full match (design §2a): never a path
+        if not names.is_profile_name(value):
+            raise bad("a profile name of 1–64 characters of A-Z, a-z, 0-9, `.`, `_`, `-`, starting with a "
+                      "letter or digit")
     elif isinstance(default, str):
         if not isinstance(value, str) or not value.strip():
             raise bad("a non-empty string")

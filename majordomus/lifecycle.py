@@ -9,7 +9,7 @@ from __future__ import annotations
 from majordomus import claims, clock, continuity, secretscan, tasks
 from majordomus.errors import NoActiveTask, NotFound, Refused
 from majordomus.lite import active as active_index
-from majordomus.lite import textrules
+from majordomus.lite import names, textrules
 from majordomus.store import files, ledger, listing
 from majordomus.workspace import Workspace
 
@@ -90,6 +90,15 @@ def _claim(ws: Workspace, task: tasks.Task, at: str, owner: str | None = None) -
     return claim
 
 
+def _known(ws: Workspace, task_id: str | None) -> None:
+    """Before anything creates the state: a task that does not exist (or no task here) is refused with
+    nothing written. The change reads it again under the lock."""
+    if task_id is None:
+        _slot_here(ws)
+    else:
+        tasks.load(ws, tasks.validate_id(task_id))
+
+
 def start(
     ws: Workspace,
     task_id: str,
@@ -104,6 +113,10 @@ def start(
     if title is not None:  # one line (design §2a "fields"); an objective collapses to one, like a pin
         textrules.checked("title", title, hint="a title is one short line; put the detail in --objective")
     objective = textrules.collapse(objective) if objective is not None else None
+    if profile is not None and not names.is_profile_name(profile):  # an identifier, never a path (design §2a)
+        raise Refused(f"--profile `{textrules.escape(profile[:80])}` is not a valid profile name; nothing was written",
+                      "use 1–64 characters of A-Z, a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit: "
+                      "the name of a file .ai/profiles/NAME.md")
     owner = ws.owner(owner)  # refused before anything is created when its source breaks the grammar
     for name, text in (("title", title), ("objective", objective)):
         what = secretscan.looks_secret(text) if text else None
@@ -113,6 +126,8 @@ def start(
                           "context and the remote; say where the secret lives instead")
     if from_task is not None:
         tasks.validate_id(from_task)
+        if not tasks.exists(ws, from_task):  # refused before anything creates the state
+            raise NotFound(f"no task `{from_task}` to seed from (--from)", "list tasks with `majordomus task list`")
     ws.ensure_state("tasks")
     at = clock.now_iso()
     with files.locked(ws.paths.lock):
@@ -182,7 +197,7 @@ def _branch_missing(ws: Workspace, task: tasks.Task) -> bool:
 def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = False) -> tasks.Task:
     """Make a paused or handed-off task active here. A done task needs `reopen`; a task active in another
     worktree or branch needs `force`, unless that worktree is gone (orphaned): both are recorded."""
-    tasks.validate_id(task_id)
+    _known(ws, task_id)
     ws.ensure_state("tasks")
     at = clock.now_iso()
     with files.locked(ws.paths.lock):
@@ -251,6 +266,7 @@ def _finish_resume(ws: Workspace, task: tasks.Task, index: dict[str, str], at: s
 
 def done(ws: Workspace, task_id: str | None, *, force: bool = False) -> tasks.Task:
     """Finish a task (terminal). One active in another worktree or branch needs `force`, like `resume`."""
+    _known(ws, task_id)
     ws.ensure_state("tasks")
     at = clock.now_iso()
     with files.locked(ws.paths.lock):
@@ -329,6 +345,7 @@ def release_claim(ws: Workspace, task_id: str | None) -> tuple[tasks.Task, bool]
     """`task release`: give up this machine's claim on a task (default: the active one here). If the task
     is active here it becomes paused; if it is held elsewhere (a double claim), only our claim ends.
     Returns the task and whether it was paused."""
+    _known(ws, task_id)
     ws.ensure_state("tasks")
     at = clock.now_iso()
     with files.locked(ws.paths.lock):

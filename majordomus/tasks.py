@@ -11,6 +11,7 @@ from majordomus import claims, clock
 from majordomus.errors import EnvironmentProblem, NoActiveTask, NotFound, UsageError
 from majordomus.lite import active as active_index
 from majordomus.lite import names, safeio, textrules
+from majordomus.lite.statepaths import TASKS
 from majordomus.store import files, paths, records
 
 TYPE_CHECKING = False  # the hot paths read tasks: no typing, no dataclasses at run time
@@ -111,6 +112,7 @@ def validate_id(task_id: str) -> str:
 
 def load(ws: Workspace, task_id: str) -> Task:
     path = ws.paths.task_file(validate_id(task_id))
+    paths.check_readable(ws.paths, TASKS)  # never read through a link to the state or its tasks/
     stamp = files.stamp(path)  # before the read: a record replaced in between only costs a second read
     try:
         data = safeio.read(path, MAX_BYTES)
@@ -129,7 +131,7 @@ def load(ws: Workspace, task_id: str) -> Task:
 
 
 def exists(ws: Workspace, task_id: str) -> bool:
-    return os.path.lexists(ws.paths.task_file(task_id))
+    return paths.check_readable(ws.paths, TASKS) and os.path.lexists(ws.paths.task_file(task_id))
 
 
 def save(ws: Workspace, task: Task) -> None:
@@ -138,7 +140,7 @@ def save(ws: Workspace, task: Task) -> None:
 
 
 def all_tasks(ws: Workspace) -> list[Task]:
-    if not paths.check_readable(ws.paths):  # no state yet; a link on the way to it is refused
+    if not paths.check_readable(ws.paths, TASKS):  # no state yet; a link on the way to it is refused
         return []
     try:
         names = sorted(os.listdir(ws.paths.tasks))

@@ -27,14 +27,15 @@ def test_partial_file_keeps_other_defaults_and_lists_unknown_keys(tmp_path):
 
 
 @pytest.mark.parametrize("text,words", [
-    ("checkpoint:\n  max_body_lines: -1\n", "`checkpoint.max_body_lines` must be zero or more"),
-    ("checkpoint:\n  stale_after_minutes: -1\n", "`checkpoint.stale_after_minutes` must be zero or more"),
+    ("checkpoint:\n  max_body_lines: -1\n", "`checkpoint.max_body_lines` must be at least 1"),
+    ("checkpoint:\n  stale_after_minutes: -1\n", "`checkpoint.stale_after_minutes` must be at least 1"),
     ("continuity:\n  render_max_bytes: 255\n", "`continuity.render_max_bytes` must be at least 256, not 255"),
     ("checkpoint:\n  max_body_bytes: 2147483649\n", "`checkpoint.max_body_bytes` must be at most 2147483648"),
     ("checkpoint:\n  max_body_lines: true\n", "`checkpoint.max_body_lines` must be a whole number"),
     ("handoff:\n  required_sections: State\n", "`handoff.required_sections` must be a list"),
     ("hooks: 3\n", "`hooks` must be a mapping"),
-    ("profile: ''\n", "`profile` must be a non-empty string"),
+    ("profile: ''\n", "`profile` must be a profile name"),
+    ("profile: 'a/b'\n", "`profile` must be a profile name"),
     ("- a\n- b\n", "must be a mapping of sections"),
 ])
 def test_wrong_types_are_clear_errors(tmp_path, text, words):

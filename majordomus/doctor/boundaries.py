@@ -12,6 +12,8 @@ from majordomus.doctor.findings import FAIL, OK, WARN, Finding
 from majordomus.errors import MajordomusError
 from majordomus.lite import active, safeio
 from majordomus.lite.limits import PROFILE_MAX_BYTES
+from majordomus.lite.names import is_profile_name
+from majordomus.lite.textrules import escape
 from majordomus.workspace import Workspace
 
 
@@ -89,6 +91,25 @@ def _held(ws: Workspace, task_ids: list[str]) -> Iterator[tuple[str, tasks.Task,
             continue
 
 
+def check_profile_names(ws: Workspace, task_ids: list[str]) -> list[Finding]:
+    """A task's profile is an identifier (design §2a): a stored one that breaks the grammar (a path, a
+    newline) is never read by session-start, and is reported."""
+    found = []
+    for task_id in sorted(task_ids):
+        try:
+            task = tasks.load(ws, task_id)
+        except MajordomusError:
+            continue  # reported by check_tasks
+        if not is_profile_name(task.profile):
+            shown = ws.display(ws.paths.task_file(task_id))
+            found.append(Finding(FAIL, "task.profile-invalid", f"task `{task_id}` names the profile "
+                                 f"{escape(repr(task.profile[:80]))}, which is not a valid profile name; "
+                                 "session-start injects no identity for it", shown,
+                                 f"set `profile:` in {shown} to the name of a file .ai/profiles/NAME.md "
+                                 "(A-Z, a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit)"))
+    return found
+
+
 def check_orphans(ws: Workspace, task_ids: list[str]) -> list[Finding]:
     """A task active in a worktree that no longer exists can be resumed anywhere without --force."""
     found = []
@@ -119,7 +140,7 @@ def check_branches(ws: Workspace, task_ids: list[str]) -> list[Finding]:
 
 
 def run(ws: Workspace, task_ids: list[str]) -> list[Finding]:
-    found = (check_index(ws) + check_profiles(ws) + check_owners(ws) + check_orphans(ws, task_ids)
-             + check_branches(ws, task_ids))
+    found = (check_index(ws) + check_profiles(ws) + check_profile_names(ws, task_ids) + check_owners(ws)
+             + check_orphans(ws, task_ids) + check_branches(ws, task_ids))
     return found or [Finding(OK, "boundaries", "active index, profiles and ownership are sound; no orphaned task, "
                              "no task on a missing branch")]

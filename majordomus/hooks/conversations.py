@@ -26,7 +26,21 @@ TRANSCRIPT_HEAD_MAX = 64 << 10  # the first line of a transcript is read up to t
 PAIR_SECONDS = 5  # Codex: SessionStart `resume` then `compact` after a compaction, within about 100 ms
 
 
+def _cache_is_real(ws: Any) -> bool:
+    """True when the state and its cache directory exist as real directories: the memory is never read or
+    written through a link on the way (design §2), and a hook never creates the state directory."""
+    from majordomus.lite.statepaths import CACHE, is_real_dir
+    from majordomus.store import paths
+
+    try:
+        return paths.check_readable(ws.paths, CACHE) and is_real_dir(ws.paths.cache)
+    except safeio.EnvironmentProblem:
+        return False
+
+
 def load_memory(ws: Any) -> dict[str, Any]:
+    if not _cache_is_real(ws):
+        return {}  # a memory that cannot be read costs a whole briefing
     try:
         data = jsonbound.loads(safeio.read_optional(ws.paths.conversations, MEMORY_MAX) or b"{}")
     except (ValueError, RecursionError, safeio.EnvironmentProblem):
@@ -35,8 +49,8 @@ def load_memory(ws: Any) -> dict[str, Any]:
 
 
 def save_memory(ws: Any, memory: dict[str, Any]) -> None:
-    if not os.path.isdir(os.path.dirname(ws.paths.conversations)):
-        return  # a hook never creates the state directory
+    if not _cache_is_real(ws):
+        return
     from majordomus.store import files
 
     kept = dict(list(memory.items())[-CONVERSATIONS_KEPT:])

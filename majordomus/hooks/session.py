@@ -9,7 +9,6 @@ the calling runtime's own budget, and on a resumed session it does not inject an
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from majordomus.hooks.injection import OTHER_RUNTIMES, build_context, give, other_runtime, short, whole_context
@@ -76,11 +75,13 @@ def open_session() -> Session:
 
 
 def _record(session: Session, event: str, **fields: Any) -> None:
-    """A ledger event where majordomus already keeps state: a hook never creates the state directory."""
+    """A ledger event where majordomus already keeps state: a hook never creates the state directory, and
+    never writes through a link on the way to it (`check_readable` refuses one, naming it)."""
     from majordomus import clock
+    from majordomus.store import paths
 
     ws = session.ws
-    if ws is None or not os.path.isdir(ws.paths.root):
+    if ws is None or not paths.check_readable(ws.paths):
         return
     task_id = session.task.id if session.task is not None else None
     ws.event(event, task_id, clock.now_iso(), **fields)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from majordomus.lite import jsonbound, safeio
+from majordomus.lite import jsonbound, names, safeio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,9 +45,26 @@ DEFAULTS: dict[str, Any] = {
     "profile": "default",
 }
 # The smallest value that still does the job: below it a limit silently empties what it bounds (a briefing
-# of 0 bytes, a context of no characters), so the configuration is refused instead, naming the key.
-# (The other limits refuse loudly when set too low: a body over them is refused with a message.)
-MINIMUMS = {"continuity.render_max_bytes": 256, "hooks.max_context_chars": 256, "hooks.codex_max_tokens": 64}
+# of 0 bytes, a context of no characters), so the configuration is refused instead, naming the key. A size,
+# a count of files or lines, or a number of minutes where zero makes no sense (a journal rotated at every
+# line, a body of no bytes, a task stale the moment it starts) is at least 1; the limits set too low past
+# that refuse loudly (a body over them is refused with a message). Only `checkpoint.max_changed_files` may
+# be 0: a checkpoint then lists no changed file and says how many it left out.
+MINIMUMS = {
+    "checkpoint.max_body_lines": 1,
+    "checkpoint.max_body_bytes": 1,
+    "checkpoint.retention_max_files": 1,
+    "checkpoint.stale_after_minutes": 1,
+    "handoff.max_bytes": 1,
+    "handoff.retention_max_files": 1,
+    "continuity.pin_max_bytes": 1,
+    "continuity.max_bytes": 1,
+    "continuity.render_max_bytes": 256,
+    "journal.line_max_bytes": 1,
+    "journal.rotate_bytes": 1,
+    "hooks.max_context_chars": 256,
+    "hooks.codex_max_tokens": 64,
+}
 MIN_RENDER_BYTES = MINIMUMS["continuity.render_max_bytes"]
 CONFIG_MAX_BYTES = 64 << 10  # design §2a: a committed config is read up to this bound
 PROFILE_MAX_BYTES = 64 << 10
@@ -78,8 +95,12 @@ def read_cache(cache_path: str, sig: list[Any]) -> tuple[dict[str, Any], list[st
                 return None
             if not all(type(value[k]) is type(d) for k, d in default.items()):
                 return None
+            if not all(value[k] >= MINIMUMS.get(f"{key}.{k}", 0) for k, d in default.items() if type(d) is int):
+                return None
         elif type(value) is not type(default):
             return None
+    if not names.is_profile_name(values["profile"]):
+        return None
     return values, [str(k) for k in unknown]
 
 

@@ -53,9 +53,14 @@ def make_parent(path: str) -> None:
         os.chmod(directory, PARENT_MODE & ~0o022)
 
 
-def check_readable(paths: StatePaths) -> bool:
-    """For read-only commands: True when the state exists; refuse links on the way."""
-    return state_exists(paths)
+def check_readable(paths: StatePaths, *subdirs: str) -> bool:
+    """For readers: True when the state exists (and each of `subdirs` of it, `tasks` say, is a real
+    directory or absent); a link on the way, or a linked subdirectory, is refused (exit 12, naming it)."""
+    if not state_exists(paths):
+        return False
+    for sub in subdirs:
+        is_real_dir(paths.directory(sub))
+    return True
 
 
 def ensure(paths: StatePaths, *subdirs: str) -> None:

@@ -131,7 +131,8 @@ def sources(ws: Workspace, task: tasks.Task, enough: int, *, list_store: bool = 
     """The latest handoff and the checkpoints since it, every one read checked against the digest in its
     name, and every record that the task, its index or the ledger names since that handoff and that is
     deleted, unreadable or replaced (design §9). Without a whole index the names come from a listing of
-    the store, or with `list_store` False (`check`) from the ledger's events of the task only."""
+    the store, or with `list_store` False (`check`: only `gone` is asked for, and the records are checked
+    against their names without being parsed) from the ledger's events of the task only."""
     gone: list[reading.Gone] = []
     latest: reading.Record | None = None
     if task.handoff:
@@ -149,7 +150,7 @@ def sources(ws: Workspace, task: tasks.Task, enough: int, *, list_store: bool = 
     if indexed is None and not list_store:
         fallback = [os.path.basename(rel) for rel in reversed(walk.checkpoints)]
     found_names = reading.candidates(ws, task, latest, indexed, fallback)
-    since, unread, lost = reading.recent_checkpoints(ws, task, found_names, enough)
+    since, unread, lost = reading.recent_checkpoints(ws, task, found_names, enough, parse=list_store)
     gone += lost
     covered = {r.rel for r in since} | {g.rel for g in gone} | found_names.listed
     covered.update("checkpoints/" + n for n in found_names.names)

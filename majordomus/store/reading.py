@@ -47,15 +47,31 @@ class Gone:
 def read_record(ws: Workspace, rel: str) -> Record:
     """Raises OSError (e.g. FileNotFoundError) or ValueError when the record is gone or unreadable, and
     `Replaced` when its bytes are not the ones its name was made from: a record is only what it was written as."""
-    path = ws.paths.absolute(rel)
+    meta, body = records.split(_checked(ws, rel))
+    return Record(rel=rel, path=ws.paths.absolute(rel), meta=meta, body=body)
+
+
+def _checked(ws: Workspace, rel: str) -> bytes:
     claimed = names.name_digest(os.path.basename(rel))
     if claimed is None:
         raise ValueError(f"{rel} is not a record name")
-    data = safeio.read(path, records.MAX_RECORD_BYTES)
+    data = safeio.read(ws.paths.absolute(rel), records.MAX_RECORD_BYTES)
     if not records.sha256(data).startswith(claimed):
         raise Replaced(f"{rel}: its content no longer matches the digest in its name")
-    meta, body = records.split(data)
-    return Record(rel=rel, path=path, meta=meta, body=body)
+    return data
+
+
+def verify(ws: Workspace, rel: str) -> int | Gone:
+    """The size of the record at `rel` when its bytes are the ones its name was made from (not parsed: what
+    `check` asks after every commit), or why not."""
+    try:
+        return len(_checked(ws, rel))
+    except FileNotFoundError:
+        return Gone(rel, "deleted")
+    except Replaced:
+        return Gone(rel, "replaced")
+    except (OSError, ValueError, EnvironmentProblem):
+        return Gone(rel, "unreadable")
 
 
 def examine(ws: Workspace, rel: str) -> Record | Gone:
@@ -132,12 +148,14 @@ def checkpoints_since(ws: Workspace, task: Task, previous: Record | None) -> lis
     return out
 
 
-def recent_checkpoints(ws: Workspace, task: Task, found: Candidates, enough: int) -> tuple[list[Record], int, list[Gone]]:
+def recent_checkpoints(ws: Workspace, task: Task, found: Candidates, enough: int, *,
+                       parse: bool = True) -> tuple[list[Record], int, list[Gone]]:
     """Like `checkpoints_since`, but read newest first only until the bodies pass `enough` bytes; the
     older ones are only counted. A briefing drops the oldest checkpoints before anything else, so once
     the newer ones alone exceed its budget every older one would be dropped anyway. Also returns the
     names it could not stand on: the task's own that are gone, unreadable or replaced, and from a listing
-    a replaced one whose front matter claims the task."""
+    a replaced one whose front matter claims the task. With `parse` False (the task's own names only) the
+    records are only checked against their names, their whole size counted against `enough`."""
     out: list[Record] = []
     gone: list[Gone] = []
     older = 0
@@ -154,6 +172,13 @@ def recent_checkpoints(ws: Workspace, task: Task, found: Candidates, enough: int
                 older += 1
             else:
                 gone.append(Gone(rel, "deleted"))
+            continue
+        if not parse and found.own:
+            size = verify(ws, rel)
+            if isinstance(size, Gone):
+                gone.append(size)
+            else:
+                total += size
             continue
         record = examine(ws, rel)
         if isinstance(record, Gone):

@@ -75,6 +75,8 @@ def test_an_older_deleted_checkpoint_is_named_with_the_tasks_index(cli: Any, rep
     assert_named(repo, cli, rel_of(repo, paths[1]), "deleted", "SECOND")
     text = cli("brief").stdout
     assert "FIRST note" in text and "THIRD note" in text  # the others are still briefed
+    as_json = json.loads(cli("brief", "--json").stdout)
+    assert as_json["missing"] == [{"path": rel_of(repo, paths[1]), "why": "deleted"}]
 
 
 def test_an_older_deleted_checkpoint_is_named_from_the_ledger_without_an_index(cli: Any, repo: Path) -> None:
@@ -108,6 +110,7 @@ def test_a_checkpoint_before_the_latest_handoff_is_not_the_briefings(cli: Any, r
     os.unlink(paths[0])
     text = cli("brief").stdout
     assert "MISSING RECORDS" not in text and "AFTER the handoff" in text and "(complete:" in text
+    assert json.loads(cli("brief", "--json").stdout)["missing"] == []
     assert run("check", cwd=repo).returncode == 0
 
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import os
 
-from majordomus import budget, claims, clock, continuity, rewrites, runs, tasks
-from majordomus.errors import EnvironmentProblem
+from majordomus import budget, claims, continuity, rewrites, runs, tasks
 from majordomus.git import status
-from majordomus.lite import safeio, textrules
-from majordomus.store import ledger, reading
+from majordomus.lite import names, safeio, textrules
+from majordomus.store import ledger, listing, reading
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -42,7 +41,7 @@ class Briefing:
     __slots__ = ("drift", "dropped", "missing", "parts", "task", "text")
 
     def __init__(self, task: str, text: str, dropped: list[str], drift: list[str],
-                 missing: list[str] | None = None, parts: dict[str, tuple[str, str]] | None = None) -> None:
+                 missing: list[reading.Gone] | None = None, parts: dict[str, tuple[str, str]] | None = None) -> None:
         self.task, self.text, self.dropped, self.drift = task, text, dropped, drift
         self.missing = missing or []
         self.parts = parts or {}
@@ -84,75 +83,112 @@ def ledger_tail(ws: Workspace, needle: bytes | None = None) -> Iterator[dict[str
         os.close(fd)
 
 
-def missing_records(ws: Workspace, task: tasks.Task) -> list[str]:
-    """The records the task or the ledger names that cannot be read (deleted, replaced, unreadable): the
-    task's latest checkpoint and handoff, and the latest of each the ledger recorded (design §9). A write
-    moves the task's pointer before it logs the event (store/commit.py), so the ledger is asked only for
-    a kind the task names none of, and only back to the task's start: flat in the ledger's size."""
-    named: list[str] = [rel for rel in (task.checkpoint, task.handoff) if rel]
-    wanted = {event for event, rel in (("task.checkpoint", task.checkpoint), ("task.handoff", task.handoff))
-              if not rel}
-    for seen, event in enumerate(_task_events(ws, task.id) if wanted else ()):
-        if event["event"] == "task.start" or seen >= MISSING_LOOKBACK:
+class Walk:
+    """The task's `task.checkpoint` events back to its latest handoff's event (or its start): their paths,
+    newest first; the path of that handoff event; and whether the walk reached it within its bounds."""
+
+    __slots__ = ("checkpoints", "handoff", "reached")
+
+    def __init__(self) -> None:
+        self.checkpoints: list[str] = []
+        self.handoff: str | None = None
+        self.reached = False
+
+
+def _walk(ws: Workspace, task: tasks.Task, limit: int | None) -> Walk:
+    """At most `LEDGER_LOOKBACK` ledger lines (and `limit` of the task's events): flat in the ledger's size."""
+    walk = Walk()
+    for seen, event in enumerate(_task_events(ws, task.id)):
+        if limit is not None and seen >= limit:
             break
-        if event["event"] in wanted:
-            wanted.discard(event["event"])
-            rel = event.get("path")
-            if isinstance(rel, str) and rel not in named:
-                named.append(rel)
-            if not wanted:
-                break
-    out = []
-    for rel in named:
-        try:
-            reading.read_record(ws, rel)
-        except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
-            out.append(rel)
-    return out
+        kind, rel = event["event"], event.get("path")
+        if kind == "task.start":
+            walk.reached = True
+            break
+        if kind == "task.handoff":
+            walk.handoff = rel if names.is_record_pointer(rel, "handoffs") else None
+            walk.reached = True
+            break
+        if kind == "task.checkpoint" and isinstance(rel, str) and names.is_record_pointer(rel, "checkpoints") \
+                and rel not in walk.checkpoints:
+            walk.checkpoints.append(rel)
+    return walk
 
 
-def missing_lines(missing: list[str], task_id: str) -> str:
+class Sources:
+    """What a briefing stands on (design §9): the latest handoff, the checkpoints since (oldest first),
+    how many older ones were only counted, and the records named that it cannot stand on."""
+
+    __slots__ = ("gone", "handoff", "since", "unread")
+
+    def __init__(self, handoff: reading.Record | None, since: list[reading.Record], unread: int,
+                 gone: list[reading.Gone]) -> None:
+        self.handoff, self.since, self.unread, self.gone = handoff, since, unread, gone
+
+
+def sources(ws: Workspace, task: tasks.Task, enough: int, *, list_store: bool = True) -> Sources:
+    """The latest handoff and the checkpoints since it, every one read checked against the digest in its
+    name, and every record that the task, its index or the ledger names since that handoff and that is
+    deleted, unreadable or replaced (design §9). Without a whole index the names come from a listing of
+    the store, or with `list_store` False (`check`: only `gone` is asked for, and the records are checked
+    against their names without being parsed) from the ledger's events of the task only."""
+    gone: list[reading.Gone] = []
+    latest: reading.Record | None = None
+    if task.handoff:
+        found = reading.examine(ws, task.handoff)
+        if isinstance(found, reading.Gone):
+            gone.append(found)
+        else:
+            latest = found
+    indexed = listing.indexed_names(ws, task)
+    # The ledger is walked back to the handoff when it can tell what the names cannot: a checkpoint written
+    # after a handoff with a clock running ahead, or one gone from a store listed without an index.
+    walk = _walk(ws, task, None if indexed is None or latest is not None else MISSING_LOOKBACK)
+    exact = walk.reached and walk.handoff == task.handoff
+    fallback = None
+    if indexed is None and not list_store:
+        fallback = [os.path.basename(rel) for rel in reversed(walk.checkpoints)]
+    found_names = reading.candidates(ws, task, latest, indexed, fallback)
+    since, unread, lost = reading.recent_checkpoints(ws, task, found_names, enough, parse=list_store)
+    gone += lost
+    covered = {r.rel for r in since} | {g.rel for g in gone} | found_names.listed
+    covered.update("checkpoints/" + n for n in found_names.names)
+    extra: list[reading.Record] = []
+    for rel in reversed(walk.checkpoints):  # oldest first, as the ledger recorded them
+        if rel in covered or not (exact or os.path.basename(rel)[:16] >= found_names.lower):
+            continue  # before the handoff, as far as the ledger's tail can tell
+        covered.add(rel)
+        record = reading.examine(ws, rel)
+        if isinstance(record, reading.Gone):
+            gone.append(record)
+        elif record.meta.get("task") == task.id:
+            extra.append(record)
+    for named in (task.checkpoint, None if task.handoff else walk.handoff):
+        if named and named not in covered:  # the pointers, and the ledger's latest handoff the task names none of
+            pointed = reading.examine(ws, named)
+            if isinstance(pointed, reading.Gone):
+                gone.append(pointed)
+    return Sources(latest, since + extra, unread, gone)
+
+
+def missing_records(ws: Workspace, task: tasks.Task) -> list[reading.Gone]:
+    """The records the task, its index or the ledger names that a briefing cannot stand on, as `check`
+    asks: the same as `sources` finds, with no listing of the store."""
+    enough = int(ws.config.get("continuity", "render_max_bytes"))
+    return sources(ws, task, enough, list_store=False).gone
+
+
+def missing_lines(missing: list[reading.Gone], task_id: str) -> str:
     """What heads a briefing with records missing: which, and why it matters."""
     if not missing:
         return ""
-    names = ", ".join(missing)
-    return (f"\nMISSING RECORDS: {names} — named by the task or the ledger, but missing or unreadable. "
+    named = ", ".join(f"{esc(g.rel)} ({g.why})" for g in missing)
+    replaced = any(g.why == "replaced" for g in missing)
+    return (f"\nMISSING RECORDS: {named} — named by the task or the ledger, but deleted, unreadable or "
+            f"replaced{' (its content no longer matches the digest in its name, so it is not shown)' if replaced else ''}. "
             f"This briefing is not complete: work recorded there is not shown. Run `majordomus doctor`, and "
             f"write a new checkpoint of what holds now (`majordomus checkpoint`) before trusting a resume "
             f"of `{task_id}`.\n")
-
-
-def _since_handoff_by_ledger(ws: Workspace, task: tasks.Task, latest: reading.Record | None,
-                             found: list[reading.Record]) -> list[reading.Record]:
-    """The checkpoints the ledger recorded here after the latest handoff, that the names' clock order
-    missed (a handoff written with a clock running ahead, design §9): read backwards only until the
-    handoff's own event, and never past `LEDGER_LOOKBACK` lines, so the cost never follows the store's size."""
-    if latest is None:
-        return found
-    try:  # the names `reading.recent_checkpoints` looked at begin at the handoff's second; only older ones
-        lower = clock.compact(clock.parse(str(latest.meta.get("timestamp"))))
-    except (ValueError, TypeError):
-        return found
-    have = {r.rel for r in found}
-    later: list[str] = []
-    for obj in _task_events(ws, task.id):
-        if obj["event"] == "task.handoff" and obj.get("path") == latest.rel:
-            break
-        rel = obj.get("path")
-        if (obj["event"] == "task.checkpoint" and isinstance(rel, str) and rel not in have
-                and os.path.basename(rel)[:16] < lower):
-            later.append(rel)
-    else:
-        return found  # the handoff's event is not in the ledger's tail (or synced from elsewhere): names decide
-    extra = []
-    for rel in reversed(later):  # oldest first, as the ledger recorded them
-        try:
-            record = reading.read_record(ws, rel)
-        except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
-            continue  # named in `missing_records` when it is the task's or the ledger's latest
-        if record.meta.get("task") == task.id:
-            extra.append(record)
-    return found + extra
 
 
 def _where(meta: dict[str, Any]) -> str:
@@ -295,11 +331,9 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
     else:
         room = budget_bytes if isinstance(budget_bytes, budget.Room) else budget.Room(budget_bytes)
     doc, note = _continuity(ws, task)
-    latest_handoff = reading.previous_handoff(ws, task)
-    since, unread = reading.recent_checkpoints(ws, task, latest_handoff, room.max_bytes)  # oldest first
-    since = _since_handoff_by_ledger(ws, task, latest_handoff, since)
+    found = sources(ws, task, room.max_bytes)
+    latest_handoff, since, unread, missing = found.handoff, found.since, found.unread, found.gone
     last = since[-1] if since else latest_handoff
-    missing = missing_records(ws, task)
     keyed: dict[str, tuple[str, str]] = {}  # key -> (the heading an update shows it under, its text)
 
     parts: list[budget.Part] = [_title(ws, task)]
@@ -330,8 +364,6 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
         handoff_unit = [(len(parts) - 1, 0)]
         keyed[f"record:{latest_handoff.rel}"] = ("", text)
     else:
-        if task.handoff and task.handoff not in missing:
-            parts.append(f"\nThe latest handoff record ({task.handoff}) is missing; run `majordomus doctor`.\n")
         handoff_unit = []
 
     checkpoint_label = ("oldest checkpoint", "oldest checkpoints")

@@ -293,7 +293,7 @@ def test_a_deleted_or_unreadable_latest_checkpoint_is_named_and_check_fails(cli:
         done = run("check", cwd=repo)
         assert done.returncode == 1, done.stderr
         assert done.stdout == b"" and rel.encode() in done.stderr
-        assert done.stderr.startswith(b"majordomus: task `t1` names records that are missing or unreadable")
+        assert done.stderr.startswith(b"majordomus: task `t1` names records that are missing, unreadable or replaced: ")
         context = run("hook", "session-start", cwd=repo, input=b"{}")
         assert context.returncode == 0
         shown = json.loads(context.stdout)["hookSpecificOutput"]["additionalContext"]

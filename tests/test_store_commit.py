@@ -46,6 +46,7 @@ def test_a_failed_ledger_append_after_the_link_is_exit_12_and_the_retry_in_the_s
         assert failed.returncode == 12
         err = failed.stderr.decode()
         assert "is stored, but its ledger event was not written" in err and "run the same command again" in err
+        assert err.count("run the same command again") == 1, err  # the cause's hint and ours say it once
         assert ledger_bytes(repo) == ledger  # nothing of the failed append is left
         [new] = [n for n in records_in(repo) if n.startswith("20261201T090000Z")]
         assert task_record(repo)["checkpoint"] == f"checkpoints/{new}"  # the pointer moved, the event did not

@@ -24,7 +24,8 @@ def brief(task_id: str | None, max_bytes: int | None, as_json: bool) -> None:
     result = core.compose(ws, task_id, max_bytes)
     if as_json:
         emit_json({"task": result.task, "text": result.text, "bytes": len(result.text.encode("utf-8")),
-                   "dropped": result.dropped, "drift": result.drift})
+                   "dropped": result.dropped, "drift": result.drift,
+                   "missing": [{"path": gone.rel, "why": gone.why} for gone in result.missing]})
     else:
         sys.stdout.write(escape(result.text, body=True))  # an old record's body may hold what ingest refuses now
 

@@ -9,7 +9,7 @@ from majordomus.cli import argv as parsing
 OPTIONS = parsing.Spec(
     "usage: majordomus check [--checkpoint] [--json]\n\n"
     "Is the active task's checkpoint fresh? Exit 0 fresh, 1 stale, none, or a record the task or the\n"
-    "ledger names is missing or unreadable.\n",
+    "ledger names is missing, unreadable or replaced.\n",
     flags={"--checkpoint": "record an empty checkpoint: move the task's checkpoint time to now",
            "--json": "print JSON for machines"})
 
@@ -42,7 +42,8 @@ def main(argv: list[str]) -> int:
         # design §9: without the records it names, a task cannot be called safely resumable.
         missing = brief.missing_records(ws, task)
         if missing:
-            problem = (f"task `{task.id}` names records that are missing or unreadable: {', '.join(missing)}")
+            named = ", ".join(f"{gone.rel} ({gone.why})" for gone in missing)
+            problem = f"task `{task.id}` names records that are missing, unreadable or replaced: {named}"
             hint = ("run `majordomus doctor`, then record what holds now with `majordomus checkpoint` "
                     "(the missing records cannot be recovered from here)")
     if args["json"]:

@@ -262,10 +262,12 @@ def _incomplete(write: Write, rel: str, exc: EnvironmentProblem, missing: str) -
 def incomplete(ws: Workspace, what: str, path: str, exc: EnvironmentProblem, missing: str) -> EnvironmentProblem:
     """A write that failed after its record was linked: what is stored, what is missing, and that the same
     command run again completes it (design §10)."""
-    return EnvironmentProblem(
-        f"the {what} {ws.display(path)} is stored{missing}: {exc.message}",
-        f"{exc.hint + '; then ' if exc.hint else ''}run the same command again: it completes what is missing",
-    )
+    again = "run the same command again"
+    hint = exc.hint or ""
+    if not hint.endswith(again):  # the cause's own hint may already end with it: say it once
+        hint = f"{hint}; then {again}" if hint else again
+    return EnvironmentProblem(f"the {what} {ws.display(path)} is stored{missing}: {exc.message}",
+                              f"{hint}: it completes what is missing")
 
 
 def _complete_pending(write: Write, task: Task) -> Committed | None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 
 from majordomus import clock
-from majordomus.lite import safeio
+from majordomus.errors import EnvironmentProblem
+from majordomus.lite import names, safeio
 from majordomus.store import listing, records
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -26,32 +27,101 @@ class Record:
         self.rel, self.path, self.meta, self.body = rel, path, meta, body
 
 
+class Replaced(ValueError):
+    """A record whose bytes no longer hash to the digest its name claims: its content was replaced."""
+
+
+class Gone:
+    """A record the task, its index or the ledger names that the briefing cannot stand on (design §9): `why`
+    is "deleted", "unreadable" or "replaced" (its bytes no longer match the digest in its name)."""
+
+    __slots__ = ("rel", "why")
+
+    def __init__(self, rel: str, why: str) -> None:
+        self.rel, self.why = rel, why
+
+    def __repr__(self) -> str:
+        return f"Gone({self.rel!r}, {self.why!r})"
+
+
 def read_record(ws: Workspace, rel: str) -> Record:
-    """Raises OSError (e.g. FileNotFoundError) or ValueError when the record is gone or unreadable."""
-    path = ws.paths.absolute(rel)
-    meta, body = records.split(safeio.read(path, records.MAX_RECORD_BYTES))
-    return Record(rel=rel, path=path, meta=meta, body=body)
+    """Raises OSError (e.g. FileNotFoundError) or ValueError when the record is gone or unreadable, and
+    `Replaced` when its bytes are not the ones its name was made from: a record is only what it was written as."""
+    meta, body = records.split(_checked(ws, rel))
+    return Record(rel=rel, path=ws.paths.absolute(rel), meta=meta, body=body)
+
+
+def _checked(ws: Workspace, rel: str) -> bytes:
+    claimed = names.name_digest(os.path.basename(rel))
+    if claimed is None:
+        raise ValueError(f"{rel} is not a record name")
+    data = safeio.read(ws.paths.absolute(rel), records.MAX_RECORD_BYTES)
+    if not records.sha256(data).startswith(claimed):
+        raise Replaced(f"{rel}: its content no longer matches the digest in its name")
+    return data
+
+
+def verify(ws: Workspace, rel: str) -> int | Gone:
+    """The size of the record at `rel` when its bytes are the ones its name was made from (not parsed: what
+    `check` asks after every commit), or why not."""
+    try:
+        return len(_checked(ws, rel))
+    except FileNotFoundError:
+        return Gone(rel, "deleted")
+    except Replaced:
+        return Gone(rel, "replaced")
+    except (OSError, ValueError, EnvironmentProblem):
+        return Gone(rel, "unreadable")
+
+
+def examine(ws: Workspace, rel: str) -> Record | Gone:
+    """The record at `rel`, or why the briefing cannot stand on it."""
+    try:
+        return read_record(ws, rel)
+    except FileNotFoundError:
+        return Gone(rel, "deleted")
+    except Replaced:
+        return Gone(rel, "replaced")
+    except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
+        return Gone(rel, "unreadable")
 
 
 def previous_handoff(ws: Workspace, task: Task) -> Record | None:
     """The task's latest handoff record, or None (also when its file is gone: the ledger still says so)."""
     if not task.handoff:
         return None
-    try:
-        return read_record(ws, task.handoff)
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
+    found = examine(ws, task.handoff)
+    return found if isinstance(found, Record) else None
 
 
-def _candidates(ws: Workspace, task: Task, previous: Record | None) -> tuple[list[str], set[str], bool]:
-    """Checkpoint names from the second of `previous` (the task's start when None) on, oldest first, the
-    paths `previous` already listed (a checkpoint in the very second of the previous handoff counts unless
-    it was listed), and whether the names are the task's own (from its index)."""
+class Candidates:
+    """The checkpoint names a briefing looks at: from the second of the latest handoff (the task's start
+    without one) on, oldest first; the paths that handoff already listed; and whether the names are the
+    task's own (its index, or the ledger's events of it), so that one not on disk is missing, not merely
+    another task's."""
+
+    __slots__ = ("listed", "lower", "names", "own")
+
+    def __init__(self, names: list[str], listed: set[str], lower: str, own: bool) -> None:
+        self.names, self.listed, self.lower, self.own = names, listed, lower, own
+
+
+def candidates(ws: Workspace, task: Task, previous: Record | None, indexed: list[str] | None = None,
+               fallback: list[str] | None = None) -> Candidates:
+    """`indexed` is the task's index (`listing.indexed_names`, read here when None); without a whole index,
+    `fallback` (names the ledger gave) instead of listing the store, when given."""
     since = previous.meta.get("timestamp") if previous else None
     lower = clock.compact(clock.parse(since or task.started_at))
     listed = set(previous.meta.get("checkpoints") or []) if previous else set()
-    indexed = listing.indexed_names(ws, task)  # the task's own names: no listing of a store of 100,000
-    return listing.names_since(ws.paths.checkpoints, lower, indexed), listed, indexed is not None
+    if indexed is None:
+        indexed = listing.indexed_names(ws, task)  # the task's own names: no listing of a store of 100,000
+    own = indexed if indexed is not None else fallback
+    return Candidates(listing.names_since(ws.paths.checkpoints, lower, own), listed, lower, own is not None)
+
+
+def _candidates(ws: Workspace, task: Task, previous: Record | None) -> tuple[list[str], set[str], bool]:
+    found = candidates(ws, task, previous)
+    return found.names, found.listed, found.own
 
 
 def _rel(name: str) -> str:
@@ -59,13 +129,11 @@ def _rel(name: str) -> str:
 
 
 def _read_if_ours(ws: Workspace, name: str, task_id: str) -> Record | None:
-    try:
-        found = read_record(ws, _rel(name))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None  # doctor reports unreadable records; a briefing goes on with the rest
-    if found.meta.get("task") == task_id and found.meta.get("kind", "checkpoint") == "checkpoint":
+    found = examine(ws, _rel(name))
+    if isinstance(found, Record) and found.meta.get("task") == task_id \
+            and found.meta.get("kind", "checkpoint") == "checkpoint":
         return found
-    return None
+    return None  # doctor reports unreadable records; a handoff lists the rest
 
 
 def checkpoints_since(ws: Workspace, task: Task, previous: Record | None) -> list[Record]:
@@ -80,29 +148,60 @@ def checkpoints_since(ws: Workspace, task: Task, previous: Record | None) -> lis
     return out
 
 
-def recent_checkpoints(ws: Workspace, task: Task, previous: Record | None, enough: int) -> tuple[list[Record], int]:
+def recent_checkpoints(ws: Workspace, task: Task, found: Candidates, enough: int, *,
+                       parse: bool = True) -> tuple[list[Record], int, list[Gone]]:
     """Like `checkpoints_since`, but read newest first only until the bodies pass `enough` bytes; the
     older ones are only counted. A briefing drops the oldest checkpoints before anything else, so once
-    the newer ones alone exceed its budget every older one would be dropped anyway."""
-    found, listed, own = _candidates(ws, task, previous)
+    the newer ones alone exceed its budget every older one would be dropped anyway. Also returns the
+    names it could not stand on: the task's own that are gone, unreadable or replaced, and from a listing
+    a replaced one whose front matter claims the task. With `parse` False (the task's own names only) the
+    records are only checked against their names, their whole size counted against `enough`."""
     out: list[Record] = []
+    gone: list[Gone] = []
     older = 0
     total = 0
     key = f'\ntask: "{task.id}"\n'.encode()
-    for name in reversed(found):
-        if _rel(name) in listed:
+    for name in reversed(found.names):
+        rel = _rel(name)
+        if rel in found.listed:
             continue
         if total > enough:
-            # the task's own names (its index): counted when they are there, without opening each one
-            older += (os.path.isfile(os.path.join(ws.paths.checkpoints, name)) if own
-                      else _is_ours_cheaply(ws, name, task.id, key))
+            if not found.own:
+                older += _is_ours_cheaply(ws, name, task.id, key)
+            elif os.path.isfile(os.path.join(ws.paths.checkpoints, name)):  # counted without opening each one
+                older += 1
+            else:
+                gone.append(Gone(rel, "deleted"))
             continue
-        record = _read_if_ours(ws, name, task.id)
-        if record is not None:
+        if not parse and found.own:
+            size = verify(ws, rel)
+            if isinstance(size, Gone):
+                gone.append(size)
+            else:
+                total += size
+            continue
+        record = examine(ws, rel)
+        if isinstance(record, Gone):
+            if found.own or (record.why == "replaced" and _claims(ws, name, key)):
+                gone.append(record)
+            continue
+        if record.meta.get("task") == task.id and record.meta.get("kind", "checkpoint") == "checkpoint":
             out.append(record)
             total += len(record.body.encode("utf-8"))
     out.reverse()
-    return out, older
+    return out, older, gone
+
+
+def _claims(ws: Workspace, name: str, key: bytes) -> bool:
+    """Whether a replaced record's (untrusted) front matter says it is the task's: then the task is named."""
+    try:
+        fd = safeio.open_regular(os.path.join(ws.paths.checkpoints, name), records.MAX_RECORD_BYTES)
+        try:
+            return key in os.read(fd, 1024)
+        finally:
+            os.close(fd)
+    except (OSError, safeio.UnsafeFile):
+        return False
 
 
 def _is_ours_cheaply(ws: Workspace, name: str, task_id: str, key: bytes) -> int:

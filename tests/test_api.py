@@ -10,7 +10,7 @@ from typing import Any
 
 import frontmatter
 import pytest
-from conftest import HANDOFF_BODY, git, snapshot, state_dir
+from helpers import HANDOFF_BODY, git, snapshot, state_dir
 
 from majordomus import api
 from majordomus.errors import MajordomusError

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BIN, MAJORDOMUS
+from helpers import BIN, MAJORDOMUS
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
 GIT = "python+git status"  # design §16: the interpreter plus one `git status --porcelain=v2 -z --branch ...`

@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from conftest import commit_file, git, run, run_here, snapshot, state_dir
 from freezegun import freeze_time
+from helpers import commit_file, git, run, run_here, snapshot, state_dir
 
 from majordomus import brief
 from majordomus.workspace import Workspace

@@ -8,7 +8,8 @@ import re
 import subprocess
 
 import pytest
-from conftest import (
+from freezegun import freeze_time
+from helpers import (
     BIN,
     assert_refused,
     commit_file,
@@ -22,7 +23,6 @@ from conftest import (
     start_task,
     state_dir,
 )
-from freezegun import freeze_time
 
 NAME = re.compile(r"^\.ai/local/state/checkpoints/(\d{8}T\d{6}Z)--([A-Za-z0-9._-]+)--([0-9a-f]{7})--([0-9a-f]{16})\.md$")
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import HANDOFF_BODY, events_named, snapshot, state_dir
 from freezegun import freeze_time
+from helpers import HANDOFF_BODY, events_named, snapshot, state_dir
 from helpers.sync import both_resume, clone
 
 from majordomus import claims, tasks

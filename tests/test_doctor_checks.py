@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import HANDOFF_BODY, git, run, run_here, snapshot, start_task, state_dir
 from freezegun import freeze_time
+from helpers import HANDOFF_BODY, git, run, run_here, snapshot, start_task, state_dir
 
 FINDING_KEYS = {"level", "code", "message", "path", "hint"}
 

@@ -11,8 +11,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import MAJORDOMUS, run, snapshot, start_task, state_dir
 from freezegun import freeze_time
+from helpers import MAJORDOMUS, run, snapshot, start_task, state_dir
 
 
 def checkpoint(cli, text):

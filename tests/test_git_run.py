@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import commit_file, git, run_here, start_task, state_dir
+from helpers import commit_file, git, run_here, start_task, state_dir
 
 from majordomus.errors import EnvironmentProblem
 from majordomus.git import run, status

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HANDOFF_BODY, git, ledger_bytes, ledger_events, run_here, snapshot, state_dir
 from freezegun import freeze_time
+from helpers import HANDOFF_BODY, git, ledger_bytes, ledger_events, run_here, snapshot, state_dir
 
 from majordomus.store import records
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, run_here, snapshot, state_dir
+from helpers import FIXTURES, run_here, snapshot, state_dir
 
 from majordomus.hooks import copilot, gemini, installers
 from majordomus.workspace import Workspace

@@ -9,7 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from conftest import BIN, events_named, git, run, run_here, snapshot, start_task_at, state_dir
+from helpers import BIN, events_named, git, run, run_here, snapshot, start_task_at, state_dir
 
 # What husky 9's `husky` writes into .husky/_ (shortened from 9.1.7; the parts that run a hook are as is).
 H = """#!/usr/bin/env sh

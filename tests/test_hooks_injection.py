@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import FIXTURES, commit_file, run, run_here, state_dir
+from helpers import FIXTURES, commit_file, run, run_here, state_dir
 
 PAYLOADS = FIXTURES / "payloads"
 PROFILE = "# Profile: default\n\nPROFILE-MARK You are the careful engineer of this repository."

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BIN, FIXTURES, git, run_here, snapshot, state_dir
+from helpers import BIN, FIXTURES, git, run_here, snapshot, state_dir
 
 SHAPE = json.loads((FIXTURES / "payloads" / "claude-settings-shape.json").read_text())
 FILES = {"claude": Path(".claude") / "settings.json", "codex": Path(".codex") / "hooks.json"}

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_here, snapshot, start_task_at, state_dir
+from helpers import FIXTURES, run_here, snapshot, start_task_at, state_dir
 
 from majordomus.hooks import journal
 from majordomus.lite.statepaths import JOURNAL, JOURNAL_ROTATED

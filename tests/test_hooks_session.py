@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ledger_events, run_here, snapshot, state_dir
+from helpers import FIXTURES, ledger_events, run_here, snapshot, state_dir
 
 PAYLOADS = FIXTURES / "payloads"
 START_PAYLOADS = ["claude-session-start-startup.json", "claude-session-start-compact.json",

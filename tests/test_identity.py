@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import commit_file, git, state_dir
+from helpers import commit_file, git, state_dir
 
 from majordomus import lifecycle, tasks
 from majordomus.git import status as git_status

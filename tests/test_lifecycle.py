@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import commit_file, events_named, git, start_task
+from helpers import commit_file, events_named, git, start_task
 
 
 def _meta(repo: Path, printed: str) -> dict:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import commit_file, git, run_here
+from helpers import commit_file, git, run_here
 
 from majordomus import config
 from majordomus.errors import EnvironmentProblem

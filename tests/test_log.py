@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HANDOFF_BODY, assert_refused, git, ledger_bytes, run, snapshot, start_task, state_dir
-from helpers import on_a_terminal
+from helpers import HANDOFF_BODY, assert_refused, git, ledger_bytes, on_a_terminal, run, snapshot, start_task, state_dir
 
 
 def commit_now(repo: Path, message: str, offset: int = 1) -> str:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import MAJORDOMUS, ledger_events, run, snapshot, state_dir
+from helpers import MAJORDOMUS, ledger_events, run, snapshot, state_dir
 
 from majordomus.hooks import mcpjson
 

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import MAJORDOMUS, start_task_at
+from helpers import MAJORDOMUS, start_task_at
 
 from majordomus import main
 

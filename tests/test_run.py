@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MAJORDOMUS, commit_file, events_named, git, run, run_here, snapshot, state_dir
+from helpers import MAJORDOMUS, commit_file, events_named, git, run, run_here, snapshot, state_dir
 
 from majordomus.store import records
 

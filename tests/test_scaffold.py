@@ -15,7 +15,7 @@ def test_init_creates_and_keeps(cli, repo):
 
 
 def test_init_in_a_linked_worktree_writes_to_the_main_one(cli, repo, tmp_path):
-    from conftest import git
+    from helpers import git
 
     wt = tmp_path / "wt"
     git(repo, "worktree", "add", "-q", str(wt), "-b", "side")

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HANDOFF_BODY, assert_refused, run, start_task, state_dir
-from helpers import on_a_terminal
+from helpers import HANDOFF_BODY, assert_refused, on_a_terminal, run, start_task, state_dir
 
 from majordomus import search
 from majordomus.workspace import Workspace

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import (
+from helpers import (
     HANDOFF_BODY,
     assert_refused,
     ledger_bytes,

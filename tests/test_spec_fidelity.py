@@ -13,7 +13,7 @@ from pathlib import Path
 import frontmatter
 import pytest
 import yaml
-from conftest import FIXTURES, MAJORDOMUS, commit_file, git, invoke_main, run_here, state_dir
+from helpers import FIXTURES, MAJORDOMUS, commit_file, git, invoke_main, run_here, state_dir
 
 
 def mj(repo: Path, *args: str, input: bytes | str | None = None):

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, MAJORDOMUS, invoke_main, run_here, snapshot, state_dir
+from helpers import FIXTURES, MAJORDOMUS, invoke_main, run_here, snapshot, state_dir
 
 from majordomus.lite import jsonbound
 

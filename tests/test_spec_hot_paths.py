@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, MAJORDOMUS, import_probe, ledger_events, run, run_here, state_dir
+from helpers import FIXTURES, MAJORDOMUS, import_probe, ledger_events, run, run_here, state_dir
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (
+from freezegun import freeze_time
+from helpers import (
     HANDOFF_BODY,
     assert_refused,
     commit_file,
@@ -25,7 +26,6 @@ from conftest import (
     start_task,
     state_dir,
 )
-from freezegun import freeze_time
 
 # design §3, written out: the defaults a repository without .ai/config.yaml gets.
 CHECKPOINT_LINES = 40

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from conftest import (
+from helpers import (
     MAJORDOMUS,
     assert_refused,
     events_named,

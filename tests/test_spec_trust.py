@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, MAJORDOMUS, git, invoke_main, run, run_here, snapshot, state_dir
+from helpers import FIXTURES, MAJORDOMUS, git, invoke_main, run, run_here, snapshot, state_dir
 
 PROFILE = "# Profile: default\nYou are the careful engineer of this repository.\n"
 HOOK_TIMEOUT = 20  # a hang is what these tests catch; the bound is far above any real run

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HANDOFF_BODY, events_named, ledger_events, run_here, state_dir
 from freezegun import freeze_time
+from helpers import HANDOFF_BODY, events_named, ledger_events, run_here, state_dir
 
 from majordomus.store.fault import OPS, Faults
 
@@ -277,7 +277,7 @@ def test_the_fault_layer_sees_every_write_the_process_makes(repo: Path, tmp_path
     """strace's count of the real console script's calls equals the in-process layer's: no write of these
     commands goes around the os functions the layer wraps (a Python file object's write would)."""
     _needs_strace()
-    from conftest import MAJORDOMUS
+    from helpers import MAJORDOMUS
 
     setup, argv, stdin, _landed = COMMANDS[name]
     setup(repo)
@@ -300,7 +300,7 @@ def test_a_real_process_failing_each_call_exits_12_and_its_retry_completes(repo:
     """The same walk for a checkpoint in the real process, with strace's fault injection (the Nth call of
     SYSCALL fails with EIO or ENOSPC): exit 12 with a message, then the retry lands it and doctor is clean."""
     _needs_strace()
-    from conftest import MAJORDOMUS
+    from helpers import MAJORDOMUS
 
     _setup_checkpoint(repo)
     pristine = repo.parent / "pristine"

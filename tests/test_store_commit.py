@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (
+from freezegun import freeze_time
+from helpers import (
     HANDOFF_BODY,
     events_named,
     ledger_bytes,
@@ -18,7 +19,6 @@ from conftest import (
     start_task_at,
     state_dir,
 )
-from freezegun import freeze_time
 
 from majordomus.store.fault import Faults
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (
+from helpers import (
     HANDOFF_BODY,
     MAJORDOMUS,
     events_named,
@@ -34,8 +34,8 @@ from conftest import (
     start_task,
     start_task_at,
     state_dir,
+    under_ci,
 )
-from helpers import under_ci
 
 STEPS = ("after-temp-write", "after-fsync", "after-link", "after-ledger-write")
 KINDS = {  # command, record directory, a body it accepts

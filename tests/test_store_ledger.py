@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from conftest import ledger_bytes, ledger_events, start_task, state_dir
+from helpers import ledger_bytes, ledger_events, start_task, state_dir
 
 from majordomus.store import ledger
 

@@ -7,8 +7,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import commit_file, git, run_here, snapshot, state_dir
 from freezegun import freeze_time
+from helpers import commit_file, git, run_here, snapshot, state_dir
 from helpers.sync import (
     HANDOFF,
     clone,

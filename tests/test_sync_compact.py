@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import MAJORDOMUS, git, snapshot, state_dir
+from helpers import MAJORDOMUS, git, snapshot, state_dir
 from helpers.sync import clone, machine_id, machine_ref, record_files, remote_files, remote_refs
 
 STATE = "refs/majordomus/state"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import state_dir
 from freezegun import freeze_time
+from helpers import state_dir
 from helpers.sync import clone, events, git_view, machine_ref, remote_refs
 
 HANDOFF = """## State

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, snapshot, state_dir
+from helpers import git, snapshot, state_dir
 from helpers.sync import build_tree, clone, commit_tree, events, hash_blob, layout_path
 
 MALLORY = "refs/majordomus/machines/mallory-0001"

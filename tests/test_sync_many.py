@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import HANDOFF_BODY, MAJORDOMUS, state_dir
+from helpers import HANDOFF_BODY, MAJORDOMUS, state_dir
 from helpers.sync import clone, remote_refs
 
 CLONES = 12

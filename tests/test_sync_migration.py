@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import git, state_dir
 from freezegun import freeze_time
+from helpers import git, state_dir
 from helpers.sync import (
     FORMAT_1,
     build_tree,

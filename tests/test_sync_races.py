@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import MAJORDOMUS, git, run_here, snapshot, state_dir
+from helpers import MAJORDOMUS, git, run_here, snapshot, state_dir
 from helpers.sync import clone, events, machine_ref, record_files, remote_files
 
 

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import state_dir
 from freezegun import freeze_time
+from helpers import state_dir
 from helpers.sync import both_resume, clone, events, machine_ref, read_remote
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import git, ledger_events, snapshot, state_dir
+from helpers import git, ledger_events, snapshot, state_dir
 
 
 def test_start_show_list_done(cli, repo):

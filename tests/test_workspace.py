@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import MAJORDOMUS, assert_refused, git, snapshot, start_task, state_dir
+from helpers import MAJORDOMUS, assert_refused, git, snapshot, start_task, state_dir
 
 from majordomus.lite import safeio
 from majordomus.lite.statepaths import StatePaths, committed, linked_dir

@@ -134,8 +134,58 @@ def exists(ws: Workspace, task_id: str) -> bool:
 
 
 def save(ws: Workspace, task: Task) -> None:
-    files.replace(ws.paths.task_file(task.id), records.emit_yaml(task.to_dict().items()).encode("utf-8"))
+    path = ws.paths.task_file(task.id)
+    data = records.emit_yaml(task.to_dict().items()).encode("utf-8")
+    try:
+        old = safeio.read_optional(path, MAX_BYTES)
+    except (OSError, ValueError):
+        old = None  # not a record majordomus wrote: nothing worth remembering
+    supersede(ws, task.id, old, data)
+    files.replace(path, data)
     task.stamp = None  # the version it was read from is gone
+
+
+# Versions ordered by what happened (design §13): each version of a task this machine replaced, by its
+# SHA-256 and `updated_at`, so that a pull never brings it back whatever the clocks say. Bounded: the
+# versions with the oldest `updated_at` are forgotten first (an older one never beats the record here).
+SUPERSEDED_KEPT = 32
+
+
+def superseded_file(ws: Workspace, task_id: str) -> str:
+    return os.path.join(os.path.dirname(ws.paths.tasks), "superseded", task_id)
+
+
+def superseded(ws: Workspace, task_id: str) -> dict[str, str]:
+    """SHA-256 -> `updated_at` of the versions of the task this machine replaced (empty when unreadable)."""
+    try:
+        text = safeio.read(superseded_file(ws, task_id), 64 << 10).decode("ascii")
+    except (OSError, ValueError):
+        return {}
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        digest, _, updated = line.partition(" ")
+        if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
+            found[digest] = updated
+    return found
+
+
+def supersede(ws: Workspace, task_id: str, old: bytes | None, new: bytes) -> None:
+    """Remember `old` as a version of the task this machine replaced by `new` (before `new` is written)."""
+    if old is None or old == new:
+        return
+    try:
+        updated = records.parse_yaml(old.decode("utf-8")).get("updated_at")
+    except Exception:
+        updated = None
+    known = superseded(ws, task_id)
+    digest = records.sha256(old)
+    if digest in known:
+        return
+    known[digest] = updated if isinstance(updated, str) and clock.is_iso(updated) else ""
+    kept = sorted(known.items(), key=lambda item: (item[1], item[0]))[-SUPERSEDED_KEPT:]
+    path = superseded_file(ws, task_id)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    files.replace(path, "".join(f"{d} {u}\n" for d, u in kept).encode("ascii"))
 
 
 def all_tasks(ws: Workspace) -> list[Task]:

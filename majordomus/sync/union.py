@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from majordomus import claims
+from majordomus import claims, tasks
 from majordomus.git import odb
 from majordomus.lite import safeio
 from majordomus.store import records
@@ -208,6 +208,14 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeVi
     if os.path.lexists(ws.paths.task_file(task_id)) and (local is None or rules.check_task(name, local)):
         return  # here but unreadable or invalid: never replaced by a sync; doctor reports it
     local_oid = odb.blob_id(local) if local is not None else None
+    # Ordered by what happened, not by clocks: a version this machine replaced itself — its own older one
+    # coming back, or one it imported and then changed — is history, whatever its `updated_at` says.
+    gone = tasks.superseded(ws, task_id)
+    found = [v for v in found if v.key[1] not in gone]
+    if floor is not None and floor[1] in gone and local is not None:
+        # Settled on, then replaced here: a floor no later than ours (one from a clock running ahead would
+        # keep out every real change made elsewhere afterwards).
+        floor = min(floor, key(local))
     fresh = [v for v in found if v.oid != local_oid and (floor is None or v.key > floor)]
     # Versions as recent as what this machine settled on (the same `updated_at` with other claims, too):
     # their claims are merged in whichever version is kept (design §18). Older ones are history.

@@ -13,7 +13,7 @@ import pytest
 from conftest import state_dir
 from freezegun import freeze_time
 from helpers import git
-from helpers.sync import build_tree, clone, commit_tree, events, machine_ref, read_remote, tree_files
+from helpers.sync import build_tree, clone, commit_tree, events, machine_ref, read_remote, tree_files, write_handoff
 
 FUTURE = "2099-01-01T00:00:00Z"
 
@@ -144,3 +144,31 @@ def _sha(data: bytes) -> str:
     import hashlib
 
     return hashlib.sha256(data).hexdigest()
+
+
+def test_a_same_second_change_made_on_top_of_ours_elsewhere_is_taken(cli, repo, remote, tmp_path):
+    """The other direction: machine B took A's version and changed it in the same second; A's version sorts
+    after B's by its digest, and A still settles on B's (B held A's version first): both machines agree."""
+    b = clone(tmp_path, remote, "b")
+    with freeze_time("2026-03-01T10:00:00Z"):
+        assert cli("task", "start", "s1").exit_code == 0
+        write_handoff(repo)
+        assert cli("sync", "push").exit_code == 0
+        assert cli("sync", "pull", cwd=b).exit_code == 0
+        assert cli("sync", "push", cwd=b).exit_code == 0  # B's ref holds A's version first
+        ours = (state_dir(repo) / "tasks" / "s1.yaml").read_bytes()
+        assert cli("task", "resume", "s1", cwd=b).exit_code == 0
+        for n in range(64):
+            theirs = (state_dir(b) / "tasks" / "s1.yaml").read_bytes()
+            if _sha(theirs) < _sha(ours):
+                break
+            assert cli("checkpoint", input=f"B {n}", cwd=b).exit_code == 0
+        else:
+            raise AssertionError("no version sorted below A's")
+        assert cli("sync", "push", cwd=b).exit_code == 0
+        result = cli("sync", "pull")
+    assert result.exit_code == 0, result.output
+    assert (state_dir(repo) / "tasks" / "s1.yaml").read_bytes() == theirs
+    assert events(repo, "sync.conflict") == []
+    assert cli("sync", "pull", cwd=b).exit_code == 0
+    assert (state_dir(b) / "tasks" / "s1.yaml").read_bytes() == theirs

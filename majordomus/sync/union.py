@@ -217,6 +217,16 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeVi
         # keep out every real change made elsewhere afterwards).
         floor = min(floor, key(local))
     fresh = [v for v in found if v.oid != local_oid and (floor is None or v.key > floor)]
+    if local is not None and local_oid is not None:
+        # A version whose machine held ours before it is later than ours, whatever the clocks say (the same
+        # second, or a clock behind): it counts as the newest, so that every machine settles on it.
+        local_key = key(local)
+        after = [v for v in found if v.oid != local_oid and v.key <= local_key and _follows(ws, v, name, local_oid)]
+        if after and not any(v.key > local_key for v in fresh):
+            chosen = max(after, key=lambda v: v.key)
+            _take(plan, task_id, chosen.data, [v.data for v in found if v is not chosen] + [local],
+                  chosen.ref.name, local_oid)
+            return
     # Versions as recent as what this machine settled on (the same `updated_at` with other claims, too):
     # their claims are merged in whichever version is kept (design §18). Older ones are history.
     current = [v for v in found if v.oid != local_oid and (floor is None or v.key[0] >= floor[0])]
@@ -257,6 +267,22 @@ def _take(plan: Plan, task_id: str, chosen: bytes, others: list[bytes], ref: str
     data = claims.merge_task_data(chosen, others)
     plan.tasks.append(TaskIn(task_id, odb.blob_id(data), data, ref, disk))
     plan.settled[task_id] = odb.blob_id(data)
+
+
+def _follows(ws: Workspace, version: _Version, name: str, local_oid: str, depth: int = 256) -> bool:
+    """Whether `version`'s ref held `local_oid` for the task before it came to hold `version` (its first
+    parents): that machine replaced ours by it."""
+    tip: str | None = version.ref.commit.oid
+    for _ in range(depth):
+        found = odb.commit(ws.repo, tip) if tip else None
+        view = odb.tree(ws.repo, found.tree) if found is not None else None
+        entry = layout.lookup(view, ("tasks", name)) if view is not None else None
+        if found is None or entry is None:
+            return False
+        if entry.oid == local_oid:
+            return True
+        tip = found.parents[0] if found.parents else None
+    return False
 
 
 class _History:

@@ -10,7 +10,7 @@ import os
 from majordomus import claims, clock
 from majordomus.errors import EnvironmentProblem, NoActiveTask, NotFound, UsageError
 from majordomus.lite import active as active_index
-from majordomus.lite import names, safeio
+from majordomus.lite import names, safeio, statepaths
 from majordomus.lite import text as text_rule
 from majordomus.store import files, paths, records
 
@@ -157,10 +157,13 @@ def superseded_file(ws: Workspace, task_id: str) -> str:
 
 def superseded(ws: Workspace, task_id: str) -> dict[str, str]:
     """SHA-256 -> `updated_at` of the versions of the task this machine replaced (empty when unreadable)."""
+    path = superseded_file(ws, task_id)
     try:
-        text = safeio.read(superseded_file(ws, task_id), 64 << 10).decode("ascii")
-    except (OSError, ValueError):
-        return {}
+        if not statepaths.is_real_dir(os.path.dirname(path)):
+            return {}
+        text = safeio.read(path, 64 << 10).decode("ascii")
+    except (OSError, ValueError, EnvironmentProblem):
+        return {}  # never read through a link; without the list, the timestamps decide as before
     found: dict[str, str] = {}
     for line in text.splitlines():
         digest, _, updated = line.partition(" ")
@@ -184,7 +187,15 @@ def supersede(ws: Workspace, task_id: str, old: bytes | None, new: bytes) -> Non
     known[digest] = updated if isinstance(updated, str) and clock.is_iso(updated) else ""
     kept = sorted(known.items(), key=lambda item: (item[1], item[0]))[-SUPERSEDED_KEPT:]
     path = superseded_file(ws, task_id)
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    directory = os.path.dirname(path)
+    try:
+        if not statepaths.is_real_dir(directory):
+            try:
+                os.mkdir(directory, 0o700)
+            except FileExistsError:
+                statepaths.is_real_dir(directory)  # made at the same moment by another writer, or refused
+    except EnvironmentProblem:
+        return  # a link or a file there: never written through; the timestamps decide as before
     files.replace(path, "".join(f"{d} {u}\n" for d, u in kept).encode("ascii"))
 
 

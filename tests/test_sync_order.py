@@ -172,3 +172,19 @@ def test_a_same_second_change_made_on_top_of_ours_elsewhere_is_taken(cli, repo, 
     assert events(repo, "sync.conflict") == []
     assert cli("sync", "pull", cwd=b).exit_code == 0
     assert (state_dir(b) / "tasks" / "s1.yaml").read_bytes() == theirs
+
+
+def test_a_linked_superseded_directory_is_never_written_through(cli, repo, tmp_path):
+    """The list lives in the state, which majordomus never reads or writes through a link: with a link
+    there, a checkpoint goes on (the timestamps decide, as without the list) and the outside is untouched."""
+    assert cli("task", "start", "s1").exit_code == 0
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (state_dir(repo) / "superseded").symlink_to(outside)
+    result = cli("checkpoint", input="a note")
+    assert result.exit_code == 0, result.output
+    assert list(outside.iterdir()) == []
+    (state_dir(repo) / "superseded").unlink()
+    assert cli("checkpoint", input="another note").exit_code == 0
+    [listed] = (state_dir(repo) / "superseded" / "s1").read_text().splitlines()
+    assert len(listed.split()[0]) == 64

@@ -2,8 +2,9 @@
 at its last pull (`refs/majordomus/synced`), in one pass, each entry held to the rules of a local write.
 
 Records are immutable and named by their digest: the union is every valid record any ref holds. A task
-record is mutable: the newest version (`updated_at`, then the SHA-256) wins, and never an older one than
-this machine already had. When the task changed here since the last pull and a newer remote version was
+record is mutable: what this machine saw happen orders its versions first — a version it replaced never
+comes back, and one whose machine held ours before it is later than ours — then the newest (`updated_at`,
+then the SHA-256) wins, and never an older one than this machine already had (docs/sync.md). When the task changed here since the last pull and a newer remote version was
 written without this machine's version in view (its commit does not descend from the push that carried
 ours), the task changed on two machines: a `sync.conflict` is recorded.
 """

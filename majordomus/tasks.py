@@ -10,7 +10,7 @@ import os
 from majordomus import claims, clock
 from majordomus.errors import EnvironmentProblem, NoActiveTask, NotFound, UsageError
 from majordomus.lite import active as active_index
-from majordomus.lite import names, safeio, statepaths
+from majordomus.lite import names, safeio
 from majordomus.lite import text as text_rule
 from majordomus.store import files, paths, records
 
@@ -134,69 +134,8 @@ def exists(ws: Workspace, task_id: str) -> bool:
 
 
 def save(ws: Workspace, task: Task) -> None:
-    path = ws.paths.task_file(task.id)
-    data = records.emit_yaml(task.to_dict().items()).encode("utf-8")
-    try:
-        old = safeio.read_optional(path, MAX_BYTES)
-    except (OSError, ValueError):
-        old = None  # not a record majordomus wrote: nothing worth remembering
-    supersede(ws, task.id, old, data)
-    files.replace(path, data)
+    files.replace(ws.paths.task_file(task.id), records.emit_yaml(task.to_dict().items()).encode("utf-8"))
     task.stamp = None  # the version it was read from is gone
-
-
-# Versions ordered by what happened (design §13): each version of a task this machine replaced, by its
-# SHA-256 and `updated_at`, so that a pull never brings it back whatever the clocks say. Bounded: the
-# versions with the oldest `updated_at` are forgotten first (an older one never beats the record here).
-SUPERSEDED_KEPT = 32
-
-
-def superseded_file(ws: Workspace, task_id: str) -> str:
-    return os.path.join(os.path.dirname(ws.paths.tasks), "superseded", task_id)
-
-
-def superseded(ws: Workspace, task_id: str) -> dict[str, str]:
-    """SHA-256 -> `updated_at` of the versions of the task this machine replaced (empty when unreadable)."""
-    path = superseded_file(ws, task_id)
-    try:
-        if not statepaths.is_real_dir(os.path.dirname(path)):
-            return {}
-        text = safeio.read(path, 64 << 10).decode("ascii")
-    except (OSError, ValueError, EnvironmentProblem):
-        return {}  # never read through a link; without the list, the timestamps decide as before
-    found: dict[str, str] = {}
-    for line in text.splitlines():
-        digest, _, updated = line.partition(" ")
-        if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
-            found[digest] = updated
-    return found
-
-
-def supersede(ws: Workspace, task_id: str, old: bytes | None, new: bytes) -> None:
-    """Remember `old` as a version of the task this machine replaced by `new` (before `new` is written)."""
-    if old is None or old == new:
-        return
-    try:
-        updated = records.parse_yaml(old.decode("utf-8")).get("updated_at")
-    except Exception:
-        updated = None
-    known = superseded(ws, task_id)
-    digest = records.sha256(old)
-    if digest in known:
-        return
-    known[digest] = updated if isinstance(updated, str) and clock.is_iso(updated) else ""
-    kept = sorted(known.items(), key=lambda item: (item[1], item[0]))[-SUPERSEDED_KEPT:]
-    path = superseded_file(ws, task_id)
-    directory = os.path.dirname(path)
-    try:
-        if not statepaths.is_real_dir(directory):
-            try:
-                os.mkdir(directory, 0o700)
-            except FileExistsError:
-                statepaths.is_real_dir(directory)  # made at the same moment by another writer, or refused
-    except EnvironmentProblem:
-        return  # a link or a file there: never written through; the timestamps decide as before
-    files.replace(path, "".join(f"{d} {u}\n" for d, u in kept).encode("ascii"))
 
 
 def all_tasks(ws: Workspace) -> list[Task]:

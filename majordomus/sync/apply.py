@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from majordomus import lifecycle, tasks
+from majordomus import lifecycle
 from majordomus.git import odb
 from majordomus.lite import safeio
 from majordomus.store import files, ledger, records
@@ -71,14 +71,12 @@ def import_tasks(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Impo
         for item in plan.tasks:
             file = ws.paths.task_file(item.task)
             try:
-                held: bytes | None = safeio.read(file, TASK_MAX_BYTES)
+                now: str | None = odb.blob_id(safeio.read(file, TASK_MAX_BYTES))
             except FileNotFoundError:
-                held = None
-            now = odb.blob_id(held) if held is not None else None
+                now = None
             if now != item.disk:
                 plan.settled.pop(item.task, None)  # changed here while we synced: the next sync merges it
                 continue
-            tasks.supersede(ws, item.task, held, item.data)  # the version replaced never comes back
             files.replace(file, item.data)
             updated = records.parse_yaml(item.data.decode("utf-8")).get("updated_at")
             ws.event("sync.import", item.task, at, remote=remote, machine=item.ref, kind="task",

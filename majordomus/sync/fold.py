@@ -6,7 +6,6 @@ rules of a local write first, as on a pull.
 
 from __future__ import annotations
 
-from majordomus import tasks
 from majordomus.git import odb
 from majordomus.sync import layout, rules
 from majordomus.sync.layout import Refusal
@@ -63,8 +62,6 @@ class Folder:
                 continue
             assert data is not None
             version = key(data)
-            if version[1] in tasks.superseded(ws, task_id):
-                continue  # replaced on this machine: history, whatever its `updated_at` says (design §13)
             if version > self._task_key(task_id):
                 self._tasks[task_id] = (version, entry.oid)
                 self.writer.put(("tasks", f"{task_id}.yaml"), odb.Entry(entry.oid, odb.BLOB))

@@ -2,8 +2,9 @@
 at its last pull (`refs/majordomus/synced`), in one pass, each entry held to the rules of a local write.
 
 Records are immutable and named by their digest: the union is every valid record any ref holds. A task
-record is mutable: the newest version (`updated_at`, then the SHA-256) wins, and never an older one than
-this machine already had. When the task changed here since the last pull and a newer remote version was
+record is mutable: what this machine saw happen orders its versions first — a version it replaced never
+comes back, and one whose machine held ours before it is later than ours — then the newest (`updated_at`,
+then the SHA-256) wins, and never an older one than this machine already had (docs/sync.md). When the task changed here since the last pull and a newer remote version was
 written without this machine's version in view (its commit does not descend from the push that carried
 ours), the task changed on two machines: a `sync.conflict` is recorded.
 """
@@ -23,6 +24,7 @@ from majordomus.sync.remote import RemoteRef
 from majordomus.tasks import MAX_BYTES as TASK_MAX_BYTES
 from majordomus.workspace import Workspace
 
+HELD_DEPTH = 1024  # commits of this machine's own ref and of its settled ref read for the versions it held
 SYNCED_REF = "refs/majordomus/synced"  # what this machine settled on at its last pull (never pushed itself)
 LEGACY_REF = "refs/majordomus/state"  # the same, as majordomus before the per-machine layout kept it here
 
@@ -167,7 +169,7 @@ class _Version:
 
 
 def plan_tasks(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None, my_ref: RemoteRef | None,
-               plan: Plan) -> None:
+               plan: Plan, base_tip: str | None = None) -> None:
     """Tasks sit at `tasks/ID.yaml` in both formats: `base` may be either."""
     versions: dict[str, dict[str, _Version]] = {}
     for ref in refs:
@@ -186,9 +188,10 @@ def plan_tasks(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None, 
             known[entry.oid] = _Version(entry.oid, data, key(data), ref)
         for r in walk_refused:
             _refuse(plan, ref, r.path, r.reason)
+    held = held_here(ws, [base_tip, my_ref.commit.oid if my_ref is not None else None]) if versions else {}
     for task_id, found in sorted(versions.items()):
         if found:
-            _decide(ws, task_id, list(found.values()), base, my_ref, plan)
+            _decide(ws, task_id, list(found.values()), base, my_ref, plan, held)
 
 
 def _blob_key(ws: Workspace, entry: odb.Entry | None) -> tuple[str, str] | None:
@@ -198,8 +201,30 @@ def _blob_key(ws: Workspace, entry: odb.Entry | None) -> tuple[str, str] | None:
     return key(data) if data is not None else None
 
 
+def held_here(ws: Workspace, tips: list[str | None], depth: int = HELD_DEPTH) -> dict[str, set[str]]:
+    """Every version of each task (`ID.yaml` -> blob ids) that this machine held: what its own pushes
+    carried and what its pulls settled on (each tip's first parents, the latest `depth` commits). A version
+    held here that is not the record here now was replaced here: it never comes back (design §13)."""
+    held: dict[str, set[str]] = {}
+    seen_trees: set[str] = set()
+    for tip in tips:
+        for _ in range(depth):
+            found = odb.commit(ws.repo, tip) if tip else None
+            view = odb.tree(ws.repo, found.tree) if found is not None else None
+            if found is None or view is None:
+                break
+            tasks_view = view.sub("tasks")
+            if tasks_view is not None and tasks_view.oid not in seen_trees:
+                seen_trees.add(tasks_view.oid)
+                for name, item, _raw in tasks_view.entries():
+                    if name is not None and item.is_blob:
+                        held.setdefault(name, set()).add(item.oid)
+            tip = found.parents[0] if found.parents else None
+    return held
+
+
 def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeView | None,
-            my_ref: RemoteRef | None, plan: Plan) -> None:
+            my_ref: RemoteRef | None, plan: Plan, held: dict[str, set[str]]) -> None:
     name = f"{task_id}.yaml"
     tasks_view = base.sub("tasks") if base is not None else None
     base_entry = tasks_view.get(name) if tasks_view is not None else None
@@ -208,7 +233,26 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeVi
     if os.path.lexists(ws.paths.task_file(task_id)) and (local is None or rules.check_task(name, local)):
         return  # here but unreadable or invalid: never replaced by a sync; doctor reports it
     local_oid = odb.blob_id(local) if local is not None else None
+    # Ordered by what happened, not by clocks: a version this machine replaced itself — its own older one
+    # coming back, or one it imported and then changed — is history, whatever its `updated_at` says.
+    gone = held.get(name, set()) - {local_oid}
+    found = [v for v in found if v.oid not in gone]
+    if floor is not None and base_entry is not None and base_entry.oid in gone and local is not None:
+        # Settled on, then replaced here: a floor no later than ours (one from a clock running ahead would
+        # keep out every real change made elsewhere afterwards).
+        floor = min(floor, key(local))
     fresh = [v for v in found if v.oid != local_oid and (floor is None or v.key > floor)]
+    if local is not None and local_oid is not None:
+        # A version whose machine held ours before it is later than ours, whatever the clocks say (the same
+        # second, or a clock behind): it counts as the newest, so that every machine settles on it.
+        local_key = key(local)
+        after = [v for v in found
+                 if v.oid != local_oid and v.key <= local_key and _follows(ws, v, name, local_oid, local_key)]
+        if after and not any(v.key > local_key for v in fresh):
+            chosen = max(after, key=lambda v: v.key)
+            _take(plan, task_id, chosen.data, [v.data for v in found if v is not chosen] + [local],
+                  chosen.ref.name, local_oid)
+            return
     # Versions as recent as what this machine settled on (the same `updated_at` with other claims, too):
     # their claims are merged in whichever version is kept (design §18). Older ones are history.
     current = [v for v in found if v.oid != local_oid and (floor is None or v.key[0] >= floor[0])]
@@ -251,6 +295,29 @@ def _take(plan: Plan, task_id: str, chosen: bytes, others: list[bytes], ref: str
     plan.settled[task_id] = odb.blob_id(data)
 
 
+def _follows(ws: Workspace, version: _Version, name: str, local_oid: str, local_key: tuple[str, str],
+             depth: int = 256) -> bool:
+    """Whether `version`'s ref held `local_oid` for the task before it came to hold `version` (its first
+    parents): that machine replaced ours by it. The walk stops at a version older than ours."""
+    tip: str | None = version.ref.commit.oid
+    last = None
+    for _ in range(depth):
+        found = odb.commit(ws.repo, tip) if tip else None
+        view = odb.tree(ws.repo, found.tree) if found is not None else None
+        entry = layout.lookup(view, ("tasks", name)) if view is not None else None
+        if found is None or entry is None:
+            return False
+        if entry.oid == local_oid:
+            return True
+        if entry.oid != last:
+            last = entry.oid
+            seen = _blob_key(ws, entry)
+            if seen is None or seen[0] < local_key[0]:
+                return False  # further back, every version is older still
+        tip = found.parents[0] if found.parents else None
+    return False
+
+
 class _History:
     """This machine's pushes of one task, newest first (its ref's first parents): which versions it had —
     an older one of ours held by an idle machine is no conflict — and which push first carried the version
@@ -286,8 +353,8 @@ class _History:
 
 def plan(ws: Workspace, refs: list[RemoteRef], my_ref: RemoteRef | None) -> Plan:
     """What a pull imports, settles and refuses; reads the store and the refs, writes nothing."""
-    _tip, base, base_fmt = base_view(ws)
+    tip, base, base_fmt = base_view(ws)
     result = Plan()
     plan_records(ws, refs, base if base_fmt == 2 else None, result)
-    plan_tasks(ws, refs, base, my_ref, result)
+    plan_tasks(ws, refs, base, my_ref, result, tip)
     return result

@@ -154,7 +154,7 @@ def test_claude_counts_utf16_units_not_bytes_nor_code_points() -> None:
 
 
 def _cjk_task(repo: Any, config: str) -> None:
-    from conftest import run_here
+    from helpers import run_here
 
     assert run_here("init", cwd=repo).returncode == 0
     (repo / ".ai" / "config.yaml").write_text(config)
@@ -167,7 +167,7 @@ def _cjk_task(repo: Any, config: str) -> None:
 def _context(repo: Any, runtime: str) -> str:
     import json
 
-    from conftest import run
+    from helpers import run
 
     done = run("hook", "session-start", "--runtime", runtime, cwd=repo, input=b"{}")
     assert done.returncode == 0, done.stderr

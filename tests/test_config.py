@@ -58,7 +58,7 @@ def test_template_matches_the_documented_defaults():
 
 
 def test_cached_configuration_follows_edits_and_spares_the_yaml_import(repo):
-    from conftest import import_probe, run_here, state_dir
+    from helpers import import_probe, run_here, state_dir
 
     (repo / ".ai").mkdir()
     cfg = repo / ".ai" / "config.yaml"

@@ -307,7 +307,7 @@ def test_unknown_kind_is_a_usage_error(repo: Path) -> None:
 def test_concurrent_pins_are_all_kept(repo: Path) -> None:
     import subprocess
 
-    from conftest import MAJORDOMUS
+    from helpers import MAJORDOMUS
 
     assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     procs = [subprocess.Popen([str(MAJORDOMUS), "context", "pin", "next-action", "--", f"Step {i}."], cwd=repo,
@@ -395,7 +395,7 @@ def test_an_unpin_whose_event_failed_is_completed_by_its_retry(repo: Path) -> No
 
 
 def test_unpinning_a_pin_already_unpinned_and_logged_is_refused(cli: Any, repo: Path) -> None:
-    from conftest import assert_refused
+    from helpers import assert_refused
 
     assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     pin_id = run_here("context", "pin", "decision", "--", "Keep it.", cwd=repo).stdout.decode().strip()

@@ -401,7 +401,7 @@ def test_the_hook_side_imports_only_json():
 
 @pytest.mark.parametrize("runtime, name", [("gemini", "gemini-pre-compress.json"), ("copilot", None)])
 def test_hook_compact_journals_only_the_whitelist_under_journal_names(repo, runtime, name):
-    from conftest import start_task_at
+    from helpers import start_task_at
 
     start_task_at(repo)
     data = payload(name) if name else {"sessionId": "7f3c2a10-5b8e-4d21-9c4a-0e6b1d2f3a45", "trigger": "auto",

@@ -297,7 +297,7 @@ def test_rotated_file_is_read_first(tmp_path):
 def test_concurrent_writers_lose_no_line(repo):
     import subprocess
 
-    from conftest import MAJORDOMUS
+    from helpers import MAJORDOMUS
 
     write_config(repo, "journal:\n  rotate_bytes: 2000\n")
     start_task_at(repo)

@@ -347,7 +347,7 @@ def test_append_many_chains_like_append(tmp_path):
 
 
 def test_console_script_exit_codes_and_json(repo, remote, b):
-    from conftest import run
+    from helpers import run
 
     assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     missing = run("sync", "pull", cwd=b)

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import state_dir
 from freezegun import freeze_time
-from helpers import git
+from helpers import git, state_dir
 from helpers.sync import build_tree, clone, commit_tree, events, machine_ref, read_remote, tree_files, write_handoff
 
 FUTURE = "2099-01-01T00:00:00Z"

@@ -80,7 +80,7 @@ def test_still_busy_after_the_time_bound_is_exit_75_and_loses_nothing(cli, repo,
 
 
 def test_busy_is_75_from_the_console_script_too(repo, remote, racer, tmp_path):
-    from conftest import run
+    from helpers import run
 
     assert run_here("task", "start", "t1", cwd=repo).returncode == 0
     assert run_here("sync", "push", cwd=repo).returncode == 0

@@ -1,7 +1,7 @@
 """The fixtures: hermetic git, real repositories in tmp_path, running majordomus, a handoff body.
 
 The plain helpers they are built on live in `tests/helpers/` (a module, not a test module): tests import
-them from there. The names re-exported below are for the test files that still import them from here.
+them from there.
 """
 
 from __future__ import annotations
@@ -14,56 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import (
-    BIN,
-    FIXTURES,
-    GITCONFIG,
-    HANDOFF_BODY,
-    MAJORDOMUS,
-    Result,
-    assert_refused,
-    commit_file,
-    events_named,
-    git,
-    import_probe,
-    invoke_main,
-    ledger_bytes,
-    ledger_events,
-    records_in,
-    require_tool,
-    run,
-    run_here,
-    snapshot,
-    start_task,
-    start_task_at,
-    state_dir,
-)
-
-# Re-exported for the test files that still import these from here; new tests import them from helpers.
-__all__ = [
-    "BIN",
-    "FIXTURES",
-    "GITCONFIG",
-    "HANDOFF_BODY",
-    "MAJORDOMUS",
-    "Result",
-    "assert_refused",
-    "commit_file",
-    "events_named",
-    "git",
-    "import_probe",
-    "invoke_main",
-    "ledger_bytes",
-    "ledger_events",
-    "records_in",
-    "require_tool",
-    "run",
-    "run_here",
-    "snapshot",
-    "start_task",
-    "start_task_at",
-    "state_dir",
-]
+from helpers import GITCONFIG, HANDOFF_BODY, Result, git, run_here
 
 # The test processes make millions of short-lived objects (pytest's assertion rewriting, hypothesis): a
 # collection of the youngest generation every 50,000 allocations instead of every 700 cuts the collection of

@@ -80,12 +80,20 @@ def check_owners(ws: Workspace) -> list[Finding]:
     return found
 
 
+def loaded(ws: Workspace, task_ids: list[str]) -> Iterator[tuple[str, tasks.Task]]:
+    """(id, task) of each task that loads, in id order; the others are reported by check_tasks."""
+    for task_id in sorted(task_ids):
+        try:
+            yield task_id, tasks.load(ws, task_id)
+        except MajordomusError:
+            continue
+
+
 def _held(ws: Workspace, task_ids: list[str]) -> Iterator[tuple[str, tasks.Task, str | None]]:
     """(id, task, where it is held) of each task that loads; the others are reported by check_tasks and
     check_index."""
-    for task_id in sorted(task_ids):
+    for task_id, task in loaded(ws, task_ids):
         try:
-            task = tasks.load(ws, task_id)
             yield task_id, task, tasks.where_active(ws, task)
         except MajordomusError:
             continue
@@ -95,11 +103,7 @@ def check_profile_names(ws: Workspace, task_ids: list[str]) -> list[Finding]:
     """A task's profile is an identifier (design §2a): a stored one that breaks the grammar (a path, a
     newline) is never read by session-start, and is reported."""
     found = []
-    for task_id in sorted(task_ids):
-        try:
-            task = tasks.load(ws, task_id)
-        except MajordomusError:
-            continue  # reported by check_tasks
+    for task_id, task in loaded(ws, task_ids):
         if not is_profile_name(task.profile):
             shown = ws.display(ws.paths.task_file(task_id))
             found.append(Finding(FAIL, "task.profile-invalid", f"task `{task_id}` names the profile "

@@ -244,7 +244,7 @@ def check_heads(ws: Workspace, task_ids: list[str]) -> list[Finding]:
 
     mapping = rewrites.load(ws)
     found = []
-    for _task_id, task in boundaries.loaded(ws, task_ids):
+    for task_id, task in boundaries.loaded(ws, task_ids):
         if task.status == "done":
             continue
         for rel in [r for r in (task.checkpoint, task.handoff) if r] + list(task.runs):

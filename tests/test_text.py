@@ -137,7 +137,7 @@ def test_identity_look_alikes_and_markers(line, key):
 @pytest.mark.parametrize("line", [
     "the owner said: yes", "Owners of the branch: two", "task list is long", "branching out: soon",
     "1. fix the head: later", "> quoted prose, no key", "# Heading", "- [ ] write the test",
-    "headline: fine", "kinder: fine", "http://owner:pw@host", "ownership: shared",
+    "headline: fine", "kinder: fine", "http://owner@host:8080/x", "ownership: shared",
 ])
 def test_prose_that_mentions_keys_still_passes(line):
     assert records.identity_field(line) is None, line
@@ -299,7 +299,36 @@ SECRETS = {
     "a Slack token": "xoxb-1234567890-abcdef", "an npm token": "npm_" + "c" * 36,
     "a JSON web token": "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.c2lnbmF0dXJlMTIz", "a bearer token": "Bearer abcdef0123456789abcd",
     "a password or secret": "password=hunter2!", "a private key": "-----BEGIN OPENSSH PRIVATE KEY-----",
+    "a password in a URL": "https://user:hunter22@example.com/r.git",
 }
+
+
+@pytest.mark.parametrize("value, kind", [
+    ("client_secret=abc123xyz", "a password or secret"), ("api_token=abc123xyz", "a password or secret"),
+    ('{"access_token": "abc123xyz"}', "a password or secret"), ("DB_PASSWORD='hunter22'", "a password or secret"),
+    ("-----BEGIN PGP PRIVATE KEY BLOCK-----", "a private key"), ("\uff47\uff48\uff50_" + "a" * 36, "a GitHub token"),
+    ("ｔｏｋｅｎ＝abc123xyz", "a password or secret")])
+def test_keys_ending_in_a_secret_word_pgp_and_full_width_forms_are_secrets(value, kind):
+    assert secretscan.looks_secret(f"the value {value} here") == kind
+    assert secretscan.first_secret_line(["ok", value]) == (2, kind)
+
+
+@pytest.mark.parametrize("prose", ["the token expired", "password reset flow", "Rotate the password and the token",
+                                   "max_tokens=1000", "token: ok", "https://user@example.com/r.git",
+                                   "git@github.com:o/r.git", "https://example.com:8080/a@b", "secret: we know"])
+def test_prose_about_tokens_and_passwords_is_not_a_secret(prose):
+    assert secretscan.looks_secret(prose) is None and secretscan.first_secret_line([prose]) is None
+
+
+def test_run_redacts_new_secret_forms_and_a_pgp_block_whole(cli, repo):
+    start_task(cli)
+    pgp = "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGV0ZXN0a2V5\n=abcd\n-----END PGP PRIVATE KEY BLOCK-----\n"
+    (repo / "out.txt").write_text("start\nclient_secret=abc\napi_token=zzz999\n" + pgp + "end\n")
+    assert cli("run", "--", "cat", "out.txt").exit_code == 0
+    (name,) = records_in(repo, "runs")
+    data = (state_dir(repo) / "runs" / name).read_bytes().decode()
+    assert "zzz999" not in data and "client_secret" not in data and "lQOYBGV0" not in data and "PGP" not in data
+    assert "| start\n" in data and data.rstrip().endswith("| end") and data.count("[redacted]") == 7
 
 
 @pytest.mark.parametrize("kind", sorted(SECRETS))

@@ -29,7 +29,7 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], regex: bool, task_id:
     Case-insensitive. Each line: time, task, kind, path and the matching line. Exit 0 with matches,
     1 with none.
     """
-    from majordomus import search
+    from majordomus import regexbound, search
 
     query = search.Query(words, regex)
     ws = workspace()
@@ -54,7 +54,10 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], regex: bool, task_id:
                 if mark is None:  # one escape of the whole line: a search can print 100,000 of them
                     out.write(escape(f"{hit.at}  {hit.task}  {hit.kind:<10}  {hit.path}  {hit.line.strip()}") + "\n")
                 else:
-                    line = mark.sub(lambda m: _MARK + m.group() + _RESET, escape(hit.line.strip()))
+                    shown_line = escape(hit.line.strip())
+                    # the marking runs the expression again, under the same deadline; past it, unmarked
+                    marked = regexbound.sub(mark, lambda m: _MARK + m.group() + _RESET, shown_line)
+                    line = shown_line if marked is None else marked
                     out.write(escape(f"{hit.at}  {hit.task}  {hit.kind:<10}  {hit.path}") + f"  {line}\n")
                 shown += 1
             out.flush()

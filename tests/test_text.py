@@ -127,6 +127,17 @@ LOOK_ALIKES = [
     ("k\u0456nd: x", "kind"),
 ]
 
+# What a Markdown reader renders as a key: an escape, HTML references and tags; small capitals, a digit, U+FE30.
+RENDERED_ALIKES = [
+    ("owner\\: x", "owner"),  # CommonMark escape
+    ("owner&#58; x", "owner"), ("owner&colon; x", "owner"), ("&nbsp;owner: x", "owner"),  # HTML references
+    ("<b>owner</b>: x", "owner"), ('<span class="k">head</span>: x', "head"),  # HTML tags
+    ("\u1d0f\u1d21\u0274\u1d07\u0280: x", "owner"),  # small capitals ᴏᴡɴᴇʀ
+    ("0wner: x", "owner"), ("changed_fi1es: x", "changed_files"),  # UTS #39: 0 is O, 1 is l
+    ("owner\ufe30 x", "owner"),  # PRESENTATION FORM FOR VERTICAL TWO DOT LEADER (NFKC makes it `..`)
+]
+LOOK_ALIKES += RENDERED_ALIKES
+
 
 @pytest.mark.parametrize("line, key", LOOK_ALIKES)
 def test_identity_look_alikes_and_markers(line, key):
@@ -138,6 +149,8 @@ def test_identity_look_alikes_and_markers(line, key):
     "the owner said: yes", "Owners of the branch: two", "task list is long", "branching out: soon",
     "1. fix the head: later", "> quoted prose, no key", "# Heading", "- [ ] write the test",
     "headline: fine", "kinder: fine", "http://owner@host:8080/x", "ownership: shared",
+    "a <b>bold</b> move: yes", "AT&T said: ok", "10: ten", "x < y: true", "C:\\path\\to: here",
+    "&lt;owner&gt; said: hi", "10. fix the head: later",
 ])
 def test_prose_that_mentions_keys_still_passes(line):
     assert records.identity_field(line) is None, line
@@ -150,6 +163,21 @@ def test_a_look_alike_identity_line_is_refused_naming_field_and_line(cli, repo, 
     result = assert_refused(cli, repo, ("checkpoint",), 10, f"identity field `{key}` on line 2",
                             input=("a first line\n" + line + "\n").encode())
     assert RAW.search(result.stderr) is None, ascii(result.stderr)  # the hint echoes the key escaped
+
+
+@pytest.mark.parametrize("line, key", RENDERED_ALIKES)
+def test_a_line_a_markdown_reader_renders_as_a_key_is_refused(cli, repo, line, key):
+    start_task(cli)
+    assert_refused(cli, repo, ("checkpoint",), 10, f"identity field `{key}` on line 2",
+                   input=("a first line\n" + line + "\n").encode())
+
+
+@pytest.mark.parametrize("first", ["\u200b---", "\ufeff---", "\u2060---\u200b", "\uff0d--", " --- "])
+def test_a_first_line_a_reader_sees_as_a_front_matter_fence_is_refused(cli, repo, first):
+    start_task(cli)
+    assert_refused(cli, repo, ("checkpoint",), 10, "starts with `---` (front matter)",
+                   input=(first + "\nowner2 x\n").encode())
+    assert cli("checkpoint", input="-- -\nfine\n").exit_code == 0
 
 
 # ---------------------------------------------------------------- 3. field grammars at ingest

@@ -13,7 +13,8 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from majordomus.errors import UsageError
@@ -81,10 +82,75 @@ def _bounded(call: Callable[[], T], seconds: float) -> T:
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - began), 0.001), interval)
 
 
+class _Watch:
+    """A search under way: a timer ticks every TICK_SECONDS, and a match that began more than its budget ago
+    is interrupted at the next tick. One handler and one timer for the whole search: arming a timer for
+    each record would cost more than matching most records."""
+
+    __slots__ = ("outer_at", "previous", "since")
+
+    def __init__(self, previous: Any, outer_at: float | None) -> None:
+        self.previous = previous
+        self.outer_at = outer_at  # when the caller's own timer was due, or None
+        self.since: float | None = None  # when the match under way began
+
+
+TICK_SECONDS = 0.1
+_watch: _Watch | None = None
+
+
+def _tick(signum: int, frame: Any) -> None:
+    watch = _watch
+    if watch is None:
+        return
+    now = time.monotonic()
+    if watch.outer_at is not None and now >= watch.outer_at:
+        watch.outer_at = None
+        if callable(watch.previous):  # the caller's deadline came first: its handler decides
+            watch.previous(signum, frame)
+    if watch.since is not None and now - watch.since >= RECORD_SECONDS:
+        watch.since = None
+        raise _Expired
+
+
+@contextmanager
+def watching() -> Iterator[None]:
+    """The deadline for every `search` and `sub` inside, with one timer (off the main thread, or nested:
+    each call arms its own)."""
+    global _watch
+    if _watch is not None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _tick)
+    began = time.monotonic()
+    outer, interval = signal.setitimer(signal.ITIMER_REAL, TICK_SECONDS, TICK_SECONDS)
+    _watch = _Watch(previous, began + outer if outer > 0 else None)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _watch = None
+        if previous is not None:
+            signal.signal(signal.SIGALRM, previous)
+        if outer > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - began), 0.001), interval)
+
+
+def _watched(call: Callable[[], T], seconds: float | None) -> T:
+    watch = _watch
+    if watch is None or seconds is not None:
+        return _bounded(call, RECORD_SECONDS if seconds is None else seconds)
+    watch.since = time.monotonic()
+    try:
+        return call()
+    finally:
+        watch.since = None
+
+
 def search(pattern: re.Pattern[str], text: str, seconds: float | None = None) -> re.Match[str] | None:
     """`pattern.search(text)`, or TooSlow once it has run `seconds` (RECORD_SECONDS)."""
     try:
-        return _bounded(lambda: pattern.search(text), RECORD_SECONDS if seconds is None else seconds)
+        return _watched(lambda: pattern.search(text), seconds)
     except _Expired:
         raise TooSlow() from None
 
@@ -92,6 +158,6 @@ def search(pattern: re.Pattern[str], text: str, seconds: float | None = None) ->
 def sub(pattern: re.Pattern[str], repl: Any, text: str, seconds: float | None = None) -> str | None:
     """`pattern.sub(repl, text)`, or None once it has run `seconds` (what colouring a shown line may cost)."""
     try:
-        return _bounded(lambda: pattern.sub(repl, text), RECORD_SECONDS if seconds is None else seconds)
+        return _watched(lambda: pattern.sub(repl, text), seconds)
     except _Expired:
         return None

@@ -310,8 +310,9 @@ def tool(ws: Workspace, words: list[str], regex: bool = False, task: str | None 
     task = check_task(ws, task) if task is not None else None
     found: list[dict[str, Any]] = []
     skipped: list[str] = []
-    for hit in search(ws, query, task, kind, skipped):
-        if len(found) == TOOL_MAX:
-            return {"matches": found, "truncated": True, "skipped": skipped}
-        found.append(hit.to_dict())
+    with regexbound.watching():  # -E: each record's match bounded, one timer for the whole search
+        for hit in search(ws, query, task, kind, skipped):
+            if len(found) == TOOL_MAX:
+                return {"matches": found, "truncated": True, "skipped": skipped}
+            found.append(hit.to_dict())
     return {"matches": found, "truncated": False, "skipped": skipped}

@@ -84,3 +84,38 @@ def test_the_console_script_stops_within_the_documented_deadline(slow_store):
     assert regexbound.RECORD_SECONDS <= took < regexbound.RECORD_SECONDS + 5
     overflow = run("search", "-E", "a{99999999999}", cwd=slow_store)
     assert overflow.returncode == 2 and b"the repetition number is too large" in overflow.stderr
+
+
+def test_one_timer_for_a_whole_search_stops_a_slow_match_and_keeps_the_callers(monkeypatch):
+    monkeypatch.setattr(regexbound, "RECORD_SECONDS", 0.3)
+    fired: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30)
+        with regexbound.watching():
+            for _ in range(1000):  # many fast matches, each well inside the budget
+                assert regexbound.search(re.compile("b"), "abc") is not None
+            began = time.monotonic()
+            with pytest.raises(regexbound.TooSlow):
+                regexbound.search(re.compile(SLOW), VICTIM)
+            assert 0.3 <= time.monotonic() - began < 1.5
+            assert regexbound.sub(re.compile(SLOW), "x", VICTIM) is None
+            time.sleep(0.35)  # ticks with no match under way raise nothing
+        assert 25 < signal.getitimer(signal.ITIMER_REAL)[0] <= 30 and not fired
+        signal.setitimer(signal.ITIMER_REAL, 0.2)  # a caller's timer due inside the search still fires
+        with regexbound.watching():
+            time.sleep(0.5)
+        assert fired == [signal.SIGALRM]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_the_mcp_tool_is_bounded_too(cli, slow_store, monkeypatch):
+    from majordomus import search
+    from majordomus.workspace import Workspace
+
+    monkeypatch.setattr(regexbound, "RECORD_SECONDS", 0.3)
+    with pytest.raises(regexbound.TooSlow, match=r"the pattern takes too long on .*checkpoints/"):
+        search.tool(Workspace.open(str(slow_store)), [SLOW], regex=True)
+    assert search.tool(Workspace.open(str(slow_store)), ["a+!$"], regex=True)["matches"]

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
+from collections.abc import Iterator
 
 import click
 
 from majordomus.cli.common import CONTEXT, json_option, run, workspace
 from majordomus.cli.log import colour_wanted, paged
 from majordomus.output import BlockWriter, escape, note
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from majordomus.search import Hit, Query
 
 _MARK, _RESET = "\x1b[1;31m", "\x1b[0m"
 
@@ -35,7 +41,20 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], regex: bool, task_id:
     ws = workspace()
     task = search.check_task(ws, task_id) if task_id is not None else None
     skipped: list[str] = []
-    hits = search.search(ws, query, task, kind, skipped)
+    with regexbound.watching() if regex else contextlib.nullcontext():  # -E: each record's match bounded
+        shown = _show(search.search(ws, query, task, kind, skipped), query, as_json)
+    for text in skipped[:10]:
+        note(f"majordomus: skipped {text}")
+    if len(skipped) > 10:
+        note(f"majordomus: skipped {len(skipped) - 10} more (run `majordomus doctor`)")
+    if not shown:
+        ctx.exit(1)
+
+
+def _show(hits: Iterator[Hit], query: Query, as_json: bool) -> int:
+    """Print the hits as they come; how many there were."""
+    from majordomus import regexbound
+
     shown = 0
     if as_json:
         out = BlockWriter(sys.stdout)
@@ -61,12 +80,7 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], regex: bool, task_id:
                     out.write(escape(f"{hit.at}  {hit.task}  {hit.kind:<10}  {hit.path}") + f"  {line}\n")
                 shown += 1
             out.flush()
-    for text in skipped[:10]:
-        note(f"majordomus: skipped {text}")
-    if len(skipped) > 10:
-        note(f"majordomus: skipped {len(skipped) - 10} more (run `majordomus doctor`)")
-    if not shown:
-        ctx.exit(1)
+    return shown
 
 
 def _marker(query: object) -> re.Pattern[str] | None:

@@ -199,23 +199,33 @@ def _detail(event: dict[str, Any]) -> str:
 
 
 def _compactions(ws: Workspace, task_id: str, since: str | None) -> list[Entry]:
-    """Each completed compaction (a `post` line) of the task's journal."""
+    """Each completed compaction (a `post` line) of the task's journal, read as `context status` reads it
+    (hooks.journal): the bounded JSON loader, the trigger normalised to manual|auto|unknown, the runtime one
+    of ours, and a line written twice (a hook registered twice, a retry) counted once."""
+    from majordomus.hooks import journal
+
     out = []
+    previous: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     for name in JOURNAL_FILES:
         try:
             data = safeio.read_optional(os.path.join(ws.paths.context_dir(task_id), name), JOURNAL_MAX_BYTES)
         except EnvironmentProblem:
             continue  # `context status` and doctor say what is wrong with it
         for line in (data or b"").split(b"\n"):
-            try:
-                obj = json.loads(line)
-            except ValueError:
+            if not line.strip():
                 continue
-            if not (isinstance(obj, dict) and obj.get("phase") == "post" and clock.is_iso(obj.get("at"))):
+            event = journal._event(line)  # never a RecursionError: deeper than the bound is a bad line
+            if event is None:
                 continue
-            if since is None or obj["at"] >= since:
-                out.append(Entry(obj["at"], "compact", None, f"{obj.get('trigger') or 'unknown'} compaction "
-                                 f"({obj.get('runtime')})", None, task_id, order=1))
+            stream, key = journal._stream(event), journal._dedupe_key(event)
+            if previous.get(stream) == key:
+                continue
+            previous[stream] = key
+            if event["phase"] != "post" or not clock.is_iso(event["at"]):
+                continue
+            if since is None or event["at"] >= since:
+                out.append(Entry(event["at"], "compact", None, f"{event['trigger']} compaction "
+                                 f"({event['runtime']})", None, task_id, order=1))
     return out
 
 

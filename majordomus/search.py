@@ -17,7 +17,7 @@ import stat
 from collections.abc import Iterator
 from typing import Any, AnyStr
 
-from majordomus import continuity, tasks
+from majordomus import continuity, regexbound, tasks
 from majordomus.errors import EnvironmentProblem, UsageError
 from majordomus.lite import names, safeio
 from majordomus.lite.lazyre import LazyRe
@@ -46,11 +46,7 @@ class Query:
             if len(words) != 1:
                 raise UsageError(f"-E takes one regular expression, not {len(words)} words",
                                  "quote it as one argument: majordomus search -E 'parser|lexer'")
-            try:
-                self.pattern = re.compile(words[0], re.IGNORECASE | re.MULTILINE)
-            except re.error as exc:
-                raise UsageError(f"`{words[0]}` is not a valid regular expression: {exc}",
-                                 "fix the expression, or search for plain words without -E") from None
+            self.pattern = regexbound.compile_pattern(words[0])  # any failure a usage error
             self.ascii_words = []
 
     def maybe(self, data: bytes) -> bool:
@@ -66,7 +62,7 @@ class Query:
         """The matching line of `text`: the first that holds every word (else the first that holds the
         first word), or the line where the expression matches first; None when `text` does not match."""
         if self.pattern is not None:
-            found = self.pattern.search(text)
+            found = regexbound.search(self.pattern, text)  # under a deadline: TooSlow past it
             return None if found is None else _line_at(text, found.start())
         low = text.lower()
         if len(low) != len(text):  # lower-casing changed the length (a rare letter): go line by line
@@ -215,7 +211,10 @@ def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str])
         shown = ws.display(continuity.path_of(ws, task_id))
         for key in continuity.PIN_KEYS:
             for pin in (doc or {}).get(key, []):
-                line = query.line(pin["text"])
+                try:
+                    line = query.line(pin["text"])
+                except regexbound.TooSlow as exc:
+                    raise exc.at(f"a pin in {shown}") from None
                 if line is not None:
                     at = str(pin["createdAt"])
                     out.append((at.replace("-", "").replace(":", ""), (task_id, "pin", at, shown, line)))
@@ -385,7 +384,10 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                 continue
             if task is not None and found[0] != task:
                 continue
-            line = line_of(found[1])
+            try:
+                line = line_of(found[1])
+            except regexbound.TooSlow as exc:
+                raise exc.at(shown[index][1] + name) from None
             if line is not None:
                 row = (found[0], shown[index][0], _iso(name), shown[index][1] + name, line)
                 yield text_line(row) if as_lines else row
@@ -408,8 +410,9 @@ def tool(ws: Workspace, words: list[str], regex: bool = False, task: str | None 
     task = check_task(ws, task) if task is not None else None
     found: list[dict[str, Any]] = []
     skipped: list[str] = []
-    for hit in search(ws, query, task, kind, skipped):
-        if len(found) == TOOL_MAX:
-            return {"matches": found, "truncated": True, "skipped": skipped}
-        found.append(hit.to_dict())
+    with regexbound.watching():  # -E: each record's match bounded, one timer for the whole search
+        for hit in search(ws, query, task, kind, skipped):
+            if len(found) == TOOL_MAX:
+                return {"matches": found, "truncated": True, "skipped": skipped}
+            found.append(hit.to_dict())
     return {"matches": found, "truncated": False, "skipped": skipped}

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 _PATTERNS = (
-    ("a private key", r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"),
+    ("a private key", r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"),
     ("an AWS access key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     ("an AWS secret key", r"(?i:\baws_secret_access_key\s*[=:]\s*\S+)"),
     ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b"),
@@ -26,13 +26,28 @@ _PATTERNS = (
     ("an API key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{32,}\b"),
     ("a JSON web token", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     ("a bearer token", r"(?i:\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*)"),
-    ("a password or secret", r"(?i:\b(?:password|passwd|pwd|secret|token|api_?key)\s*[=:]\s*[\"']?[^\s\"']{4,})"),
+    ("a password in a URL", r"(?i:\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@)"),
+    # A key that ends in one of these words (`client_secret`, `api_token`, `"access_token"`: no boundary before
+    # the word), then `=` and a value of 3 characters or more, or `:` and one of 4 or more (`token: ok` is
+    # prose). Prose about a token or a password reset has no `=` or `:` and a value right after the word.
+    ("a password or secret", r"(?i:(?:password|passwd|pwd|secret|token|api[_-]?key)"
+                             r"[\"']?\s*(?:=\s*[\"']?[^\s\"']{3,}|:\s*[\"']?[^\s\"']{4,}))"),
 )
 _SECRET = LazyRe("|".join(f"(?:{pattern})" for _, pattern in _PATTERNS))
 
 
+def _folded(text: str) -> str:
+    """`text` after NFKC, as the patterns see it: a full-width `ｇｈｐ_…` is the `ghp_…` it displays as."""
+    if text.isascii():
+        return text
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", text)
+
+
 def looks_secret(text: str) -> str | None:
     """What kind of secret `text` seems to hold (`an AWS access key`, …), or None."""
+    text = _folded(text)
     if not _SECRET.search(text):
         return None
     import re
@@ -46,7 +61,7 @@ def looks_secret(text: str) -> str | None:
 def first_secret_line(lines: Sequence[str]) -> tuple[int, str] | None:
     """(line number from 1, kind) of the first line of a body that looks like it carries a secret, or None.
     One pass over the whole text decides the common case; only a body that matches is walked line by line."""
-    if not _SECRET.search("\n".join(lines)):
+    if not _SECRET.search(_folded("\n".join(lines))):
         return None
     for number, line in enumerate(lines, 1):
         what = looks_secret(line)
@@ -55,8 +70,9 @@ def first_secret_line(lines: Sequence[str]) -> tuple[int, str] | None:
     return None
 
 
-# A PEM private-key block: `-----BEGIN … PRIVATE KEY-----` to `-----END … PRIVATE KEY-----`.
-_KEY_EDGE = LazyRe(r"-----(BEGIN|END) [A-Z0-9 ]*PRIVATE KEY-----")
+# A PEM private-key block, `-----BEGIN … PRIVATE KEY-----` to `-----END … PRIVATE KEY-----`, or an
+# OpenPGP one (`-----BEGIN PGP PRIVATE KEY BLOCK-----` … `-----END PGP PRIVATE KEY BLOCK-----`).
+_KEY_EDGE = LazyRe(r"-----(BEGIN|END) [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 REDACTED = "[redacted]"
 
 

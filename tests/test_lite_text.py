@@ -127,6 +127,17 @@ LOOK_ALIKES = [
     ("k\u0456nd: x", "kind"),
 ]
 
+# What a Markdown reader renders as a key: an escape, HTML references and tags; small capitals, a digit, U+FE30.
+RENDERED_ALIKES = [
+    ("owner\\: x", "owner"),  # CommonMark escape
+    ("owner&#58; x", "owner"), ("owner&colon; x", "owner"), ("&nbsp;owner: x", "owner"),  # HTML references
+    ("<b>owner</b>: x", "owner"), ('<span class="k">head</span>: x', "head"),  # HTML tags
+    ("\u1d0f\u1d21\u0274\u1d07\u0280: x", "owner"),  # small capitals ᴏᴡɴᴇʀ
+    ("0wner: x", "owner"), ("changed_fi1es: x", "changed_files"),  # UTS #39: 0 is O, 1 is l
+    ("owner\ufe30 x", "owner"),  # PRESENTATION FORM FOR VERTICAL TWO DOT LEADER (NFKC makes it `..`)
+]
+LOOK_ALIKES += RENDERED_ALIKES
+
 
 @pytest.mark.parametrize("line, key", LOOK_ALIKES)
 def test_identity_look_alikes_and_markers(line, key):
@@ -137,7 +148,9 @@ def test_identity_look_alikes_and_markers(line, key):
 @pytest.mark.parametrize("line", [
     "the owner said: yes", "Owners of the branch: two", "task list is long", "branching out: soon",
     "1. fix the head: later", "> quoted prose, no key", "# Heading", "- [ ] write the test",
-    "headline: fine", "kinder: fine", "http://owner:pw@host", "ownership: shared",
+    "headline: fine", "kinder: fine", "http://owner@host:8080/x", "ownership: shared",
+    "a <b>bold</b> move: yes", "AT&T said: ok", "10: ten", "x < y: true", "C:\\path\\to: here",
+    "&lt;owner&gt; said: hi", "10. fix the head: later",
 ])
 def test_prose_that_mentions_keys_still_passes(line):
     assert records.identity_field(line) is None, line
@@ -150,6 +163,21 @@ def test_a_look_alike_identity_line_is_refused_naming_field_and_line(cli, repo, 
     result = assert_refused(cli, repo, ("checkpoint",), 10, f"identity field `{key}` on line 2",
                             input=("a first line\n" + line + "\n").encode())
     assert RAW.search(result.stderr) is None, ascii(result.stderr)  # the hint echoes the key escaped
+
+
+@pytest.mark.parametrize("line, key", RENDERED_ALIKES)
+def test_a_line_a_markdown_reader_renders_as_a_key_is_refused(cli, repo, line, key):
+    start_task(cli)
+    assert_refused(cli, repo, ("checkpoint",), 10, f"identity field `{key}` on line 2",
+                   input=("a first line\n" + line + "\n").encode())
+
+
+@pytest.mark.parametrize("first", ["\u200b---", "\ufeff---", "\u2060---\u200b", "\uff0d--", " --- "])
+def test_a_first_line_a_reader_sees_as_a_front_matter_fence_is_refused(cli, repo, first):
+    start_task(cli)
+    assert_refused(cli, repo, ("checkpoint",), 10, "starts with `---` (front matter)",
+                   input=(first + "\nowner2 x\n").encode())
+    assert cli("checkpoint", input="-- -\nfine\n").exit_code == 0
 
 
 # ---------------------------------------------------------------- 3. field grammars at ingest
@@ -299,7 +327,36 @@ SECRETS = {
     "a Slack token": "xoxb-1234567890-abcdef", "an npm token": "npm_" + "c" * 36,
     "a JSON web token": "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.c2lnbmF0dXJlMTIz", "a bearer token": "Bearer abcdef0123456789abcd",
     "a password or secret": "password=hunter2!", "a private key": "-----BEGIN OPENSSH PRIVATE KEY-----",
+    "a password in a URL": "https://user:hunter22@example.com/r.git",
 }
+
+
+@pytest.mark.parametrize("value, kind", [
+    ("client_secret=abc123xyz", "a password or secret"), ("api_token=abc123xyz", "a password or secret"),
+    ('{"access_token": "abc123xyz"}', "a password or secret"), ("DB_PASSWORD='hunter22'", "a password or secret"),
+    ("-----BEGIN PGP PRIVATE KEY BLOCK-----", "a private key"), ("\uff47\uff48\uff50_" + "a" * 36, "a GitHub token"),
+    ("ｔｏｋｅｎ＝abc123xyz", "a password or secret")])
+def test_keys_ending_in_a_secret_word_pgp_and_full_width_forms_are_secrets(value, kind):
+    assert secretscan.looks_secret(f"the value {value} here") == kind
+    assert secretscan.first_secret_line(["ok", value]) == (2, kind)
+
+
+@pytest.mark.parametrize("prose", ["the token expired", "password reset flow", "Rotate the password and the token",
+                                   "max_tokens=1000", "token: ok", "https://user@example.com/r.git",
+                                   "git@github.com:o/r.git", "https://example.com:8080/a@b", "secret: we know"])
+def test_prose_about_tokens_and_passwords_is_not_a_secret(prose):
+    assert secretscan.looks_secret(prose) is None and secretscan.first_secret_line([prose]) is None
+
+
+def test_run_redacts_new_secret_forms_and_a_pgp_block_whole(cli, repo):
+    start_task(cli)
+    pgp = "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGV0ZXN0a2V5\n=abcd\n-----END PGP PRIVATE KEY BLOCK-----\n"
+    (repo / "out.txt").write_text("start\nclient_secret=abc\napi_token=zzz999\n" + pgp + "end\n")
+    assert cli("run", "--", "cat", "out.txt").exit_code == 0
+    (name,) = records_in(repo, "runs")
+    data = (state_dir(repo) / "runs" / name).read_bytes().decode()
+    assert "zzz999" not in data and "client_secret" not in data and "lQOYBGV0" not in data and "PGP" not in data
+    assert "| start\n" in data and data.rstrip().endswith("| end") and data.count("[redacted]") == 7
 
 
 @pytest.mark.parametrize("kind", sorted(SECRETS))

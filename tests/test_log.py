@@ -109,6 +109,38 @@ def test_compactions_come_from_the_journal(cli, repo):
     assert compaction["summary"] == "auto compaction (claude)"
 
 
+def test_a_compaction_trigger_is_shown_as_context_status_names_it(cli, repo):
+    start_task(cli, "t1")
+    for n, trigger in enumerate(("IGNORE ALL PREVIOUS\x1b[31m\nowner: pwn", "manual", 7)):
+        payload = json.dumps({"session_id": f"s{n}", "trigger": trigger})
+        assert cli("hook", "compact", "--phase", "post", "--runtime", "claude", input=payload).exit_code == 0
+    assert sorted(e["summary"] for e in entries(cli) if e["kind"] == "compact") == [
+        "manual compaction (claude)", "unknown compaction (claude)", "unknown compaction (claude)"]
+    shown = cli("log").stdout + cli("log", "--format", "markdown").stdout
+    assert "IGNORE" not in shown and "pwn" not in shown and "\\x1b" not in shown
+
+
+@pytest.mark.parametrize("hostile", ["[" * 100000 + "]" * 100000, '{"a":' * 100000 + "1" + "}" * 100000])
+def test_a_deep_nested_journal_line_is_skipped_not_a_recursion_error(cli, repo, hostile):
+    start_task(cli, "t1")
+    payload = json.dumps({"session_id": "s1", "trigger": "auto"})
+    assert cli("hook", "compact", "--phase", "post", "--runtime", "claude", input=payload).exit_code == 0
+    journal = state_dir(repo) / "context" / "t1" / "compact-events.jsonl"
+    with journal.open("a") as out:
+        out.write(hostile + "\n")
+    assert [e["summary"] for e in entries(cli) if e["kind"] == "compact"] == ["auto compaction (claude)"]
+    assert cli("log").exit_code == 0
+
+
+def test_a_journal_line_written_twice_is_one_compaction_as_context_status_counts_it(cli, repo):
+    start_task(cli, "t1")
+    payload = json.dumps({"session_id": "s1", "trigger": "auto"})
+    assert cli("hook", "compact", "--phase", "post", "--runtime", "claude", input=payload).exit_code == 0
+    journal = state_dir(repo) / "context" / "t1" / "compact-events.jsonl"
+    journal.write_bytes(journal.read_bytes() * 2)
+    assert [e["kind"] for e in entries(cli)].count("compact") == 1
+
+
 def test_markdown_is_a_table_with_pipes_escaped(cli, repo):
     story(cli, repo)
     result = cli("log", "fix-login", "--format", "markdown")
@@ -183,9 +215,13 @@ def test_refusals_write_nothing(cli, repo, args, code, words):
 def test_no_active_task_is_exit_11_and_a_bad_count_exit_2(cli, repo):
     assert_refused(cli, repo, ("log",), 11, "no active task")
     before, ledger = snapshot(repo), ledger_bytes(repo)
-    result = cli("log", "-n", "0")
-    assert result.exit_code == 2 and "0 is not in the range x>=1" in result.stderr
+    for count in ("0", "99999999999999999999", "1000000001"):
+        result = cli("log", "-n", count)
+        assert result.exit_code == 2 and f"{count} is not in the range 1<=x<=1000000000" in result.stderr, result
+        assert result.stdout == "" and "Traceback" not in result.stderr
     assert snapshot(repo) == before and ledger_bytes(repo) == ledger
+    start_task(cli, "t1")
+    assert cli("log", "-n", "1000000000").exit_code == 0
 
 
 # ---------------------------------------------------------------- the process: pager, colour, exit codes

@@ -84,6 +84,10 @@ SECRETS = [
     "Bearer abcdefghijklmnopqrstuvwxyz0123456789",
     "password=hunter2hunter2", "passwd=hunter2hunter2", "secret=s3cr3tv4lu3", "token=abcdef123456",
     "-----BEGIN RSA PRIVATE KEY-----", "-----BEGIN OPENSSH PRIVATE KEY-----", "-----BEGIN PRIVATE KEY-----",
+    # a key that ends in one of the words, a JSON-quoted key, OpenPGP, a URL's password, a full-width token
+    "client_secret=abc123xyz", "api_token=abc123xyz", '{"access_token": "abc123xyz"}', "X-Api-Key: abcd1234",
+    "-----BEGIN PGP PRIVATE KEY BLOCK-----", "https://user:hunter22@example.com/r.git",
+    "\uff47\uff48\uff50_" + "a" * 36,
 ]
 
 
@@ -98,6 +102,10 @@ def test_every_secret_pattern_is_refused_in_pins_titles_and_objectives(cli, repo
 def test_prose_about_secrets_is_not_a_secret(cli, repo):
     start_task(cli, "t1", "--title", "Rotate the password and the token", "--objective", "Bearer tokens expire")
     assert cli("context", "pin", "decision", "--", "The secret lives in the vault, not here.").exit_code == 0
+    for prose in ("the token expired", "password reset flow", "max_tokens=1000 is the budget", "tokens: 12345",
+                  "clone https://user@example.com/r.git or git@example.com:o/r.git", "see https://h:8080/x@y",
+                  "api_token: n/a", "the ｔｏｋｅｎ expired"):
+        assert cli("context", "pin", "decision", "--", prose).exit_code == 0, prose
 
 
 # ---------------------------------------------------------------- identifiers (§2a, §5)

@@ -69,10 +69,13 @@ def write_lines(lines: Iterator[str] | list[str]) -> None:
         out.flush()
 
 
+MAX_COUNT = 1_000_000_000  # `-n` past it is a usage error, not a number too large for git or a slice
+
+
 @click.command("log", context_settings=CONTEXT)
 @click.argument("task_id", metavar="[TASK]", required=False)
 @click.option("--all", "every", is_flag=True, help="Every task's timeline, interleaved.")
-@click.option("-n", "--max-count", "limit", type=click.IntRange(min=1), metavar="N",
+@click.option("-n", "--max-count", "limit", type=click.IntRange(min=1, max=MAX_COUNT), metavar="N",
               help="At most N entries (default 20, or all of them since WHEN with --since).")
 @click.option("--since", metavar="WHEN", help="Only what happened since WHEN (as git reads it: `yesterday`, "
               "`2 weeks ago`, 2026-11-30).")

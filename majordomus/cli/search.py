@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
@@ -31,12 +32,26 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], regex: bool, task_id:
     Case-insensitive. Each line: time, task, kind, path and the matching line. Exit 0 with matches,
     1 with none.
     """
-    from majordomus import search
+    from majordomus import regexbound, search
 
     query = search.Query(words, regex)
     ws = workspace()
     task = search.check_task(ws, task_id) if task_id is not None else None
     skipped: list[str] = []
+    with regexbound.watching() if regex else contextlib.nullcontext():  # -E: each record's match bounded
+        shown = _show(ws, query, task, kind, skipped, as_json)
+    for text in skipped[:10]:
+        note(f"majordomus: skipped {text}")
+    if len(skipped) > 10:
+        note(f"majordomus: skipped {len(skipped) - 10} more (run `majordomus doctor`)")
+    if not shown:
+        ctx.exit(1)
+
+
+def _show(ws: Any, query: Any, task: str | None, kind: str | None, skipped: list[str], as_json: bool) -> int:
+    """Print the hits as they come; how many there were."""
+    from majordomus import regexbound, search
+
     shown = 0
     if as_json:
         hits = search.search(ws, query, task, kind, skipped)
@@ -56,16 +71,14 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], regex: bool, task_id:
             else:
                 out = BlockWriter(stream)
                 for hit in search.search(ws, query, task, kind, skipped):
-                    line = mark.sub(lambda m: _MARK + m.group() + _RESET, escape(hit.line.strip()))
+                    shown_line = escape(hit.line.strip())
+                    # the marking runs the expression again, under the same deadline; past it, unmarked
+                    marked = regexbound.sub(mark, lambda m: _MARK + m.group() + _RESET, shown_line)
+                    line = shown_line if marked is None else marked
                     out.write(escape(f"{hit.at}  {hit.task}  {hit.kind:<10}  {hit.path}") + f"  {line}\n")
                     shown += 1
                 out.flush()
-    for text in skipped[:10]:
-        note(f"majordomus: skipped {text}")
-    if len(skipped) > 10:
-        note(f"majordomus: skipped {len(skipped) - 10} more (run `majordomus doctor`)")
-    if not shown:
-        ctx.exit(1)
+    return shown
 
 
 def _plain(stream: Any, lines: Iterator[str]) -> int:

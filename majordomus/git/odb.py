@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pygit2
 
-from majordomus.errors import MajordomusError
+from majordomus.errors import EnvironmentProblem, MajordomusError
 from majordomus.git import run
 from majordomus.git.query import Repo, config_value
 
@@ -204,20 +204,41 @@ class TreeWriter:
         return bool(self._edits)
 
     def write(self) -> str:
-        return self._write(self.base, self._edits)
+        return self._write(self.base, self._edits, "")
 
-    def _write(self, base: str | None, edits: dict[str, object]) -> str:
+    def _write(self, base: str | None, edits: dict[str, object], where: str) -> str:
         handle = self.repo.handle
         base_tree = handle.get(base) if base else None
         builder = handle.TreeBuilder(base_tree) if isinstance(base_tree, pygit2.Tree) else handle.TreeBuilder()
         for name, edit in edits.items():
             if isinstance(edit, Entry):
-                builder.insert(name, pygit2.Oid(hex=edit.oid), edit.mode)
+                _insert(builder, where + name, edit.oid, edit.mode)
                 continue
             existing = builder.get(name)
             sub = str(existing.id) if existing is not None and existing.filemode == TREE else None
-            builder.insert(name, pygit2.Oid(hex=self._write(sub, edit)), TREE)  # type: ignore[arg-type]
-        return str(builder.write())
+            _insert(builder, where + name, self._write(sub, edit, where + name + "/"), TREE)  # type: ignore[arg-type]
+        try:
+            return str(builder.write())
+        except pygit2.GitError as exc:
+            raise MissingObject(where or "/", str(exc)) from None
+
+
+class MissingObject(EnvironmentProblem):
+    """A tree being written names an object this repository's database does not hold (libgit2 checks every
+    entry): exit 12, naming the entry, never a traceback."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"cannot write the synced tree: its entry `{path}` names an object this repository "
+                         f"does not have ({reason})",
+                         "run the command again (another sync may have been pruning objects); if it "
+                         "persists, run `git fsck` and `majordomus doctor`")
+
+
+def _insert(builder: pygit2.TreeBuilder, path: str, oid: str, mode: int) -> None:
+    try:
+        builder.insert(path.rsplit("/", 1)[-1], pygit2.Oid(hex=oid), mode)
+    except pygit2.GitError as exc:
+        raise MissingObject(path, str(exc)) from None
 
 
 def write_commit(repo: Repo, tree_oid: str, parents: list[str], message: str) -> str:

@@ -36,7 +36,24 @@ def read_capped(stream: BinaryIO | None, limit: int) -> bytes | None:
 
 
 QUIET_S = 1.0  # design §2a: a hook stops reading once stdin has been quiet this long…
-TOTAL_S = 2.0  # …and never reads longer than this in all
+TOTAL_S = 1.5  # …and 1.5 s after its process started, at the latest: the work after the read fits in the 2 s
+MIN_READ_S = 0.2  # what a hook whose start alone took longer still gives a payload already in the pipe
+_AGE_TRUSTED_S = 30.0  # a process older than this reading fd 0 is no hook just started: timed from the read
+
+
+def _process_age() -> float | None:
+    """Seconds since this process started (Linux: /proc/self/stat against the boot clock); None elsewhere
+    or when it cannot be told."""
+    import os
+    import time
+
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read(4096)
+        ticks = int(stat[stat.rindex(b")") + 2:].split()[19])  # field 22, starttime; the name may hold spaces
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
 
 
 def _complete_json(data: bytes) -> bool:
@@ -59,8 +76,10 @@ def read_hook_payload(stream: BinaryIO | None, limit: int, quiet: float = QUIET_
     """A hook's stdin with a deadline (design §2a): at most `limit` bytes, None when there was more. Stops
     at the end of the stream, once one complete JSON value has arrived, after `quiet` seconds without a
     byte, or after `total` seconds in all — whichever comes first; a writer that never closes its end
-    (`sleep 20 | majordomus hook session-start`) costs at most `total`. A stream without a file descriptor
-    (a test's in-memory stream) is read as `read_capped` reads it."""
+    (`sleep 20 | majordomus hook session-start`) costs at most `total`. On the process's own stdin (fd 0)
+    the `total` is counted from the process's start, so that it bounds the whole hook, not only its read
+    (at least MIN_READ_S is left for the read). A stream without a file descriptor (a test's in-memory
+    stream) is read as `read_capped` reads it."""
     if stream is None:
         return b""
     try:
@@ -72,6 +91,10 @@ def read_hook_payload(stream: BinaryIO | None, limit: int, quiet: float = QUIET_
     import time
 
     began = time.monotonic()
+    if fd == 0:
+        age = _process_age()
+        if age is not None and 0 <= age < _AGE_TRUSTED_S:
+            total = max(total - age, MIN_READ_S)
     chunks: list[bytes] = []
     size = 0
     while True:

@@ -176,20 +176,24 @@ def identity_key(line: str, keys: frozenset[str]) -> tuple[str, str] | None:
     `•`, `1.`, `1)`, `>`, `#`, `- [ ]`, `- [x]`), Markdown emphasis or quotes — is a key followed by a colon.
 
     Compared after NFKC, case folding, removal of bidi and invisible characters and reduction to the
-    confusables skeleton (UTS #39) of the letters, separators and colons the keys use; `_`, `-` or spaces
-    join a key's words alike (`Repo ID:` is `repo_id`)."""
-    if line.isascii():
-        folded = line.lower()
+    confusables skeleton (UTS #39) of the letters, digits, separators and colons the keys use (small capitals
+    and `0` included); `_`, `-` or spaces join a key's words alike (`Repo ID:` is `repo_id`). First, what a
+    Markdown reader renders differently from what is written: HTML character references (`&#58;`, `&nbsp;`),
+    HTML tags (`<b>owner</b>:`) and backslash escapes (`owner\\:`)."""
+    rendered = as_rendered(line)
+    if rendered.isascii():
+        folded = rendered.lower()
     else:
         import unicodedata
 
-        folded = unicodedata.normalize("NFKC", _IGNORED_IN_KEYS.sub("", line)).casefold()
-        folded = folded.translate(_SKELETON)
+        bare = _IGNORED_IN_KEYS.sub("", rendered).translate(_COLON_SKELETON)  # before NFKC: U+FE30 is `..`
+        folded = unicodedata.normalize("NFKC", bare).casefold().translate(_SKELETON)
     rest = _MARKERS.sub("", folded, count=1)
     colon = rest.find(":")
     if colon <= 0:
         return None
-    key = "_".join(_JOINERS.split(rest[:colon].strip(_EMPHASIS)))  # a joiner at an edge leaves an empty word
+    words = rest[:colon].strip(_EMPHASIS).translate(_DIGIT_SKELETON)  # after the markers: `1.` stays a marker
+    key = "_".join(_JOINERS.split(words))  # a joiner at an edge leaves an empty word
     if key not in keys:
         return None
     # As written, for the hint: the original text up to its first colon or look-alike, without markers.
@@ -198,6 +202,34 @@ def identity_key(line: str, keys: frozenset[str]) -> tuple[str, str] | None:
     return key, (original[: end.start()] if end is not None else original).strip()
 
 
+def as_rendered(line: str) -> str:
+    """`line` as a Markdown reader shows it, as far as the identity rule cares: HTML character references
+    decoded, HTML tags dropped, backslash escapes of punctuation undone (CommonMark). Unchanged, at the
+    cost of one scan, when it holds none of `&`, `<` or a backslash."""
+    if "&" in line:
+        import html
+
+        line = html.unescape(line)
+    if "<" in line:
+        line = _HTML_TAG.sub("", line)
+    if "\\" in line:
+        line = _BACKSLASH_ESCAPE.sub(r"\1", line)
+    return line
+
+
+def is_front_matter_fence(line: str) -> bool:
+    """Whether a reader sees `line` as `---`, a YAML front-matter fence: after invisible and bidi
+    characters are removed and NFKC (a zero-width space before it, a full-width hyphen-minus)."""
+    if line.isascii():
+        return line.strip() == "---"
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", _IGNORED_IN_KEYS.sub("", line)).strip() == "---"
+
+
+_HTML_TAG = LazyRe(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
+_BACKSLASH_ESCAPE = LazyRe(r"\\([!-/:-@\[-`{-~])")
+
 # Any run of markers and white space at the start of a line, as many as there are (`> 1. - [x] **owner**:`).
 _MARKERS = LazyRe(r"^(?:[\s\-*+•‣◦⁃∙·▪●○■□>#]|\d{1,9}[.)]|\[[ x✓✔]?\])*")
 _EMPHASIS = "*_`~\"' \t"
@@ -205,6 +237,9 @@ _JOINERS = LazyRe(r"[-_ \t]+")
 # Colons a reader takes for `:` that NFKC leaves alone (U+FF1A, U+FE13 and U+FE55 it already folds).
 _COLONS = "\u02d0\u02f8\u0589\u05c3\u0703\u0704\u16ec\u1803\u1809\u205a\u2236\ua4fd\ua789\ufe30"
 _ANY_COLON = LazyRe(f"[:{_COLONS}\uff1a\ufe13\ufe55]")
+_COLON_SKELETON = str.maketrans(dict.fromkeys(_COLONS, ":"))
+# Digits that look like the keys' letters, in a key's words only (UTS #39: `0` is `O`, `1` is `l`).
+_DIGIT_SKELETON = str.maketrans({"0": "o", "1": "l"})
 # The confusables skeleton (UTS #39) of what the keys are made of, as it stands after NFKC and case folding:
 # Cyrillic, Greek, Armenian and IPA letters that look like the Latin letters of the keys; dashes and
 # low lines that look like `-` and `_`; colons that look like `:`. A look-alike outside the keys' letters
@@ -231,4 +266,8 @@ _SKELETON = str.maketrans({
     "\u0455": "s", "\ua731": "s", "\u01bd": "s", "\u0442": "t", "\u03c4": "t", "\u1d1b": "t",
     # v, w
     "\u03bd": "v", "\u0475": "v", "\u1d20": "v", "\u051d": "w", "\u0461": "w", "\u1d21": "w", "\u0270": "w",
+    # small capitals (ᴀ ʙ ᴅ ᴇ ꜰ ɢ ʜ ɪ ᴊ ᴋ ʟ ᴍ ɴ ᴘ ᴜ ʏ ᴢ; ᴄ ᴏ ʀ ꜱ ᴛ ᴠ ᴡ are above): case folding leaves them
+    "\u1d00": "a", "\u0299": "b", "\u1d05": "d", "\u1d07": "e", "\ua730": "f", "\u0262": "g", "\u029c": "h",
+    "\u026a": "i", "\u1d0a": "j", "\u1d0b": "k", "\u029f": "l", "\u1d0d": "m", "\u0274": "n", "\u1d18": "p",
+    "\u1d1c": "u", "\u028f": "y", "\u1d22": "z",
 })

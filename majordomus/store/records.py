@@ -130,7 +130,7 @@ def _shorter_hint(what: str) -> str:
 
 def refuse_identity(lines: list[str], what: str) -> None:
     """Prose does not get to write its own identity (design §6 step 4)."""
-    if lines and lines[0].strip() == "---":
+    if lines and textrules.is_front_matter_fence(lines[0]):
         raise Refused(
             f"the {what} body starts with `---` (front matter); majordomus computes the front matter itself; "
             "nothing was written",

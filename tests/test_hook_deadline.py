@@ -1,0 +1,58 @@
+"""A hook's stdin deadline bounds the whole hook (design §2a: never more than 2 s waiting): on its own stdin the
+read ends `TOTAL_S` after the process started, not after the read began, whatever trickles in."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+from majordomus.lite import stdin
+
+PROBE = ("import sys, time\n"
+         "from majordomus.lite import stdin\n"
+         "time.sleep(float(sys.argv[1]))  # a slow start: imports, a loaded machine\n"
+         "got = stdin.read_hook_payload(sys.stdin.buffer, 1 << 20)\n"
+         "print(stdin._process_age(), len(got or b''))\n")
+
+
+def _trickled(startup: float) -> tuple[float, int]:
+    """(process age when the read ended, bytes read) of a process whose stdin gets a byte every 0.1 s."""
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-c", PROBE, str(startup)], stdin=read_end, stdout=subprocess.PIPE)
+    os.close(read_end)
+
+    def trickle() -> None:
+        try:
+            os.write(write_end, b'{"session_id": "a')
+            while proc.poll() is None:
+                os.write(write_end, b"a")
+                time.sleep(0.1)
+        except OSError:
+            pass
+
+    writer = threading.Thread(target=trickle, daemon=True)
+    writer.start()
+    out, _ = proc.communicate(timeout=20)
+    os.close(write_end)
+    age, size = out.split()
+    return float(age), int(size)
+
+
+def test_the_read_ends_total_s_after_the_process_started_however_slowly_it_trickles():
+    age, size = _trickled(0.5)
+    assert stdin.TOTAL_S <= age < stdin.TOTAL_S + 0.5, age  # not 0.5 + TOTAL_S: the start is counted
+    assert size > 0
+
+
+def test_a_hook_that_started_slowly_still_reads_briefly():
+    age, size = _trickled(stdin.TOTAL_S + 0.2)
+    assert stdin.TOTAL_S + 0.2 + stdin.MIN_READ_S <= age < stdin.TOTAL_S + 0.2 + stdin.MIN_READ_S + 0.5, age
+    assert size > 0
+
+
+def test_the_process_age_is_known_on_linux():
+    age = stdin._process_age()
+    assert age is not None and 0 <= age < 24 * 3600

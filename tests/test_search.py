@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,23 +22,22 @@ def hits(cli: Any, *args: str) -> list[dict[str, Any]]:
     return found
 
 
-def a_second_later() -> None:
-    """Record names begin with their UTC second: let the clock tick so that name order is the order written."""
-    time.sleep(1.05 - time.time() % 1.0)
-
-
 @pytest.fixture
 def store(cli: Any, repo: Path) -> Path:
-    """Two tasks: a checkpoint, a run, a pin and a handoff, each a second apart."""
-    start_task(cli, "alpha")
-    assert cli("checkpoint", input="The Parser streams now\nnext: the lexer").exit_code == 0
-    a_second_later()
-    assert cli("run", "--label", "tests", "--", "sh", "-c", "echo parser tests green").exit_code == 0
-    a_second_later()
-    assert cli("context", "pin", "constraint", "never buffer the parser input").exit_code == 0
-    a_second_later()
-    start_task(cli, "beta")
-    assert cli("handoff", input=HANDOFF_BODY.replace("normalise()", "the parser's normalise()")).exit_code == 0
+    """Two tasks: a checkpoint, a run, a pin and a handoff, each a second apart (a frozen clock that ticks:
+    record names begin with their UTC second, so name order is the order written)."""
+    from freezegun import freeze_time
+
+    with freeze_time("2026-09-03T10:00:00Z") as clock:
+        start_task(cli, "alpha")
+        assert cli("checkpoint", input="The Parser streams now\nnext: the lexer").exit_code == 0
+        clock.tick(1)
+        assert cli("run", "--label", "tests", "--", "sh", "-c", "echo parser tests green").exit_code == 0
+        clock.tick(1)
+        assert cli("context", "pin", "constraint", "never buffer the parser input").exit_code == 0
+        clock.tick(1)
+        start_task(cli, "beta")
+        assert cli("handoff", input=HANDOFF_BODY.replace("normalise()", "the parser's normalise()")).exit_code == 0
     return repo
 
 
@@ -122,10 +120,13 @@ def test_a_link_or_fifo_among_the_records_is_skipped_and_named(cli, repo, tmp_pa
 
 
 def test_results_stream_one_record_at_a_time(cli, repo):
-    start_task(cli, "t1")
-    for i in range(3):
-        assert cli("checkpoint", input=f"note {i}").exit_code == 0
-        a_second_later()
+    from freezegun import freeze_time
+
+    with freeze_time("2026-09-03T10:00:00Z") as clock:
+        start_task(cli, "t1")
+        for i in range(3):
+            assert cli("checkpoint", input=f"note {i}").exit_code == 0
+            clock.tick(1)
     ws = Workspace.open(str(repo))
     found = search.search(ws, search.Query(["note"]))
     assert next(found).line == "note 2"
@@ -178,10 +179,13 @@ def test_exit_codes_pager_and_colour_through_the_console_script(cli, store, tmp_
 
 def test_a_page_of_lines_is_escaped_line_by_line_when_one_needs_it(cli, repo):
     """Lines are written in blocks; a block with one line to escape escapes that line alone, as ever."""
-    start_task(cli, "t1")
-    for n in range(3):
-        assert cli("checkpoint", input=f"words number {n}").exit_code == 0
-        a_second_later()
+    from freezegun import freeze_time
+
+    with freeze_time("2026-09-03T10:00:00Z") as clock:
+        start_task(cli, "t1")
+        for n in range(3):
+            assert cli("checkpoint", input=f"words number {n}").exit_code == 0
+            clock.tick(1)
     first = sorted((state_dir(repo) / "checkpoints").iterdir())[1]
     first.write_bytes(first.read_bytes().replace(b"number 1", b"number\x1b[2J 1"))
     lines = cli("search", "words").stdout.splitlines()

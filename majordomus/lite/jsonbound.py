@@ -14,7 +14,10 @@ from __future__ import annotations
 import json
 import re
 from itertools import accumulate
-from typing import Any
+
+TYPE_CHECKING = False  # on every hook's path: typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 64
 BOM = "\ufeff"

@@ -12,7 +12,6 @@ import os
 import sys
 
 from majordomus.commands import COMMANDS, FAIL_OPEN, lookup
-from majordomus.lite.textrules import escape, render_error
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: `hook compact` starts here, and typing is not free
 if TYPE_CHECKING:
@@ -84,6 +83,8 @@ def _fail_open(name: str, args: list[str], exc: BaseException) -> int:
     message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
     hint = getattr(exc, "hint", "")
     try:
+        from majordomus.lite.textrules import escape
+
         sys.stderr.write(f"majordomus: {escape(what)}: {escape(str(message))} (the session goes on)\n"
                          + (f"hint: {escape(str(hint))}\n" if hint else ""))
     except OSError:
@@ -122,6 +123,8 @@ def _run(args: list[str]) -> int:
 
         close = difflib.get_close_matches(name, COMMANDS, 1)
         hint = f"did you mean `majordomus {close[0]}`?" if close else "see `majordomus --help`"
+        from majordomus.lite.textrules import escape
+
         sys.stderr.write(f"majordomus: `{escape(name)}` is not a majordomus command\nhint: {escape(hint)}\n")
         return 2
     try:
@@ -148,6 +151,8 @@ def _exit_code(exc: BaseException) -> int:
     from majordomus.errors import MajordomusError
 
     if isinstance(exc, MajordomusError):
+        from majordomus.lite.textrules import render_error
+
         sys.stderr.write(render_error(exc) + "\n")
         return exc.code
     if isinstance(exc, BrokenPipeError):

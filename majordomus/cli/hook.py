@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import sys
 
-from majordomus.cli import argv as parsing
+TYPE_CHECKING = False  # `hook compact` starts here: typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 USAGE = """usage: majordomus hook session-start [--runtime claude|codex|gemini|copilot]
        majordomus hook stop [--runtime claude|codex|gemini|copilot]
@@ -27,22 +29,36 @@ brief, run evidence and doctor follow a record's head through the amend or rebas
 # Each hook's options, declared once: parsed here (compact parses its own in majordomus.hooks.compact, on
 # the lite layer alone) and offered by completion.
 RUNTIMES = ("claude", "codex", "gemini", "copilot")  # the first is the default
-SUBCOMMANDS = {
-    "session-start": parsing.Spec(
-        "usage: majordomus hook session-start [--runtime claude|codex|gemini|copilot]\n\n"
-        "SessionStart: print the identity and the briefing as the runtime's context, in the runtime's own\n"
-        "shape and budget (claude: UTF-16 units; codex: ceil(bytes/4) tokens; gemini, copilot: bytes).\n",
-        choices={"--runtime": RUNTIMES}, described={"--runtime": "the runtime whose shape and budget apply"}),
-    "stop": parsing.Spec("usage: majordomus hook stop [--runtime claude|codex|gemini|copilot]\n\n"
-                         "Stop: record `session.stop` (bookkeeping only).\n",
-                         choices={"--runtime": RUNTIMES}, described={"--runtime": "the runtime that stops"}),
-    "compact": parsing.Spec(
-        "usage: majordomus hook compact --phase pre|post --runtime claude|codex|gemini|copilot\n\n"
-        "PreCompact/PostCompact: append one line to the compaction journal.\n",
-        choices={"--phase": ("pre", "post"), "--runtime": RUNTIMES},
-        described={"--phase": "before or after the compaction", "--runtime": "the runtime that compacts"}),
-    "rewrite": parsing.Spec(REWRITE_USAGE),
-}
+_DECLARED: dict[str, Any] = {}
+
+
+def subcommands() -> dict[str, Any]:
+    """Each hook's options (`argv.Spec`), built when asked: `hook compact` runs at every compaction and
+    needs none of them."""
+    if not _DECLARED:
+        from majordomus.cli import argv as parsing
+
+        _DECLARED.update(_declare(parsing))
+    return _DECLARED
+
+
+def _declare(parsing: Any) -> dict[str, Any]:
+    return {
+        "session-start": parsing.Spec(
+            "usage: majordomus hook session-start [--runtime claude|codex|gemini|copilot]\n\n"
+            "SessionStart: print the identity and the briefing as the runtime's context, in the runtime's own\n"
+            "shape and budget (claude: UTF-16 units; codex: ceil(bytes/4) tokens; gemini, copilot: bytes).\n",
+            choices={"--runtime": RUNTIMES}, described={"--runtime": "the runtime whose shape and budget apply"}),
+        "stop": parsing.Spec("usage: majordomus hook stop [--runtime claude|codex|gemini|copilot]\n\n"
+                             "Stop: record `session.stop` (bookkeeping only).\n",
+                             choices={"--runtime": RUNTIMES}, described={"--runtime": "the runtime that stops"}),
+        "compact": parsing.Spec(
+            "usage: majordomus hook compact --phase pre|post --runtime claude|codex|gemini|copilot\n\n"
+            "PreCompact/PostCompact: append one line to the compaction journal.\n",
+            choices={"--phase": ("pre", "post"), "--runtime": RUNTIMES},
+            described={"--phase": "before or after the compaction", "--runtime": "the runtime that compacts"}),
+        "rewrite": parsing.Spec(REWRITE_USAGE),
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -65,7 +81,9 @@ def main(argv: list[str]) -> int:
             sys.stderr.write(f"majordomus: {what}\nhint: usage: majordomus hook session-start|stop|compact|rewrite; "
                              "see `majordomus hook --help`\n")
         return 0
-    args = parsing.parse(SUBCOMMANDS[name], argv[1:])
+    from majordomus.cli import argv as parsing
+
+    args = parsing.parse(subcommands()[name], argv[1:])
     if args is None:
         return 0
     from majordomus.hooks import session
@@ -81,7 +99,7 @@ def rewrite(argv: list[str]) -> int:
     import os
 
     if argv[:1] in (["-h"], ["--help"]):
-        sys.stdout.write(SUBCOMMANDS["rewrite"].usage)
+        sys.stdout.write(subcommands()["rewrite"].usage)
         return 0
     from majordomus import rewrites
 
@@ -105,3 +123,10 @@ def rewrite(argv: list[str]) -> int:
     if os.path.isdir(ws.paths.root):  # a hook never creates the state directory
         rewrites.record(ws, argv[0], data, unread)
     return 0
+
+
+def __getattr__(name: str) -> Any:
+    """`SUBCOMMANDS`, for completion and the tests: the declared options, built on first use."""
+    if name == "SUBCOMMANDS":
+        return subcommands()
+    raise AttributeError(name)

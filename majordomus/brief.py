@@ -14,7 +14,7 @@ import os
 
 from majordomus import budget, claims, continuity, rewrites, runs, tasks
 from majordomus.git import status
-from majordomus.lite import names, safeio, textrules
+from majordomus.lite import names, textrules
 from majordomus.store import ledger, listing, reading
 from majordomus.workspace import Workspace
 
@@ -64,23 +64,8 @@ def _task_events(ws: Workspace, task_id: str) -> Iterator[dict[str, Any]]:
 
 
 def ledger_tail(ws: Workspace, needle: bytes | None = None) -> Iterator[dict[str, Any]]:
-    """The ledger's events, newest first, from the last `LEDGER_LOOKBACK` lines only; with `needle`, only
-    the lines that hold it are parsed (the others still count against the bound)."""
-    try:
-        fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
-    except (OSError, safeio.UnsafeFile):
-        return
-    try:
-        for number, line in enumerate(ledger._lines_backwards(fd, os.fstat(fd).st_size)):
-            if number >= LEDGER_LOOKBACK:
-                return
-            if needle is not None and needle not in line:
-                continue
-            obj = ledger.parse_line(line) if line.strip() else None
-            if obj is not None:
-                yield obj
-    finally:
-        os.close(fd)
+    """The ledger's events, newest first, from the last `LEDGER_LOOKBACK` lines only (`ledger.tail`)."""
+    return ledger.tail(ws.paths.ledger, LEDGER_LOOKBACK, needle)
 
 
 class Walk:

@@ -87,6 +87,26 @@ def _lines_backwards(fd: int, size: int) -> Iterator[bytes]:
 lines_backwards = _lines_backwards  # for `store.commit`, which looks for a record's event from the end
 
 
+def tail(path: str, lookback: int, needle: bytes | None = None) -> Iterator[dict[str, Any]]:
+    """The events of the last `lookback` lines, newest first (nothing when the ledger cannot be read); with
+    `needle`, only the lines that hold it are parsed (the others still count against the bound)."""
+    try:
+        fd = safeio.open_regular(path, MAX_BYTES)
+    except (OSError, safeio.UnsafeFile):
+        return
+    try:
+        for number, line in enumerate(_lines_backwards(fd, os.fstat(fd).st_size)):
+            if number >= lookback:
+                return
+            if needle is not None and needle not in line:
+                continue
+            obj = parse_line(line) if line.strip() else None
+            if obj is not None:
+                yield obj
+    finally:
+        os.close(fd)
+
+
 def _last_valid(fd: int, size: int) -> tuple[dict[str, Any] | None, bytes | None, bool]:
     """The last valid event and its line, reading backwards; and whether the file ends in a newline."""
     if size == 0:

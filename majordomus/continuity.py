@@ -13,7 +13,7 @@ import os
 from majordomus import budget, clock, secretscan, tasks
 from majordomus.errors import EnvironmentProblem, NotFound, Refused, UsageError
 from majordomus.lite import jsonbound, safeio, textrules
-from majordomus.store import files
+from majordomus.store import files, ledger
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -241,47 +241,12 @@ def _modify(ws: Workspace, change: Any) -> tuple[tasks.Task, Any, str, str, bool
     return task, result, at, integrity, completed
 
 
-# How far back from the ledger's end a retry looks for the event of a pin (as `store.commit` does for a
-# record's): beyond it, it cannot tell, and never logs a second event on a guess.
-_LOOK_BACK = 4 << 20
-
-
-def _pin_events(ws: Workspace, since: str) -> tuple[dict[str, list[dict[str, Any]]], bool]:
-    """The `context.pin` and `context.unpin` events by pin id, read backwards from the end of the ledger
-    down to the events older than `since`; and whether the ledger covers that time (an older event, or
-    the chain's first, was reached). A ledger that is absent, unreadable or begins later (rotated or
-    truncated by hand) covers nothing: a second event on a guess would be a lie too."""
-    from majordomus.store import ledger
-
-    found: dict[str, list[dict[str, Any]]] = {}
-    try:
-        fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
-    except (OSError, EnvironmentProblem):  # absent or unreadable: doctor says why
-        return found, False
-    try:
-        read = 0
-        for line in ledger.lines_backwards(fd, os.fstat(fd).st_size):
-            read += len(line) + 1
-            if read > _LOOK_BACK:
-                return found, False
-            event = ledger.parse_line(line) if line.strip() else None
-            if event is None:
-                continue
-            if event["event"] in ("context.pin", "context.unpin") and isinstance(event.get("pin"), str):
-                found.setdefault(event["pin"], []).append(event)
-            if str(event.get("at", "")) < since or event.get("seq") == 1:
-                return found, True
-        return found, False  # nothing older than `since`, and no first event: the ledger begins later
-    finally:
-        os.close(fd)
-
-
 def _unlogged(ws: Workspace, task_id: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The newest of `candidates` (pins in the document) whose `context.pin` event is missing, when the
     ledger shows that for certain."""
     if not candidates:
         return None
-    events, covered = _pin_events(ws, min(p["createdAt"] for p in candidates))
+    events, covered = ledger.pin_events(ws.paths.ledger, min(p["createdAt"] for p in candidates))
     if not covered:
         return None
     for p in reversed(candidates):
@@ -301,7 +266,7 @@ def unlogged_pins(ws: Workspace, task_ids: list[str]) -> list[tuple[str, str, di
             held += [(task_id, kind, p) for kind, key in KINDS.items() for p in doc[key]]
     if not held:
         return []
-    events, covered = _pin_events(ws, min(p["createdAt"] for _t, _k, p in held))
+    events, covered = ledger.pin_events(ws.paths.ledger, min(p["createdAt"] for _t, _k, p in held))
     if not covered:
         return []
     return [(t, k, p) for t, k, p in held if not any(e["event"] == "context.pin" for e in events.get(p["id"], []))]
@@ -348,7 +313,7 @@ def unpin(ws: Workspace, pin_id: str) -> tuple[str, dict[str, Any]]:
 def _gone_unlogged(ws: Workspace, task_id: str, pin_id: str) -> list[tuple[str, dict[str, Any]]]:
     """Pins of this task named by `pin_id` that the ledger shows pinned and never unpinned, though the
     document no longer holds them: an unpin whose continuity landed and whose event did not."""
-    events, _covered = _pin_events(ws, "")
+    events, _covered = ledger.pin_events(ws.paths.ledger, "")
     hits = []
     for full, named in events.items():
         if not full.startswith(pin_id) or any(e["event"] == "context.unpin" for e in named):
@@ -418,27 +383,3 @@ def render_doc(doc: dict[str, Any], task_id: str, budget_bytes: int) -> budget.F
     parts.extend(section_blocks)
     shifted = [(i + 1, j) for i, j in order]
     return budget.fit(parts, shifted, budget_bytes, budget.render_closing(budget.Room(budget_bytes)))
-
-
-def render(ws: Workspace, task_id: str, budget_bytes: int) -> str:
-    """The rendered continuity of a task within `budget_bytes`; raises Broken when it cannot be trusted."""
-    return render_doc(effective(ws, task_id), task_id, budget_bytes).text
-
-
-def status(ws: Workspace, task_id: str) -> dict[str, Any]:
-    """Pins by kind and integrity (`cli/context.py` adds the compaction state from the journal)."""
-    path = path_of(ws, task_id)
-    doc, found = examine(ws, task_id)
-    out: dict[str, Any] = {"task": task_id, "path": ws.display(path), "exists": os.path.lexists(path)}
-    if found:
-        out["integrity"] = "broken"
-    else:
-        out["integrity"] = "ok" if doc is not None else "absent"
-    out["findings"] = found
-    if doc is not None:
-        out["objective"] = bool(blocks(doc, 2)[0][0].entries)
-        out["createdAt"], out["updatedAt"] = doc["createdAt"], doc["updatedAt"]
-        out["pins"] = {key: [{k: p[k] for k in ("id", "text", "source", "createdAt")} for p in doc[key]]
-                       for key in PIN_KEYS}
-        out["counts"] = {key: len(doc[key]) for key in PIN_KEYS}
-    return out

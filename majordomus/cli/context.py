@@ -119,7 +119,6 @@ def status(task_id: str | None, as_json: bool) -> None:
 
     Of the active task, or of TASK.
     """
-    from majordomus import continuity
     from majordomus.output import emit, emit_json
 
     ws = workspace()
@@ -127,7 +126,7 @@ def status(task_id: str | None, as_json: bool) -> None:
     from majordomus.hooks import journal  # the compaction journal's replay (design §12)
 
     tid = _task_id(ws, task_id)
-    report = continuity.status(ws, tid)
+    report = _status(ws, tid)
     try:
         report["compaction"] = journal.status(ws, tid)
     except (OSError, ValueError, MajordomusError) as exc:
@@ -180,3 +179,26 @@ def validate(ctx: click.Context, task_id: str | None, as_json: bool) -> None:
 
 def main(argv: list[str]) -> int:
     return run(context, argv, "majordomus context")
+
+
+def _status(ws: Any, task_id: str) -> dict[str, Any]:
+    """Pins by kind and integrity, then the compaction state from the journal (added by the caller)."""
+    import os
+
+    from majordomus import continuity
+
+    path = continuity.path_of(ws, task_id)
+    doc, found = continuity.examine(ws, task_id)
+    out: dict[str, Any] = {"task": task_id, "path": ws.display(path), "exists": os.path.lexists(path)}
+    if found:
+        out["integrity"] = "broken"
+    else:
+        out["integrity"] = "ok" if doc is not None else "absent"
+    out["findings"] = found
+    if doc is not None:
+        out["objective"] = bool(continuity.blocks(doc, 2)[0][0].entries)
+        out["createdAt"], out["updatedAt"] = doc["createdAt"], doc["updatedAt"]
+        out["pins"] = {key: [{k: p[k] for k in ("id", "text", "source", "createdAt")} for p in doc[key]]
+                       for key in continuity.PIN_KEYS}
+        out["counts"] = {key: len(doc[key]) for key in continuity.PIN_KEYS}
+    return out

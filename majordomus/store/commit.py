@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 # How far back from the ledger's end an event for a pending record is looked for: a record whose write
 # failed part way is completed by the next write, which comes soon; an older one is doctor's to report.
-_LOOK_BACK = 4 << 20
 
 
 class Write:
@@ -303,7 +302,7 @@ def logged(ws: Workspace, rel: str, since: str) -> bool:
     """Whether the ledger holds an event naming `rel` (its own, or a `sync.import`), looked for backwards
     from the end down to the events older than `since` (the record's timestamp). False only when the
     ledger covers that time (an older event, or the chain's first, seq 1, was reached) without one: a
-    ledger that begins later (rotated or truncated by hand) or a search past `_LOOK_BACK` bytes cannot
+    ledger that begins later (rotated or truncated by hand) or a search past `ledger.EVENT_LOOK_BACK` bytes cannot
     tell, and counts as logged."""
     try:
         fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
@@ -317,7 +316,7 @@ def logged(ws: Workspace, rel: str, since: str) -> bool:
         earliest: dict[str, Any] | None = None
         for line in ledger.lines_backwards(fd, size):
             read += len(line) + 1
-            if read > _LOOK_BACK:
+            if read > ledger.EVENT_LOOK_BACK:
                 return True
             event = ledger.parse_line(line) if line.strip() else None
             if event is None:

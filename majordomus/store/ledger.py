@@ -85,6 +85,37 @@ def _lines_backwards(fd: int, size: int) -> Iterator[bytes]:
 
 
 lines_backwards = _lines_backwards  # for `store.commit`, which looks for a record's event from the end
+# How far back from the ledger's end a retry looks for the event of a record or a pin (`store.commit`,
+# `continuity`): beyond it, it cannot tell, and never logs a second event on a guess.
+EVENT_LOOK_BACK = 4 << 20
+
+
+def pin_events(path: str, since: str) -> tuple[dict[str, list[dict[str, Any]]], bool]:
+    """The `context.pin` and `context.unpin` events by pin id, read backwards from the end of the ledger
+    down to the events older than `since`; and whether the ledger covers that time (an older event, or
+    the chain's first, was reached). A ledger that is absent, unreadable or begins later (rotated or
+    truncated by hand) covers nothing: a second event on a guess would be a lie too."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    try:
+        fd = safeio.open_regular(path, MAX_BYTES)
+    except (OSError, EnvironmentProblem):  # absent or unreadable: doctor says why
+        return found, False
+    try:
+        read = 0
+        for line in _lines_backwards(fd, os.fstat(fd).st_size):
+            read += len(line) + 1
+            if read > EVENT_LOOK_BACK:
+                return found, False
+            event = parse_line(line) if line.strip() else None
+            if event is None:
+                continue
+            if event["event"] in ("context.pin", "context.unpin") and isinstance(event.get("pin"), str):
+                found.setdefault(event["pin"], []).append(event)
+            if str(event.get("at", "")) < since or event.get("seq") == 1:
+                return found, True
+        return found, False  # nothing older than `since`, and no first event: the ledger begins later
+    finally:
+        os.close(fd)
 
 
 def tail(path: str, lookback: int, needle: bytes | None = None) -> Iterator[dict[str, Any]]:

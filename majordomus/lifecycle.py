@@ -314,31 +314,13 @@ def release(ws: Workspace, task_id: str) -> bool:
     """After sync imported a version of `task_id` from another machine: put this machine's own claims
     back into it (see `claims.restore_mine`), then forget that the task is active here unless
     the imported version still says it is held here, by our live claim. The caller holds the lock."""
-    held_here = _restore_claims(ws, task_id)
+    held_here = tasks.restore_claims(ws, task_id)
     index = tasks.read_index(ws)
     kept = {slot: held for slot, held in index.items() if held != task_id}
     if len(kept) == len(index) or held_here:
         return False
     tasks.write_index(ws, kept)
     return True
-
-
-def _restore_claims(ws: Workspace, task_id: str) -> bool:
-    """Whether the imported record names this slot as the holder and our claim on it is live."""
-    try:
-        task = tasks.load(ws, task_id)
-    except Exception:
-        return False
-    restored, done = claims.restore_mine(ws, task_id, task.claims)
-    if done:
-        task.claims = restored
-        tasks.save(ws, task)  # not `updated_at`: nobody changed the task; the next push carries it
-        ws.event("task.claim", task_id, clock.now_iso(), by="sync", restored=done,
-                 reason="a version of the task record from another machine did not carry this machine's claims")
-    ours = claims.mine(ws).get(task_id)
-    live_ids = {c["id"] for c in claims.live(task.claims)}
-    return (ours is not None and ours["id"] in live_ids and task.status == "active"
-            and (task.worktree, task.branch) == (ours["worktree"], ours["branch"]))
 
 
 def release_claim(ws: Workspace, task_id: str | None) -> tuple[tasks.Task, bool]:

@@ -204,3 +204,21 @@ def staleness(task: Task, limit_minutes: int, now: Any) -> str | None:
     if task.checkpoint_at is not None:
         return f"was last checkpointed {int(minutes)} minutes ago"
     return f"has no checkpoint {int(minutes)} minutes after it started"
+
+
+def restore_claims(ws: Workspace, task_id: str) -> bool:
+    """Whether the imported record names this slot as the holder and our claim on it is live."""
+    try:
+        task = load(ws, task_id)
+    except Exception:
+        return False
+    restored, done = claims.restore_mine(ws, task_id, task.claims)
+    if done:
+        task.claims = restored
+        save(ws, task)  # not `updated_at`: nobody changed the task; the next push carries it
+        ws.event("task.claim", task_id, clock.now_iso(), by="sync", restored=done,
+                 reason="a version of the task record from another machine did not carry this machine's claims")
+    ours = claims.mine(ws).get(task_id)
+    live_ids = {c["id"] for c in claims.live(task.claims)}
+    return (ours is not None and ours["id"] in live_ids and task.status == "active"
+            and (task.worktree, task.branch) == (ours["worktree"], ours["branch"]))

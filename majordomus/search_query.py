@@ -1,0 +1,89 @@
+"""What `majordomus search` looks for (design §22): every WORD, case-insensitive, or one regular expression
+under a deadline (`regexbound`), and which line of a text shows the match."""
+
+from __future__ import annotations
+
+import re
+from typing import AnyStr
+
+from majordomus import regexbound
+from majordomus.errors import UsageError
+
+
+class Query:
+    """All the WORDs (case-insensitive), or one regular expression (`-E`, case-insensitive too)."""
+
+    def __init__(self, words: list[str] | tuple[str, ...], regex: bool = False) -> None:
+        if not words:
+            raise UsageError("give at least one WORD to search for", "e.g. `majordomus search parser streaming`")
+        if any(not w for w in words):
+            raise UsageError("an empty WORD matches everything", "give words with at least one character")
+        self.pattern: re.Pattern[str] | None = None
+        self.words = [w.lower() for w in words]
+        # the bytes prefilter: sound for a record that is all ASCII, where bytes.lower() is str.lower()
+        self.ascii_words = [w.encode("ascii") for w in self.words if w.isascii()]
+        if regex:
+            if len(words) != 1:
+                raise UsageError(f"-E takes one regular expression, not {len(words)} words",
+                                 "quote it as one argument: majordomus search -E 'parser|lexer'")
+            self.pattern = regexbound.compile_pattern(words[0])  # any failure a usage error
+            self.ascii_words = []
+
+    def maybe(self, data: bytes) -> bool:
+        """False only when the record cannot match: checked on its bytes, before any decoding."""
+        if not self.ascii_words or not data.isascii():
+            return True
+        low = data.lower()
+        if len(self.ascii_words) == 1:  # the common case, without a generator per record
+            return self.ascii_words[0] in low
+        return all(w in low for w in self.ascii_words)
+
+    def line(self, text: str) -> str | None:
+        """The matching line of `text`: the first that holds every word (else the first that holds the
+        first word), or the line where the expression matches first; None when `text` does not match."""
+        if self.pattern is not None:
+            found = regexbound.search(self.pattern, text)  # under a deadline: TooSlow past it
+            return None if found is None else _line_at(text, found.start())
+        low = text.lower()
+        if len(low) != len(text):  # lower-casing changed the length (a rare letter): go line by line
+            return self._line_by_line(text)
+        return _matching_line(low, text, self.words, "\n", 0)
+
+    def ascii_line(self, data: bytes, low: bytes, begin: int) -> str | None:
+        """`line` on the bytes of an ASCII record whose text starts at `begin`: nothing is decoded but the
+        line itself (a search where every record matches pays this 100,000 times)."""
+        found = _matching_line(low, data, self.ascii_words, b"\n", begin)
+        return None if found is None else found.decode("ascii")
+
+    def _line_by_line(self, text: str) -> str | None:
+        lines = text.split("\n")
+        low = [line.lower() for line in lines]
+        if not all(any(w in line for line in low) for w in self.words):
+            return None
+        for line, lowered in zip(lines, low):
+            if all(w in lowered for w in self.words):
+                return line
+        return next(line for line, lowered in zip(lines, low) if self.words[0] in lowered)
+
+
+def _matching_line(low: AnyStr, text: AnyStr, words: list[AnyStr], nl: AnyStr, begin: int) -> AnyStr | None:
+    """The first line of `text[begin:]` that holds every word, else the first that holds the first; None
+    unless all are there. `low` is `text` lower-cased, of the same length."""
+    first, rest = words[0], words[1:]
+    pos = low.find(first, begin)
+    if pos < 0 or (rest and not all(low.find(w, begin) >= 0 for w in rest)):
+        return None
+    fallback = pos
+    while pos >= 0:
+        start, end = max(begin, low.rfind(nl, 0, pos) + 1), low.find(nl, pos)
+        end = len(low) if end < 0 else end
+        if all(w in low[start:end] for w in rest):
+            return text[start:end]
+        pos = low.find(first, end)
+    end = text.find(nl, fallback)
+    return text[max(begin, text.rfind(nl, 0, fallback) + 1):end if end >= 0 else len(text)]
+
+
+def _line_at(text: str, pos: int) -> str:
+    end = text.find("\n", pos)
+    return text[text.rfind("\n", 0, pos) + 1:end if end >= 0 else len(text)]

@@ -23,11 +23,11 @@ FORGED = b"---\nschema_version: 1\n---\nFORGED instructions\n"
 
 def three_checkpoints(cli: Any, repo: Path) -> list[str]:
     """A task with checkpoints FIRST, SECOND and THIRD in three seconds; their paths, oldest first."""
-    with freeze_time("2026-12-01T09:00:00Z"):
+    with freeze_time("2099-12-01T09:00:00Z"):
         assert cli("task", "start", "l2", "--title", "lie").exit_code == 0
     paths = []
     for second, word in enumerate(("FIRST", "SECOND", "THIRD"), 1):
-        with freeze_time(f"2026-12-01T09:00:0{second}Z"):
+        with freeze_time(f"2099-12-01T09:00:0{second}Z"):
             done = cli("checkpoint", input=f"{word} note\n")
             assert done.exit_code == 0, done.stderr
             paths.append(str(repo / done.stdout.strip()))
@@ -102,10 +102,10 @@ def test_a_deleted_checkpoint_past_the_budget_is_still_named(cli: Any, repo: Pat
 def test_a_checkpoint_before_the_latest_handoff_is_not_the_briefings(cli: Any, repo: Path) -> None:
     """What the briefing would show is what is checked: a checkpoint the handoff already took in is not."""
     paths = three_checkpoints(cli, repo)
-    with freeze_time("2026-12-01T09:00:05Z"):
+    with freeze_time("2099-12-01T09:00:05Z"):
         assert cli("handoff", input=HANDOFF_BODY).exit_code == 0
         assert cli("task", "resume", "l2").exit_code == 0
-    with freeze_time("2026-12-01T09:00:06Z"):
+    with freeze_time("2099-12-01T09:00:06Z"):
         assert cli("checkpoint", input="AFTER the handoff\n").exit_code == 0
     os.unlink(paths[0])
     text = cli("brief").stdout
@@ -126,10 +126,10 @@ def test_a_replaced_older_checkpoint_is_named_and_its_body_never_shown(cli: Any,
 
 
 def test_a_replaced_handoff_is_named_and_its_body_never_shown(cli: Any, repo: Path) -> None:
-    with freeze_time("2026-12-01T09:00:00Z"):
+    with freeze_time("2099-12-01T09:00:00Z"):
         assert cli("task", "start", "l2", "--title", "lie").exit_code == 0
         assert cli("checkpoint", input="c\n").exit_code == 0
-    with freeze_time("2026-12-01T09:00:01Z"):
+    with freeze_time("2099-12-01T09:00:01Z"):
         assert cli("handoff", input=HANDOFF_BODY).exit_code == 0
         assert cli("task", "resume", "l2").exit_code == 0
     [handoff] = list((state_dir(repo) / "handoffs").glob("*.md"))

@@ -22,7 +22,7 @@ from helpers import (
 
 from majordomus.store.fault import Faults
 
-NOW = "2026-12-01T09:00:00Z"
+NOW = "2099-12-01T09:00:00Z"
 
 
 def task_record(repo: Path, task: str = "t1") -> dict[str, Any]:
@@ -31,7 +31,7 @@ def task_record(repo: Path, task: str = "t1") -> dict[str, Any]:
 
 @pytest.fixture
 def started(repo: Path) -> Path:
-    with freeze_time("2026-12-01T08:59:00Z"):
+    with freeze_time("2099-12-01T08:59:00Z"):
         start_task_at(repo)
         assert run_here("checkpoint", cwd=repo, input="before\n").returncode == 0
     return repo
@@ -48,7 +48,7 @@ def test_a_failed_ledger_append_after_the_link_is_exit_12_and_the_retry_in_the_s
         assert "is stored, but its ledger event was not written" in err and "run the same command again" in err
         assert err.count("run the same command again") == 1, err  # the cause's hint and ours say it once
         assert ledger_bytes(repo) == ledger  # nothing of the failed append is left
-        [new] = [n for n in records_in(repo) if n.startswith("20261201T090000Z")]
+        [new] = [n for n in records_in(repo) if n.startswith("20991201T090000Z")]
         assert task_record(repo)["checkpoint"] == f"checkpoints/{new}"  # the pointer moved, the event did not
         again = run_here("checkpoint", cwd=repo, input="the note\n")
     assert again.returncode == 0, again.stderr
@@ -71,7 +71,7 @@ def test_a_later_write_first_completes_the_record_its_task_points_at(started):
         with Faults(repo, "write", 1, only="ledger.jsonl").active():
             assert run_here("checkpoint", cwd=repo, input="the note\n").returncode == 12
     pending = task_record(repo)["checkpoint"]
-    with freeze_time("2026-12-01T09:05:00Z"):
+    with freeze_time("2099-12-01T09:05:00Z"):
         later = run_here("checkpoint", cwd=repo, input="another note\n")
     assert later.returncode == 0, later.stderr
     paths = [e["path"] for e in events_named(repo, "task.checkpoint")]
@@ -141,7 +141,7 @@ def test_a_handoff_whose_release_failed_is_finished_by_its_retry(started):
         with Faults(repo, "rename", 1, only="active.json").active():
             failed = run_here("handoff", cwd=repo, input=HANDOFF_BODY)
         assert failed.returncode == 12 and b"is stored and logged, but releasing the task here failed" in failed.stderr
-    with freeze_time("2026-12-01T09:00:30Z"):
+    with freeze_time("2099-12-01T09:00:30Z"):
         again = run_here("handoff", cwd=repo, input=HANDOFF_BODY)
     assert again.returncode == 0, again.stderr
     assert b"complete now" in again.stderr

@@ -303,9 +303,12 @@ def test_concurrent_writers_lose_no_line(repo):
     start_task_at(repo)
     procs = [subprocess.Popen([MAJORDOMUS, "hook", "compact", "--phase", "pre", "--runtime", "claude"], cwd=repo,
                               stdin=subprocess.PIPE) for _ in range(12)]
+    # Every payload at once: a hook still waiting for its turn after its stdin deadline would read nothing.
     for n, proc in enumerate(procs):
-        proc.communicate(json.dumps({"session_id": f"s{n}"}).encode())
-    assert all(p.returncode == 0 for p in procs)
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps({"session_id": f"s{n}"}).encode())
+        proc.stdin.close()
+    assert all(p.wait(timeout=60) == 0 for p in procs)
     current, rotated = journal_file(repo), journal_file(repo).with_name(JOURNAL_ROTATED)
     total = lines(current) + (lines(rotated) if rotated.exists() else [])
     # each rotation keeps one older file: with 2000 bytes a file holds at least 12 of these lines

@@ -143,17 +143,6 @@ def test_pin_unpin_handoff_and_run_record_list(cli, repo, tmp_path):
     assert is_error(seen["no_task"]) and "no active task" in text(seen["no_task"]) and "exits 11" in text(seen["no_task"])
 
 
-def test_the_repository_comes_from_the_clients_first_root(cli, repo, tmp_path):
-    assert cli("task", "start", "t1").exit_code == 0
-
-    async def body(s: Any) -> Any:
-        return await s.call_tool("task_status", {})
-
-    result = session(["mcp"], tmp_path, body, roots=[str(repo), str(tmp_path)])
-    assert not is_error(result), text(result)
-    assert json.loads(text(result))["worktree"] == str(repo)
-
-
 def test_outside_a_repository_a_tool_says_so_as_the_cli_would(tmp_path):
     async def body(s: Any) -> Any:
         return await s.call_tool("task_status", {})
@@ -219,8 +208,9 @@ def test_hooks_install_mcp_refuses_a_symlinked_mcp_json(cli, repo, tmp_path):
     assert target.read_text() == "{}" and snapshot(repo) == before  # the hooks were not installed either
 
 
-def test_without_repo_every_request_asks_the_clients_roots_resource_reads_included(cli, repo, tmp_path):
-    """Reading the resource first must not fix the workspace to the server's own directory (design §19)."""
+def test_without_repo_every_request_asks_the_clients_first_root_resource_reads_included(cli, repo, tmp_path):
+    """The repository comes from the client's first root, and reading the resource first must not fix the
+    workspace to the server's own directory (design §19)."""
     assert cli("task", "start", "t1").exit_code == 0
     assert cli("checkpoint", input="ROOTS-NOTE from the client's root\n").exit_code == 0
     seen: dict[str, Any] = {}
@@ -231,7 +221,8 @@ def test_without_repo_every_request_asks_the_clients_roots_resource_reads_includ
         seen["runs"] = await s.call_tool("run_record_list", {"task": "nope"})
         seen["runs_of_t1"] = await s.call_tool("run_record_list", {"task": "t1"})
 
-    session(["mcp"], tmp_path, body, roots=[str(repo)])  # stdio (roots need its back-channel); cwd: no repository
+    # stdio (roots need its back-channel); cwd: no repository; the second root is not one either
+    session(["mcp"], tmp_path, body, roots=[str(repo), str(tmp_path)])
     assert "ROOTS-NOTE" in seen["resource"].contents[0].text
     assert not is_error(seen["status"]) and json.loads(text(seen["status"]))["worktree"] == str(repo)
     # An unknown task is an error, as `brief` and `task_status` call it — not an empty list.

@@ -189,29 +189,33 @@ WALKED: dict[str, int] = {}
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_every_write_step_failing_in_turn(repo: Path, tmp_path: Path, name: str) -> None:
     setup, argv, stdin, landed = COMMANDS[name]
-    with freeze_time("2026-12-01T09:00:00Z"):
+    # One frozen clock for the whole walk, moved rather than entered again: each entry of freeze_time scans
+    # every loaded module (about 9 ms), and the walk would enter it twice a case.
+    with freeze_time("2026-12-01T09:00:00Z") as clock:
         setup(repo)
-    pristine = tmp_path / "pristine"
-    shutil.copytree(repo / ".ai", pristine, symlinks=True) if (repo / ".ai").exists() else pristine.mkdir()
-    args = _argv(repo, argv)
+        pristine = tmp_path / "pristine"
+        shutil.copytree(repo / ".ai", pristine, symlinks=True) if (repo / ".ai").exists() else pristine.mkdir()
+        args = _argv(repo, argv)
 
-    with freeze_time("2026-12-01T09:01:00Z"), Faults(repo).active() as counting:
-        clean = run_here(*args, cwd=repo, input=stdin)
-    assert clean.returncode == 0, clean.stderr
-    landed(repo)
-    assert sum(counting.counts.values()) > 0
+        clock.move_to("2026-12-01T09:01:00Z")
+        with Faults(repo).active() as counting:
+            clean = run_here(*args, cwd=repo, input=stdin)
+        assert clean.returncode == 0, clean.stderr
+        landed(repo)
+        assert sum(counting.counts.values()) > 0
 
-    problems = []
-    walked = 0
-    for op, nth, how in _cases(counting.counts):
-        _restore(pristine, repo)
-        with freeze_time("2026-12-01T09:01:00Z"), Faults(repo, op, nth, how).active() as faults:
-            failed = run_here(*args, cwd=repo, input=stdin)
-        walked += 1
-        case = f"{name}: {how} at {op} #{nth}: exit {failed.returncode}: {failed.stderr.decode()[:300]!r}"
-        assert faults.fired, f"{case}: the layer never reached that call: the walk would prove nothing"
-        try:
-            with freeze_time("2026-12-01T09:01:02Z"):
+        problems = []
+        walked = 0
+        for op, nth, how in _cases(counting.counts):
+            _restore(pristine, repo)
+            clock.move_to("2026-12-01T09:01:00Z")
+            with Faults(repo, op, nth, how).active() as faults:
+                failed = run_here(*args, cwd=repo, input=stdin)
+            walked += 1
+            case = f"{name}: {how} at {op} #{nth}: exit {failed.returncode}: {failed.stderr.decode()[:300]!r}"
+            assert faults.fired, f"{case}: the layer never reached that call: the walk would prove nothing"
+            clock.move_to("2026-12-01T09:01:02Z")
+            try:
                 if failed.returncode == 0:  # it coped (a short write it finished): all of it landed
                     landed(repo)
                 else:
@@ -227,10 +231,11 @@ def test_every_write_step_failing_in_turn(repo: Path, tmp_path: Path, name: str)
                             f"the retry exits {again.returncode}: {again.stderr.decode()[:300]}"
                     landed(repo)
                 doctor = run_here("doctor", "--strict", "--json", cwd=repo)
-            findings = [(f["code"], f.get("path")) for f in json.loads(doctor.stdout)["findings"] if f["level"] != "ok"]
-            assert doctor.returncode == 0 and not findings, f"doctor --strict after the retry: {findings}"
-        except AssertionError as exc:
-            problems.append(f"{case}\n    -> {exc}")
+                findings = [(f["code"], f.get("path")) for f in json.loads(doctor.stdout)["findings"]
+                            if f["level"] != "ok"]
+                assert doctor.returncode == 0 and not findings, f"doctor --strict after the retry: {findings}"
+            except AssertionError as exc:
+                problems.append(f"{case}\n    -> {exc}")
     WALKED[name] = walked
     print(f"{name}: {walked} cases over {counting.counts}")
     assert not problems, "\n".join(problems)

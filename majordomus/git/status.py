@@ -124,9 +124,12 @@ def is_ancestor(place: Place, old: str, new: str) -> bool:
 def branch_contains(place: Place, oid: str, branch: str) -> bool | None:
     """Whether `refs/heads/BRANCH` has commit `oid` in its history; None when git cannot tell (no such
     branch here, or the commit is not in this repository: a record from another clone)."""
-    if not _is_id(oid) or not branch or not branch_exists(place, branch) or not is_commit(place, oid):
+    if not _is_id(oid) or not branch:
         return None
-    return run.run(place, "merge-base", "--is-ancestor", oid, f"refs/heads/{branch}").returncode == 0
+    # One question to git: 0 is yes, 1 is no, and anything else (128) is that one of the two is unknown here,
+    # or the branch is unborn: nothing to be in.
+    answer = run.run(place, "merge-base", "--is-ancestor", oid, f"refs/heads/{branch}").returncode
+    return answer == 0 if answer in (0, 1) else None
 
 
 def count_between(place: Place, old: str, new: str) -> int:
@@ -178,6 +181,6 @@ def remotes(place: Place) -> list[str]:
 
 def branch_exists(place: Place, name: str) -> bool:
     """Whether `refs/heads/NAME` exists here (an unborn branch counts when it is this worktree's HEAD)."""
-    if name == place.branch and run.run(place, "symbolic-ref", "-q", "HEAD").returncode == 0:
+    if run.run(place, "show-ref", "--verify", "--quiet", f"refs/heads/{name}").returncode == 0:
         return True
-    return run.run(place, "show-ref", "--verify", "--quiet", f"refs/heads/{name}").returncode == 0
+    return name == place.branch and run.run(place, "symbolic-ref", "-q", "HEAD").returncode == 0

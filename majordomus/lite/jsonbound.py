@@ -28,6 +28,7 @@ BOM = "\ufeff"
 # quote start a new search to the end (quadratic). The decoder stops at such a string, as this count does.
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_OPENERS = re.compile(rf"[\[{{]{{{MAX_DEPTH + 1}}}")
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 _DECODER = json.JSONDecoder()
 
@@ -55,7 +56,10 @@ def depth(text: str) -> int:
     """How deep the arrays and objects of `text` nest (brackets inside strings do not count): strings are
     cut out, the brackets kept, and the running sum of their +1/-1 steps taken by C-level iteration —
     linear in the size, never recursive."""
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return _depth_of_brackets(_NOT_BRACKET.sub("", _STRING.sub("", text)))
+
+
+def _depth_of_brackets(brackets: str) -> int:
     if not brackets:
         return 0
     return max(0, max(accumulate(map(_STEP.__getitem__, map(ord, brackets)))))
@@ -63,8 +67,12 @@ def depth(text: str) -> int:
 
 def too_deep(text: str) -> bool:
     """Whether `text` nests deeper than `MAX_DEPTH`; two counts answer for the common case, where there
-    are no more opening brackets in all (strings included) than the bound."""
-    return text.count("[") + text.count("{") > MAX_DEPTH and depth(text) > MAX_DEPTH
+    are no more opening brackets in all (strings included) than the bound, and one search for the usual
+    attack, more openers in a row than the bound outside strings (deeper wherever they start)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return _OPENERS.search(brackets) is not None or _depth_of_brackets(brackets) > MAX_DEPTH
 
 
 def check(text: str) -> None:

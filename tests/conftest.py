@@ -129,8 +129,6 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("plain", "with-remote"):
         (base / name).mkdir()
         setup(base / name, "init", "-q", "repo")
-        for sample in (base / name / "repo" / ".git" / "hooks").glob("*.sample"):
-            sample.unlink()  # git's inert examples: half the files each test would copy
         (base / name / "repo" / "README").write_text("hello\n")
         setup(base / name / "repo", "add", "README")
         setup(base / name / "repo", "commit", "-q", "-m", "initial")

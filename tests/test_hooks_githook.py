@@ -10,34 +10,7 @@ import subprocess
 from pathlib import Path
 
 from helpers import BIN, events_named, git, run, run_here, snapshot, start_task_at, state_dir
-
-# What husky 9's `husky` writes into .husky/_ (shortened from 9.1.7; the parts that run a hook are as is).
-H = """#!/usr/bin/env sh
-[ "$HUSKY" = "2" ] && set -x
-n=$(basename "$0")
-s=$(dirname "$(dirname "$0")")/$n
-[ ! -f "$s" ] && exit 0
-[ "${HUSKY-}" = "0" ] && exit 0
-export PATH="node_modules/.bin:$PATH"
-sh -e "$s" "$@"
-c=$?
-[ $c != 0 ] && echo "husky - $n script failed (code $c)"
-exit $c
-"""
-HOOKS = ("pre-commit", "commit-msg", "post-commit", "post-merge", "post-rewrite", "pre-push")
-
-
-def npx_husky(repo: Path) -> None:
-    """What `husky` (run by `prepare` at every `npm install`) does: rewrite every .husky/_/<hook>."""
-    underscore = repo / ".husky" / "_"
-    underscore.mkdir(parents=True, exist_ok=True)
-    (underscore / ".gitignore").write_text("*\n")
-    (underscore / "h").write_text(H)
-    for name in HOOKS:
-        path = underscore / name
-        path.write_text('#!/usr/bin/env sh\n. "$(dirname "$0")/h"')
-        path.chmod(0o755)
-    git(repo, "config", "core.hooksPath", ".husky/_")
+from helpers.husky import npx_husky
 
 
 def commit(repo: Path, name: str) -> subprocess.CompletedProcess[bytes]:
@@ -89,11 +62,13 @@ def test_husky_post_rewrite_records_an_amend_and_survives_regeneration(repo: Pat
     and stdin on, so an amend run by git through Husky appends its `git.rewrite` event."""
     npx_husky(repo)
     hook = repo / ".husky" / "post-rewrite"
-    hook.write_text("echo theirs >/dev/null\n")
+    theirs = "cat > .git/theirs-saw  # the user's own post-rewrite reads git's list too\n"
+    hook.write_text(theirs)
     out = run("hooks", "install", "--runtime", "git", cwd=repo)
     assert out.stdout.decode().splitlines() == ["installed: .husky/post-commit (post-commit)",
                                                 "installed: .husky/post-rewrite (post-rewrite)"], out
-    assert hook.read_text().startswith("echo theirs >/dev/null\n# >>> majordomus post-rewrite hook")
+    # Ours first (a user's `exit 0` cannot skip it), theirs after it, byte for byte.
+    assert hook.read_text().startswith("# >>> majordomus post-rewrite hook") and hook.read_text().endswith(theirs)
     start_task_at(repo)
     assert commit(repo, "a").returncode == 0
     npx_husky(repo)  # `npm install` again: .husky/_ rewritten, .husky/post-rewrite is the user's, kept
@@ -102,9 +77,11 @@ def test_husky_post_rewrite_records_an_amend_and_survives_regeneration(repo: Pat
     done = subprocess.run(["git", "commit", "-q", "--amend", "-m", "a2"], cwd=repo, env=env, capture_output=True, check=False)
     assert (done.returncode, done.stderr) == (0, b"")
     [event] = events_named(repo, "git.rewrite")
-    assert event["how"] == "amend" and event["map"] == {old: git(repo, "rev-parse", "HEAD")}
+    new = git(repo, "rev-parse", "HEAD")
+    assert event["how"] == "amend" and event["map"] == {old: new}
+    assert (repo / ".git" / "theirs-saw").read_text().split() == [old, new]  # git's stdin, handed on whole
     assert run_here("hooks", "uninstall", "--runtime", "git", cwd=repo).returncode == 0
-    assert hook.read_text() == "echo theirs >/dev/null\n" and not (repo / ".husky" / "post-commit").exists()
+    assert hook.read_text() == theirs and not (repo / ".husky" / "post-commit").exists()
 
 
 def test_a_users_husky_post_commit_keeps_its_lines(repo: Path) -> None:
@@ -112,9 +89,53 @@ def test_a_users_husky_post_commit_keeps_its_lines(repo: Path) -> None:
     hook = repo / ".husky" / "post-commit"
     hook.write_text("echo theirs")  # no final newline
     assert run_here("hooks", "install", "--runtime", "git", cwd=repo).returncode == 0
-    assert hook.read_text().startswith("echo theirs\n# >>> majordomus post-commit hook")
+    assert hook.read_text().startswith("# >>> majordomus post-commit hook") and hook.read_text().endswith("\necho theirs")
     assert run_here("hooks", "uninstall", "--runtime", "git", cwd=repo).returncode == 0
-    assert hook.read_text() == "echo theirs\n"
+    assert hook.read_text() == "echo theirs"  # byte for byte
+
+
+def test_a_husky_hook_that_exits_early_still_runs_ours_and_doctor_checks_the_block_is_reached(repo: Path) -> None:
+    """Husky runs `.husky/post-commit` with `sh -e`: lines after a user's `exit 0` never run. Our block goes
+    first; one an earlier version appended after such an exit is moved up by install, and doctor calls it
+    missing until then."""
+    from majordomus.hooks.gitfiles import POST_COMMIT
+    from majordomus.hooks.husky import _husky_block_appended
+
+    npx_husky(repo)
+    hook = repo / ".husky" / "post-commit"
+    hook.write_text("#!/bin/sh\necho user-post-commit\nexit 0\n")
+    assert run_here("hooks", "install", "--runtime", "git", cwd=repo).returncode == 0
+    assert hook.read_text().startswith("#!/bin/sh\n# >>> majordomus post-commit hook")
+    start_task_at(repo)
+    done = commit(repo, "a")
+    assert done.returncode == 0 and checkpoint_at(repo) is not None
+    assert b"hooks.missing" not in run_here("doctor", cwd=repo).stdout
+    # What an earlier version left: the block appended after the user's exit (unreachable).
+    hook.write_text("echo user-post-commit\nexit 0\n" + _husky_block_appended(POST_COMMIT))
+    doctor = run_here("doctor", cwd=repo)
+    assert b"hooks.missing" in doctor.stdout, doctor
+    moved = run_here("hooks", "install", "--runtime", "git", cwd=repo)
+    assert moved.returncode == 0 and moved.stdout.startswith(b"installed: .husky/post-commit"), moved
+    assert hook.read_text().startswith("# >>> majordomus post-commit hook")
+    assert hook.read_text().endswith("echo user-post-commit\nexit 0\n")
+    assert b"hooks.missing" not in run_here("doctor", cwd=repo).stdout
+
+
+def test_a_trimmed_husky_layout_gets_the_post_rewrite_stub_git_runs(repo: Path) -> None:
+    """Without `.husky/_/post-rewrite` git never runs `.husky/post-rewrite`: install writes Husky's own
+    stub there (what `husky` writes), and uninstall takes away only the one it wrote."""
+    npx_husky(repo)
+    stub = repo / ".husky" / "_" / "post-rewrite"
+    stub.unlink()
+    assert run_here("hooks", "install", "--runtime", "git", cwd=repo).returncode == 0
+    assert stub.read_bytes() == b'#!/usr/bin/env sh\n. "$(dirname "$0")/h"' and os.access(stub, os.X_OK)
+    start_task_at(repo)
+    assert commit(repo, "a").returncode == 0
+    env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}")
+    assert subprocess.run(["git", "commit", "-q", "--amend", "-m", "a2"], cwd=repo, env=env, check=False).returncode == 0
+    assert len(events_named(repo, "git.rewrite")) == 1
+    assert run_here("hooks", "uninstall", "--runtime", "git", cwd=repo).returncode == 0
+    assert not stub.exists() and (repo / ".husky" / "_" / "post-commit").exists()  # Husky's own stays
 
 
 def test_recovers_from_the_stale_chained_file_of_an_earlier_install(repo: Path) -> None:

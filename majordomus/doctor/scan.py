@@ -62,7 +62,9 @@ class _Walk:
                 st = os.lstat(path)
             except FileNotFoundError:
                 return scan
-            scan.exists = True
+            # `.ai` alone is committed configuration (or what a failed first write left): the state exists
+            # once `.ai/local` does.
+            scan.exists = path == self.local
             if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
                 self.add(FAIL, "state.symlink", path, "{path} is not a real directory (a link?); majordomus refuses "
                          "to use it", "replace it with a real directory")

@@ -136,7 +136,8 @@ class SettingsLayout:
     def present(self, doc: dict[str, Any], hook: jsonhooks.Hook) -> bool:
         from majordomus.hooks import installers
 
-        return installers.present(doc, installers.Entry(hook.event, None, hook.command, None))
+        # Gemini compares a matcher as an exact string: only an entry without one runs for every source.
+        return installers.present(doc, installers.Entry(hook.event, None, hook.command, None), regex=False)
 
     def add(self, doc: dict[str, Any], hook: jsonhooks.Hook) -> None:
         entry = {"name": hook.name, "type": "command", "command": hook.command, "timeout": hook.timeout}

@@ -151,8 +151,39 @@ def _commands(group: Any) -> list[str]:
     return [h["command"].strip() for h in items if isinstance(h, dict) and isinstance(h.get("command"), str)]
 
 
-def present(doc: dict[str, Any], entry: Entry) -> bool:
-    return any(entry.command in _commands(group) for group in _groups(doc, entry.event))
+# Every session-start source a runtime sends (the payloads in fixtures/payloads): a hook registered without a
+# matcher must run for all of them.
+SOURCES = ("startup", "resume", "clear", "compact", "fork")
+
+
+def covers_every_source(matcher: Any, regex: bool) -> bool:
+    """Whether a group's matcher lets its hook run whatever the source: none, an empty one, or, where the
+    runtime reads it as a regular expression (Claude Code, Codex), `*` or one that matches each source.
+    Gemini CLI compares it as an exact string (`regex=False`): there only no matcher covers them all."""
+    if matcher is None or matcher == "":
+        return True
+    if not regex or not isinstance(matcher, str):
+        return False
+    if matcher == "*":
+        return True
+    import re
+
+    try:
+        return all(re.fullmatch(matcher, source) for source in SOURCES)
+    except re.error:
+        return False
+
+
+def present(doc: dict[str, Any], entry: Entry, regex: bool = True) -> bool:
+    """Whether `doc` runs `entry` as we would register it: its command, under its matcher, or, for an entry of
+    ours without one, under a matcher that covers every source (one limited to `startup` does not)."""
+    for group in _groups(doc, entry.event):
+        if entry.command not in _commands(group):
+            continue
+        matcher = group.get("matcher") if isinstance(group, dict) else None
+        if entry.matcher is not None or covers_every_source(matcher, regex):
+            return True
+    return False
 
 
 def add(doc: dict[str, Any], entry: Entry) -> None:
@@ -222,6 +253,42 @@ def save_receipt(ws: Any, runtime: str, path: str, receipt: dict[str, Any]) -> N
     files.replace(receipt_path(ws, runtime, path), json.dumps(receipt, indent=1).encode("utf-8") + b"\n")
 
 
+def write_with_receipt(ws: Any, runtime: str, path: str, receipt: dict[str, Any], data: bytes,
+                       make_dir: str | None = None) -> None:
+    """The receipt first (a crash between the two still leaves uninstall what it needs), then the settings
+    file; when the file cannot be written, the receipt goes back to what it was, so a failed install
+    leaves no receipt of a hook that never ran (doctor would call it missing)."""
+    earlier = load_receipt(ws, runtime, path)
+    try:
+        save_receipt(ws, runtime, path, receipt)
+        _refuse_links(path)
+        if make_dir is not None:
+            paths.make_parent(make_dir)
+        write_file(path, data, _mode(path))
+    except BaseException:
+        try:
+            if earlier is None:
+                drop_receipt(ws, runtime, path)
+            else:
+                save_receipt(ws, runtime, path, earlier)
+        except (OSError, EnvironmentProblem):
+            pass  # the first error is the one to report
+        raise
+
+
+def remove_file(path: str) -> None:
+    """Remove a settings file install made (already gone: fine); exit 12 naming it when that fails."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        from majordomus.lite.statepaths import unwritable_hint
+
+        raise EnvironmentProblem(f"cannot remove {path}: {exc.strerror}",
+                                 unwritable_hint(os.path.dirname(path), exc.errno)) from exc
+
+
 def drop_receipt(ws: Any, runtime: str, path: str) -> None:
     receipt = receipt_path(ws, runtime, path)
     try:
@@ -262,11 +329,7 @@ def install(ws: Any, runtime: str, compact_bridge: bool) -> Result:
         receipt.update(exact=False, before=None)
     receipt["added"] = sorted(set(receipt.get("added", [])) | {e.command for e in added})
     receipt["after_sha256"] = _digest(after)
-    save_receipt(ws, runtime, path, receipt)
-    _refuse_links(path)
-    if not os.path.isdir(directory):
-        paths.make_parent(directory)
-    write_file(path, after, _mode(path))
+    write_with_receipt(ws, runtime, path, receipt, after, None if os.path.isdir(directory) else directory)
     return Result(path, [e.event for e in added], "added")
 
 
@@ -282,7 +345,7 @@ def uninstall(ws: Any, runtime: str) -> Result:
         events = sorted(set(remove(_parse(current, path), ours)))
         previous = receipt.get("before")
         if previous is None:
-            os.unlink(path)
+            remove_file(path)
             if receipt.get("created_dir"):
                 try:
                     os.rmdir(os.path.dirname(path))

@@ -16,7 +16,6 @@ from typing import Any, NamedTuple, Protocol
 from majordomus.errors import EnvironmentProblem, Refused
 from majordomus.hooks import installers
 from majordomus.lite import jsonbound
-from majordomus.store import paths
 
 
 class Hook(NamedTuple):
@@ -148,11 +147,8 @@ def install(ws: Any, target: Target, hooks: list[Hook], layout: Layout) -> insta
         receipt.update(exact=False, before=None)
     receipt["added"] = sorted(set(receipt.get("added", [])) | {h.command for h in added})
     receipt["after_sha256"] = installers._digest(after)
-    installers.save_receipt(ws, target.runtime, path, receipt)
     refuse_unsafe(target)
-    if created:
-        paths.make_parent(created[-1])
-    installers.write_file(path, after, installers._mode(path))
+    installers.write_with_receipt(ws, target.runtime, path, receipt, after, created[-1] if created else None)
     return installers.Result(path, sorted({h.event for h in added}, key=[h.event for h in hooks].index), "added")
 
 
@@ -179,7 +175,7 @@ def uninstall(ws: Any, target: Target, ours: set[str], layout: Layout) -> instal
     if receipt is not None and receipt.get("exact") and receipt.get("after_sha256") == installers._digest(current):
         previous = receipt.get("before")
         if previous is None:
-            os.unlink(path)
+            installers.remove_file(path)
             _remove_created_dirs(receipt)
         else:
             installers.write_file(path, previous.encode("utf-8"), installers._mode(path))
@@ -189,7 +185,7 @@ def uninstall(ws: Any, target: Target, ours: set[str], layout: Layout) -> instal
     if not events:
         return installers.Result(path, [], "absent")
     if layout.empty(doc) and (layout.owns_file or (receipt is not None and receipt.get("created_file"))):
-        os.unlink(path)  # nothing of anyone's is left in it
+        installers.remove_file(path)  # nothing of anyone's is left in it
         if receipt is not None:
             _remove_created_dirs(receipt)
         return installers.Result(path, events, "removed")

@@ -50,8 +50,7 @@ def install(ws: Any) -> installers.Result:
         receipt = {"version": 1, "path": path, "exact": True,
                    "before": None if before is None else before.decode("utf-8"), "added": [NAME]}
     receipt["after_sha256"] = installers._digest(after)
-    installers.save_receipt(ws, RECEIPT, path, receipt)
-    installers.write_file(path, after, installers._mode(path))
+    installers.write_with_receipt(ws, RECEIPT, path, receipt, after)
     return installers.Result(path, [f"mcpServers.{NAME}"], "added")
 
 
@@ -70,7 +69,7 @@ def uninstall(ws: Any) -> installers.Result:
     if receipt is not None and receipt.get("exact") and receipt.get("after_sha256") == installers._digest(current):
         previous = receipt.get("before")
         if previous is None:
-            os.unlink(path)
+            installers.remove_file(path)
         else:
             installers.write_file(path, previous.encode("utf-8"), installers._mode(path))
         installers.drop_receipt(ws, RECEIPT, path)

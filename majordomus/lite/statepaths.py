@@ -238,7 +238,12 @@ def state_exists(paths: StatePaths) -> bool:
 
 
 def unwritable_hint(path: str, err: int | None = None) -> str:
-    """The next step when `path` cannot be written: a read-only file system is not a matter of modes."""
+    """The next step when `path` cannot be written, by what went wrong: a full or failing disk, a read-only
+    file system, or modes."""
+    if err in (errno.ENOSPC, errno.EDQUOT):
+        return f"the file system of {path} is full: free some space, then run the same command again"
+    if err == errno.EIO:
+        return "the disk reported an I/O error: check it (`dmesg`), then run the same command again"
     if err == errno.EROFS or _read_only_fs(path):
         return f"{path} is on a read-only file system: run majordomus where the repository is writable"
     return f"fix its permissions (chmod 700 {path}) or run as its owner"
@@ -263,7 +268,8 @@ def make_private_dir(path: str) -> None:
     except FileExistsError:
         pass
     except OSError as exc:
-        hint = (unwritable_hint(os.path.dirname(path), exc.errno) if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+        hint = (unwritable_hint(os.path.dirname(path), exc.errno)
+                if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EIO)
                 else "make the parent directory writable, then try again")
         raise EnvironmentProblem(f"cannot create {path}: {exc.strerror}", hint) from exc
     else:

@@ -17,9 +17,12 @@ def _environment(path: str, exc: OSError) -> EnvironmentProblem:
     if exc.errno == errno.EIO:
         return EnvironmentProblem(f"cannot write {path}: {exc.strerror}",
                                   "the disk reported an I/O error: check it (`dmesg`), then run the same command again")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return EnvironmentProblem(f"cannot write {path}: {exc.strerror}",
+                                  "the file system is full: free some space, then run the same command again")
     return EnvironmentProblem(
         f"cannot write {path}: {exc.strerror}",
-        "check that the state directory is writable and not on a read-only or full file system",
+        f"check that {os.path.dirname(path)} is writable and not on a read-only or full file system",
     )
 
 
@@ -45,8 +48,9 @@ def fsync_dir(path: str) -> None:
         raise _environment(path, exc) from exc
 
 
-def _write_temp(directory: str, data: bytes, mode: int = FILE_MODE) -> str:
-    """An exclusively created temp file in `directory` with `mode`, written and fsynced."""
+def _write_temp(directory: str, data: bytes, mode: int = FILE_MODE, target: str | None = None) -> str:
+    """An exclusively created temp file in `directory` with `mode`, written and fsynced; a failure names
+    `target`, the file it is for (the temporary name means nothing to a reader)."""
     for attempt in range(100):
         tmp = os.path.join(directory, f"{TMP_PREFIX}{os.getpid()}-{attempt}")
         try:
@@ -54,7 +58,7 @@ def _write_temp(directory: str, data: bytes, mode: int = FILE_MODE) -> str:
         except FileExistsError:
             continue
         except OSError as exc:
-            raise _environment(tmp, exc) from exc
+            raise _environment(target or tmp, exc) from exc
         try:
             os.fchmod(fd, mode)
             view = memoryview(data)
@@ -68,7 +72,7 @@ def _write_temp(directory: str, data: bytes, mode: int = FILE_MODE) -> str:
         except OSError as exc:
             os.close(fd)
             _unlink_quietly(tmp)
-            raise _environment(tmp, exc) from exc
+            raise _environment(target or tmp, exc) from exc
         os.close(fd)
         fault.point("after-fsync")
         return tmp
@@ -87,7 +91,7 @@ def link_in(directory: str, name: str, data: bytes, *, sync_dir: bool = True, mo
 
     `sync_dir=False` leaves the directory fsync to the caller, who links many records and syncs it once."""
     final = os.path.join(directory, name)
-    tmp = _write_temp(directory, data, mode)
+    tmp = _write_temp(directory, data, mode, final)
     try:
         os.link(tmp, final, follow_symlinks=False)
         created = True
@@ -118,7 +122,7 @@ def replace(path: str, data: bytes, *, mode: int | None = FILE_MODE) -> None:
         os.umask(umask)
         mode = 0o666 & ~umask
     directory = os.path.dirname(path)
-    tmp = _write_temp(directory, data, mode)
+    tmp = _write_temp(directory, data, mode, path)
     try:
         os.replace(tmp, path)
     except OSError as exc:

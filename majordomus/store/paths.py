@@ -69,9 +69,18 @@ def ensure(paths: StatePaths, *subdirs: str) -> None:
     if not is_real_dir(parent):
         make_parent(parent)
         is_real_dir(parent)
+    created = not os.path.lexists(paths.local)
     ensure_dir(paths.local)
     if not os.path.lexists(paths.ignore_file):
-        _write_ignore(paths.ignore_file)
+        try:
+            _write_ignore(paths.ignore_file)
+        except EnvironmentProblem:
+            if created:  # never leave a state directory behind that nothing keeps out of `git add`
+                try:
+                    os.rmdir(paths.local)
+                except OSError:
+                    pass
+            raise
     ensure_dir(paths.root)
     for sub in subdirs:
         ensure_dir(os.path.join(paths.root, sub))
@@ -85,14 +94,14 @@ def _write_ignore(path: str) -> None:
     except FileExistsError:
         return
     except OSError as exc:
-        hint = (unwritable_hint(path, exc.errno) if exc.errno == errno.EROFS
-                else "make .ai/local writable (and free space there), then try again")
-        raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}", hint) from exc
+        raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}",
+                                 unwritable_hint(os.path.dirname(path), exc.errno)) from exc
     try:  # one os.write of two bytes; a failure leaves no empty ignore file behind to be trusted later
         if os.write(fd, b"*\n") != 2:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     except OSError as exc:
         os.close(fd)
         os.unlink(path)
-        raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}", "free space there, then try again") from exc
+        raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}",
+                                 unwritable_hint(os.path.dirname(path), exc.errno)) from exc
     os.close(fd)

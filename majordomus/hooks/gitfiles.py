@@ -1,0 +1,135 @@
+"""The files of git's hooks that majordomus writes (design §12, §21): which hooks, and the one careful way to
+read, write and move a hook file. `githook` (a plain hooks directory) and `husky` (Husky v9) build on it.
+A write that fails is exit 12 naming the file, and leaves the hooks as they were."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from majordomus.errors import EnvironmentProblem, Refused
+from majordomus.lite import safeio
+from majordomus.lite.statepaths import unwritable_hint
+
+
+class Hook:
+    """One git hook of ours: its name, the majordomus command it runs, and whether git gives it stdin."""
+
+    __slots__ = ("command", "name", "purpose", "stdin")
+
+    def __init__(self, name: str, command: str, purpose: str, stdin: bool) -> None:
+        self.name, self.command, self.purpose, self.stdin = name, command, purpose, stdin
+
+    @property
+    def chained(self) -> str:
+        return f"{self.name}.majordomus-chained"
+
+    @property
+    def marker(self) -> str:
+        return f"# majordomus {self.name} hook"
+
+    @property
+    def husky_begin(self) -> str:
+        return f"# >>> majordomus {self.name} hook: installed by `majordomus hooks install --runtime git`"
+
+    @property
+    def husky_end(self) -> str:
+        return f"# <<< majordomus {self.name} hook (removed by `majordomus hooks uninstall --runtime git`)"
+
+
+POST_COMMIT = Hook("post-commit", "majordomus check --checkpoint",
+                   "moves the active task's checkpoint time after each commit", stdin=False)
+# git gives post-rewrite `amend` or `rebase` as $1 and `<old> <new>` lines on stdin (githooks(5)).
+POST_REWRITE = Hook("post-rewrite", 'majordomus hook rewrite "$1"',
+                    "records each amend or rebase's old -> new commit ids (a `git.rewrite` event)", stdin=True)
+HOOKS = (POST_COMMIT, POST_REWRITE)  # installed in this order, removed in the reverse one
+
+# The post-commit names as they were before post-rewrite joined it (callers and tests use them).
+HOOK, CHAINED, MARKER = POST_COMMIT.name, POST_COMMIT.chained, POST_COMMIT.marker
+
+
+
+def lread(path: str) -> tuple[str, bytes | None]:
+    """('absent'|'file'|'link'|'other', content of a regular file)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "absent", None
+    if stat.S_ISLNK(st.st_mode):
+        return "link", None
+    if not stat.S_ISREG(st.st_mode):
+        return "other", None
+    return "file", safeio.read(path, 1 << 20)
+
+
+
+def edited(path: str) -> Refused:
+    return Refused(
+        f"{path} is a majordomus hook edited since it was installed; nothing was written",
+        "edit it by hand, or delete it and run `majordomus hooks install --runtime git` again",
+    )
+
+
+
+def cannot(path: str, exc: OSError) -> EnvironmentProblem:
+    """A hook file that could not be written or moved: exit 12 naming it, with the next step for that errno."""
+    return EnvironmentProblem(f"cannot write {path}: {exc.strerror}; the hooks are as they were before",
+                              unwritable_hint(os.path.dirname(path), exc.errno))
+
+
+def write_temp(directory: str, target: str, data: bytes, mode: int) -> str:
+    """`data` in a new file beside `target` (exclusive, never through a link), with `mode`; its path."""
+    tmp = os.path.join(directory, f".{os.path.basename(target)}.majordomus-{os.getpid()}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise cannot(target, exc) from exc
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.chmod(tmp, mode)
+    except OSError as exc:
+        unlink_quietly(tmp)
+        raise cannot(target, exc) from exc
+    return tmp
+
+
+def unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def replace(directory: str, target: str, data: bytes, mode: int) -> None:
+    """Write `data` to `target` by a temporary file renamed over it (a reader sees one or the other)."""
+    tmp = write_temp(directory, target, data, mode)
+    try:
+        os.rename(tmp, target)
+    except OSError as exc:
+        unlink_quietly(tmp)
+        raise cannot(target, exc) from exc
+
+
+
+def remove(path: str) -> None:
+    """Remove one file of ours; exit 12 naming it when that fails (it is already gone: fine)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise cannot(path, exc) from exc
+
+
+class Plan:
+    """What install or uninstall will do to one hook, decided (and refused) before anything is written."""
+
+    __slots__ = ("chained", "data", "hook", "kind", "target")
+
+    def __init__(self, hook: Hook, target: str, chained: str, kind: str, data: bytes | None) -> None:
+        self.hook, self.target, self.chained, self.kind, self.data = hook, target, chained, kind, data

@@ -26,13 +26,12 @@ def write(ws: Workspace, task: tasks.Task, stdin: BinaryIO) -> commit.Committed 
         more=stdin,
     )
     at = clock.now_iso()
-    if not body.text:
-        commit.touch(ws, task, at)
-        return None
-    fields, cache = identity.taken(ws, "checkpoint", task, at)
-    return commit.commit(commit.Write(ws, task, at, body.text, fields, kind="checkpoint", what="checkpoint",
-                                      subdir="checkpoints", event="task.checkpoint", pointer="checkpoint",
-                                      indexed=True, cache=cache))
+    empty = not body.text
+    fields, cache = ([], None) if empty else identity.taken(ws, "checkpoint", task, at)
+    return commit.transact(commit.Write(
+        ws, task, at, body.text, fields, kind="checkpoint", what="checkpoint", subdir="checkpoints",
+        event="task.checkpoint", pointer="checkpoint", indexed=True, touch=empty,
+        caches=(cache, ws.config.cache_entry(ws.paths.config_cache))))
 
 
 def latest(ws: Workspace) -> str | None:

@@ -60,9 +60,9 @@ def write(ws: Workspace, as_json: bool) -> int:
     if as_json:
         import json
 
-        sys.stdout.write(json.dumps({"path": shown, "sha256": written.sha256, "created": written.created}) + "\n")
+        print(json.dumps({"path": shown, "sha256": written.sha256, "created": written.created}))
     else:
-        sys.stdout.write(shown + "\n")
+        print(shown)
     return 0
 
 

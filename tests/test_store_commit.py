@@ -168,7 +168,7 @@ class SwitchingStdin:
 @pytest.mark.parametrize("body", [b"", b"\n\n", b"a note\n"])
 def test_a_checkpoint_for_a_task_that_stopped_being_active_while_stdin_was_read_is_refused(started, body):
     """Empty or not: exit 11 and nothing written (an empty one must not move `checkpoint_at` of t1)."""
-    from majordomus import checkpoint, tasks
+    from majordomus import checkpoint
     from majordomus.errors import NoActiveTask
     from majordomus.workspace import Workspace
 
@@ -177,7 +177,7 @@ def test_a_checkpoint_for_a_task_that_stopped_being_active_while_stdin_was_read_
     stdin = SwitchingStdin(repo, body)
     with pytest.raises(NoActiveTask) as refused:
         ws = Workspace.open(str(repo))
-        checkpoint.write(ws, tasks.active(ws), stdin)  # type: ignore[arg-type]
+        checkpoint.write(ws, stdin)  # type: ignore[arg-type]
     assert refused.value.code == 11
     assert "task `t1` is no longer the active task" in refused.value.message
     assert "nothing was written" in refused.value.message

@@ -78,6 +78,10 @@ class Write:
         self.caches = [c for c in caches if c is not None]
         self.touch = touch  # an empty checkpoint: only the task's `<pointer>_at` moves, no record
 
+    def shown(self, path: str) -> str:
+        """A path as messages and the command print it."""
+        return paths.display(path, self.worktree, self.cwd)
+
     def pointer_of(self, task: Task) -> str | None:
         """The newest record of this kind the task record points at."""
         now = getattr(task, self.pointer)
@@ -159,11 +163,13 @@ class Committed:
     """What a commit did: the record's path and digest, whether it was linked now (`created`), and whether
     an earlier write of it that failed part way was completed now (`completed`)."""
 
-    __slots__ = ("completed", "created", "path", "record", "sha256", "task")
+    __slots__ = ("completed", "created", "path", "record", "sha256", "shown", "task")
 
-    def __init__(self, path: str, sha256: str, record: Task, *, created: bool, completed: bool = False) -> None:
+    def __init__(self, path: str, sha256: str, record: Task, *, created: bool, completed: bool = False,
+                 shown: str = "") -> None:
         self.path, self.sha256, self.task, self.record = path, sha256, record.id, record  # the task as left
         self.created, self.completed = created, completed
+        self.shown = shown or path  # the path as the command prints it (`paths.display`)
 
 
 def commit(write: Write) -> Committed:
@@ -200,9 +206,9 @@ def transact(write: Write) -> Committed | None:
         rel = f"{write.subdir}/{os.path.basename(path)}"
         if not created and logged(state.ledger, rel, meta["timestamp"]):  # completed just now, or long ago
             done = earlier is not None and earlier.path == path
-            return Committed(path, digest, task, created=False, completed=done)
+            return Committed(path, digest, task, created=False, completed=done, shown=write.shown(path))
         _land(write, task, rel, digest, meta, write.body, created=created)
-        return Committed(path, digest, task, created=created, completed=not created)
+        return Committed(path, digest, task, created=created, completed=not created, shown=write.shown(path))
 
 
 def touch(ws: Site, task: Task, at: str) -> None:
@@ -272,8 +278,7 @@ def _unlink(path: str) -> None:
 
 
 def _incomplete(write: Write, rel: str, exc: EnvironmentProblem, missing: str) -> EnvironmentProblem:
-    shown = paths.display(write.paths.absolute(rel), write.worktree, write.cwd)
-    return incomplete_as(write.what, shown, exc, missing)
+    return incomplete_as(write.what, write.shown(write.paths.absolute(rel)), exc, missing)
 
 
 def incomplete(ws: Site, what: str, path: str, exc: EnvironmentProblem, missing: str) -> EnvironmentProblem:
@@ -317,7 +322,8 @@ def _complete_pending(write: Write, task: Task) -> Committed | None:
             raise _incomplete(write, rel, exc, ", but its ledger event is still missing") from exc
     elif not write.pending_only(task):
         return None
-    return Committed(write.paths.absolute(rel), digest, task, created=False, completed=True)
+    path = write.paths.absolute(rel)
+    return Committed(path, digest, task, created=False, completed=True, shown=write.shown(path))
 
 
 def logged(ledger_path: str, rel: str, since: str) -> bool:

@@ -8,7 +8,6 @@ import json
 import os
 
 from majordomus import claims, clock
-from majordomus.errors import NoActiveTask
 from majordomus.lite import active as active_index
 from majordomus.lite.statepaths import TASKS
 from majordomus.store import files, paths, taskfile
@@ -84,13 +83,7 @@ def where_active(ws: Workspace, task: Task, index: dict[str, str] | None = None)
 
 def active(ws: Workspace) -> Task:
     """The active task in this worktree and branch, or exit 11."""
-    task_id = active_id(ws)
-    if task_id is None:
-        raise NoActiveTask(ws.where())
-    task = load(ws, task_id)
-    if task.status != "active":
-        raise NoActiveTask(ws.where())
-    return task
+    return taskfile.read_active(ws.paths, ws.worktree, ws.branch, ws.where())
 
 
 def staleness(task: Task, limit_minutes: int, now: Any) -> str | None:

@@ -25,7 +25,6 @@ import os
 
 from majordomus import clock
 from majordomus.errors import EnvironmentProblem, NoActiveTask
-from majordomus.lite import active as active_index
 from majordomus.lite import names, safeio
 from majordomus.store import files, ledger, listing, paths, records, taskfile
 from majordomus.store.taskfile import MAX_RUN_POINTERS
@@ -144,19 +143,10 @@ class Write:
 
 
 def held(write: Write) -> Task:
-    """Under the lock, after stdin was read: the task must still be the one active here (its id in the active
-    index; design §5), else exit 11 and nothing is written. The value the command read is used unless the
-    task record changed since (another write of the task landed meanwhile): then it is read as it is now."""
-    task = write.task
-    current = active_index.read(write.paths.root).get(active_index.slot(write.worktree, write.branch))
-    if current != task.id:
-        raise NoActiveTask(write.where, changed_from=None if current is None else task.id)
-    if task.stamp is not None and files.stamp(write.paths.task_file(task.id)) == task.stamp:
-        return task
-    task = taskfile.load(write.paths, task.id)
-    if task.status not in write.statuses:
-        raise NoActiveTask(write.where)
-    return task
+    """Under the lock, after stdin was read: the task the command read must still be the one active here,
+    else exit 11 and nothing is written (`taskfile.active`, the same reader as the command's)."""
+    return taskfile.read_active(write.paths, write.worktree, write.branch, write.where, statuses=write.statuses,
+                           held=write.task)
 
 
 class Committed:

@@ -8,8 +8,8 @@ list (design §18) is part of the record, so its stored form is checked here too
 from __future__ import annotations
 
 from majordomus import clock
-from majordomus.errors import EnvironmentProblem, NotFound, UsageError
-from majordomus.lite import names, safeio, textrules
+from majordomus.errors import EnvironmentProblem, NoActiveTask, NotFound, UsageError
+from majordomus.lite import active, names, safeio, textrules
 from majordomus.lite.statepaths import TASKS
 from majordomus.store import files, paths, records
 
@@ -140,8 +140,8 @@ def validate_id(task_id: str) -> str:
 def load(state: StatePaths, task_id: str) -> Task:
     """The task record `task_id` as stored, with the version it was read from (`stamp`)."""
     path = state.task_file(validate_id(task_id))
-    paths.check_readable(state, TASKS)  # never read through a link to the state or its tasks/
     stamp = files.stamp(path)  # before the read: a record replaced in between only costs a second read
+    paths.check_readable(state, TASKS)  # never read through a link to the state or its tasks/
     try:
         data = safeio.read(path, MAX_BYTES)
     except FileNotFoundError:
@@ -156,6 +156,25 @@ def load(state: StatePaths, task_id: str) -> Task:
         raise EnvironmentProblem(
             f"the task record {path} is unreadable: {exc}", "run `majordomus doctor` to see what is wrong"
         ) from exc
+
+
+def read_active(state: StatePaths, worktree: str, branch: str | None, where: str, *,
+           statuses: tuple[str, ...] = ("active",), held: Task | None = None) -> Task:
+    """The task active in this worktree and branch (its id in the active index, design §5), or exit 11:
+    the one reader of it, before stdin is read and again under the lock.
+
+    `held` is the value read before the lock was taken: it must still be the one active here. It is used
+    as it is while its record is unchanged (the same stamp); when another write of the task landed
+    meanwhile the record is read again, and it must then be in one of `statuses`."""
+    current = active.read(state.root).get(active.slot(worktree, branch))
+    task = None
+    if current is not None and (held is None or current == held.id):
+        unchanged = held is not None and held.stamp is not None and files.stamp(state.task_file(current)) == held.stamp
+        task = held if unchanged else load(state, current)
+    if task is None or task.status not in statuses:
+        moved = held is not None and current is not None and current != held.id
+        raise NoActiveTask(where, changed_from=held.id if moved and held is not None else None)
+    return task
 
 
 def save(state: StatePaths, task: Task) -> None:

@@ -117,7 +117,7 @@ class Write:
         """Derived bookkeeping after the pointer moved (best effort); `fresh` when the record was linked
         now, so that no index can list it already."""
         index = self.paths.checkpoint_index(task.id)
-        if self.indexed and (fresh or not in_index(index, name)):
+        if self.indexed and (fresh or not listing.has_name(index, name)):
             listing.add_name(index, name)
 
     def event_fields(self, rel: str, digest: str, meta: dict[str, Any], body: str) -> dict[str, Any]:
@@ -194,7 +194,7 @@ def transact(write: Write) -> Committed | None:
         meta = dict(fields)
         path, created, digest = link_record(state, write.subdir, fields, write.body)
         rel = f"{write.subdir}/{os.path.basename(path)}"
-        if not created and logged(state.ledger, rel, meta["timestamp"]):  # completed just now, or long ago
+        if not created and ledger.logged(state.ledger, rel, meta["timestamp"]):  # completed just now, or long ago
             done = earlier is not None and earlier.path == path
             return Committed(path, digest, task, created=False, completed=done, shown=write.shown(path))
         _land(write, task, rel, digest, meta, write.body, created=created)
@@ -221,7 +221,6 @@ def link_record(state: paths.StatePaths, subdir: str, fields: list[tuple[str, An
 
 def _land(write: Write, task: Task, rel: str, digest: str, meta: dict[str, Any], body: str, *, created: bool) -> None:
     """The steps after the link. A failure before the task record changed unlinks a record linked now."""
-    name = rel.split("/", 1)[1]
     if created or not write.points_at(task, rel):
         before = files.stamp(write.paths.task_file(task.id))
         try:
@@ -232,11 +231,18 @@ def _land(write: Write, task: Task, rel: str, digest: str, meta: dict[str, Any],
             _unlink(write.paths.absolute(rel))
             exc.message += "; nothing was written"
             raise
-    write.index(task, name, fresh=created)
+    _finish(write, task, rel, digest, meta, body, fresh=created, missing=", but its ledger event was not written")
+
+
+def _finish(write: Write, task: Task, rel: str, digest: str, meta: dict[str, Any], body: str, *, fresh: bool,
+            missing: str) -> None:
+    """The last steps, for a record linked now or one an earlier write left without them: the index, then
+    the ledger event (from the record itself, so that a completion logs what the first attempt would have)."""
+    write.index(task, rel.split("/", 1)[1], fresh=fresh)
     try:
         _log(write, task, write.event_fields(rel, digest, meta, body))
     except EnvironmentProblem as exc:
-        raise _incomplete(write, rel, exc, ", but its ledger event was not written") from exc
+        raise _incomplete(write, rel, exc, missing) from exc
 
 
 def second(rel: str) -> str:
@@ -304,55 +310,9 @@ def _complete_pending(write: Write, task: Task) -> Committed | None:
         return None
     digest = records.sha256(data)
     body = body[:-1] if body.endswith("\n") else body
-    if not logged(write.paths.ledger, rel, str(meta["timestamp"])):
-        write.index(task, rel.split("/", 1)[1], fresh=False)
-        try:
-            _log(write, task, write.event_fields(rel, digest, meta, body))
-        except EnvironmentProblem as exc:
-            raise _incomplete(write, rel, exc, ", but its ledger event is still missing") from exc
+    if not ledger.logged(write.paths.ledger, rel, str(meta["timestamp"])):
+        _finish(write, task, rel, digest, meta, body, fresh=False, missing=", but its ledger event is still missing")
     elif not write.pending_only(task):
         return None
     path = write.paths.absolute(rel)
     return Committed(path, digest, task, created=False, completed=True, shown=write.shown(path))
-
-
-def logged(ledger_path: str, rel: str, since: str) -> bool:
-    """Whether the ledger holds an event naming `rel` (its own, or a `sync.import`), looked for backwards
-    from the end down to the events older than `since` (the record's timestamp). False only when the
-    ledger covers that time (an older event, or the chain's first, seq 1, was reached) without one: a
-    ledger that begins later (rotated or truncated by hand) or a search past `ledger.EVENT_LOOK_BACK` bytes cannot
-    tell, and counts as logged."""
-    try:
-        fd = safeio.open_regular(ledger_path, ledger.MAX_BYTES)
-    except FileNotFoundError:
-        return True
-    except (OSError, EnvironmentProblem):
-        return True  # unreadable: doctor says so; never log a second event on a guess
-    try:
-        size = os.fstat(fd).st_size
-        read = 0
-        earliest: dict[str, Any] | None = None
-        for line in ledger.lines_backwards(fd, size):
-            read += len(line) + 1
-            if read > ledger.EVENT_LOOK_BACK:
-                return True
-            event = ledger.parse_line(line) if line.strip() else None
-            if event is None:
-                continue
-            if event.get("path") == rel:
-                return True
-            if str(event.get("at", "")) < since:
-                return False
-            earliest = event
-        return earliest is None or earliest.get("seq") != 1
-    finally:
-        os.close(fd)
-
-
-def in_index(index: str, name: str) -> bool:
-    """Whether the task's checkpoint index already lists `name` (a completion must not list it twice)."""
-    try:
-        data = safeio.read_optional(index, listing.INDEX_MAX_BYTES)
-    except (OSError, safeio.UnsafeFile):
-        return True
-    return data is not None and name.encode("ascii") + b"\n" in data

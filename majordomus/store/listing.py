@@ -149,6 +149,15 @@ def start_index(ws: Site, task_id: str) -> None:
     files.write_derived(index_path(ws, task_id), b"")
 
 
+def has_name(index: str, name: str) -> bool:
+    """Whether the task's checkpoint index already lists `name` (a completion must not list it twice)."""
+    try:
+        data = safeio.read_optional(index, INDEX_MAX_BYTES)
+    except (OSError, safeio.UnsafeFile):
+        return True
+    return data is not None and name.encode("ascii") + b"\n" in data
+
+
 def add_name(index: str, name: str) -> None:
     """Append `name` to the task's index at `index`. Best effort: a failure costs readers a listing, never
     a write."""

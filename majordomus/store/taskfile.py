@@ -166,10 +166,10 @@ def read_active(state: StatePaths, worktree: str, branch: str | None, where: str
     `held` is the value read before the lock was taken: it must still be the one active here. It is used
     as it is while its record is unchanged (the same stamp); when another write of the task landed
     meanwhile the record is read again, and it must then be in one of `statuses`."""
+    unchanged = held is not None and held.stamp is not None and files.stamp(state.task_file(held.id)) == held.stamp
     current = active.read(state.root).get(active.slot(worktree, branch))
     task = None
     if current is not None and (held is None or current == held.id):
-        unchanged = held is not None and held.stamp is not None and files.stamp(state.task_file(current)) == held.stamp
         task = held if unchanged else load(state, current)
     if task is None or task.status not in statuses:
         moved = held is not None and current is not None and current != held.id

@@ -4,8 +4,10 @@
     lock → the task still holds here → the ledger is writable → link the record → move the task's
     pointer (its task record) → index → ledger event
 
-It takes plain data (`Write`) and calls nothing above the store but the task record's own reader and
-writer; what follows the event (a handoff leaves the slot) is the command's, once `commit` returned.
+It takes plain data (`Write`: the state's paths, this worktree and branch, the task the command read,
+the record) and imports nothing above the store: the task record's reader and writer are
+`store.taskfile`. An empty checkpoint (`touch`) takes the same lock and check again and only moves the
+task's time. What follows the event (a handoff leaves the slot) is the command's, once `commit` returned.
 
 A refusal before the link writes nothing. design §10's rule for a write that fails part way lives here
 and nowhere else:
@@ -142,13 +144,6 @@ class Write:
         return self.status is not None and task.status == self.status
 
 
-def held(write: Write) -> Task:
-    """Under the lock, after stdin was read: the task the command read must still be the one active here,
-    else exit 11 and nothing is written (`taskfile.active`, the same reader as the command's)."""
-    return taskfile.read_active(write.paths, write.worktree, write.branch, write.where, statuses=write.statuses,
-                           held=write.task)
-
-
 class Committed:
     """What a commit did: the record's path and digest, whether it was linked now (`created`), and whether
     an earlier write of it that failed part way was completed now (`completed`)."""
@@ -175,7 +170,10 @@ def transact(write: Write) -> Committed | None:
     state = write.paths
     paths.ensure(state)  # the state root, there already while a task is active: the lock lives in it
     with files.locked(state.lock):
-        task = held(write)
+        # The task the command read must still be the one active here (the same reader as the command's),
+        # else exit 11 and nothing is written.
+        task = taskfile.read_active(state, write.worktree, write.branch, write.where, statuses=write.statuses,
+                                    held=write.task)
         if not write.touch:
             ledger.check_writable(state.ledger)
         paths.ensure(state, "cache", "tasks", *(() if write.touch else (write.subdir,)))  # once, after the refusals

@@ -1,6 +1,7 @@
 """The task record (design §5) seen from a workspace: reading and writing it (its file and fields are
-`store.taskfile`), the active task here, and the one staleness rule. What happens to a task over its life (start, resume, done, handoff) is in
-`lifecycle`, so that continuity can depend on tasks without the reverse."""
+`store.taskfile`), the active task here, and the one staleness rule. What happens to a task over its life
+(start, resume, done, handoff) is in `lifecycle`, so that continuity can depend on tasks without the
+reverse."""
 
 from __future__ import annotations
 

@@ -159,7 +159,7 @@ def load(state: StatePaths, task_id: str) -> Task:
 
 
 def read_active(state: StatePaths, worktree: str, branch: str | None, where: str, *,
-           statuses: tuple[str, ...] = ("active",), held: Task | None = None) -> Task:
+                statuses: tuple[str, ...] = ("active",), held: Task | None = None) -> Task:
     """The task active in this worktree and branch (its id in the active index, design §5), or exit 11:
     the one reader of it, before stdin is read and again under the lock.
 
@@ -172,8 +172,8 @@ def read_active(state: StatePaths, worktree: str, branch: str | None, where: str
     if current is not None and (held is None or current == held.id):
         task = held if unchanged else load(state, current)
     if task is None or task.status not in statuses:
-        moved = held is not None and current is not None and current != held.id
-        raise NoActiveTask(where, changed_from=held.id if moved and held is not None else None)
+        moved = held is not None and current is not None and current != held.id  # another task took the slot
+        raise NoActiveTask(where, changed_from=held.id if held is not None and moved else None)
     return task
 
 

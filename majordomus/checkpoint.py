@@ -5,34 +5,33 @@ from __future__ import annotations
 import os
 
 from majordomus import clock, identity, tasks
-from majordomus.lite.stdin import read_bounded
 from majordomus.store import commit, records
 
 TYPE_CHECKING = False  # a hot path: no typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import BinaryIO
 
     from majordomus.workspace import Workspace
 
 
-def write(ws: Workspace, task: tasks.Task, stdin: BinaryIO) -> commit.Committed | None:
-    """Store the checkpoint read from `stdin` for `task`, the active task the command read (None for an
-    empty body, which only moves `checkpoint_at`). The body's rules, then its identity, then the one
+def write(ws: Workspace, stdin: BinaryIO, notice: Callable[[], None] | None = None) -> commit.Committed | None:
+    """Store the checkpoint read from `stdin` for the active task here (None for an empty body, which only
+    moves `checkpoint_at`), in one pass down: the task read once (exit 11 before stdin is read; `notice` is
+    called just before), the body read with its bound and its rules, the identity from git, then the one
     transaction, which checks again under the lock that the task is still the one active here."""
-    limit = ws.config.get("checkpoint", "max_body_bytes")
-    raw = read_bounded(stdin, limit)
-    body = records.normalise(
-        raw, what="checkpoint", max_lines=ws.config.get("checkpoint", "max_body_lines"), max_bytes=limit,
-        more=stdin,
-    )
+    task = tasks.active(ws)
+    if notice is not None:
+        notice()
+    body = records.read_body(stdin, what="checkpoint", max_lines=ws.config.get("checkpoint", "max_body_lines"),
+                             max_bytes=ws.config.get("checkpoint", "max_body_bytes"))
     at = clock.now_iso()
-    if not body.text:
-        commit.touch(ws, task, at)
-        return None
-    fields, cache = identity.taken(ws, "checkpoint", task, at)
-    return commit.commit(commit.Write(ws, task, at, body.text, fields, kind="checkpoint", what="checkpoint",
-                                      subdir="checkpoints", event="task.checkpoint", pointer="checkpoint",
-                                      indexed=True, cache=cache))
+    empty = not body.text
+    fields, cache = ([], None) if empty else identity.taken(ws, "checkpoint", task, at)
+    return commit.transact(commit.Write(
+        ws, task, at, body.text, fields, kind="checkpoint", what="checkpoint", subdir="checkpoints",
+        event="task.checkpoint", pointer="checkpoint", indexed=True, touch=empty,
+        caches=(cache, ws.config.cache_entry(ws.paths.config_cache))))
 
 
 def latest(ws: Workspace) -> str | None:

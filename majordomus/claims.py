@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 
-from majordomus import clock
 from majordomus.lite import jsonbound, names, safeio
+from majordomus.store.taskfile import MAX_CLAIMS, check_claims
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,36 +29,9 @@ if TYPE_CHECKING:
 
     from majordomus.workspace import Workspace
 
-MAX_CLAIMS = 32  # a task record holding more was not written by majordomus (untrusted, design §2a)
 KEEP_ENDED = 8  # ended claims kept in the record: an end must outlive the sync rounds that carry it
-MAX_TEXT = 4096
-_STRINGS = ("id", "owner", "host", "worktree", "at")
-_OPTIONAL = ("branch", "ended_at", "ended_by")
-_ID_CHARS = frozenset("0123456789abcdef")
 INDEX_MAX_BYTES = 1 << 20
-
-
-def check(items: Any) -> None:
-    """A stored (untrusted) claim list: each claim of its types, or ValueError naming what is wrong."""
-    if not isinstance(items, list) or len(items) > MAX_CLAIMS:
-        raise ValueError(f"`claims` is not a list of at most {MAX_CLAIMS} claims")
-    for n, item in enumerate(items, 1):
-        if not isinstance(item, dict):
-            raise ValueError(f"claim {n} is not a mapping")
-        unknown = set(item) - set(_STRINGS) - set(_OPTIONAL)
-        if unknown:
-            raise ValueError(f"claim {n} has unknown key `{sorted(unknown)[0][:40]}`")
-        for key in _STRINGS:
-            if not isinstance(item.get(key), str) or len(item[key]) > MAX_TEXT:
-                raise ValueError(f"claim {n}: `{key}` is missing or not a string")
-        for key in _OPTIONAL:
-            if not isinstance(item.get(key), (str, type(None))) or len(item.get(key) or "") > MAX_TEXT:
-                raise ValueError(f"claim {n}: `{key}` is not a string")
-        if not (8 <= len(item["id"]) <= 32 and set(item["id"]) <= _ID_CHARS):
-            raise ValueError(f"claim {n}: `id` is not 8–32 hex digits")
-        for key in ("at", "ended_at"):
-            if item.get(key) is not None and not clock.is_iso(item[key]):
-                raise ValueError(f"claim {n}: `{key}` is not a UTC time like 2026-09-03T19:45:00Z")
+check = check_claims  # a stored claim list's form: the task record's file checks it (`store.taskfile`)
 
 
 def new(owner: str, worktree: str, branch: str | None, at: str) -> dict[str, Any]:

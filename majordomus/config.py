@@ -42,6 +42,14 @@ class Config:
     def get(self, section: str, key: str) -> Any:
         return self.values[section][key]
 
+    def cache_entry(self, cache_path: str) -> tuple[str, bytes] | None:
+        """The validated copy to keep at `cache_path` (path, bytes) when the file was parsed afresh, else
+        None: a write that stores state anyway writes it beside its own files (see `remember`)."""
+        if self.signature is None:
+            return None
+        data = json.dumps({"signature": self.signature, "values": self.values, "unknown_keys": self.unknown_keys})
+        return cache_path, data.encode("utf-8")
+
     @property
     def profile(self) -> str:
         return str(self.values["profile"])
@@ -146,8 +154,9 @@ def load(repo_root: str | None, cache_path: str | None = None) -> Config:
 
 def remember(config: Config, cache_path: str) -> None:
     """Cache a freshly parsed configuration; called only where the command writes state anyway."""
-    if config.signature is not None:
-        _write_cache(cache_path, config.signature, config)
+    entry = config.cache_entry(cache_path)
+    if entry is not None:
+        _write_cache(*entry)
         config.signature = None
 
 
@@ -162,7 +171,7 @@ def _parse_yaml(raw: bytes, path: str) -> Config:
     return parse(data, path)
 
 
-def _write_cache(cache_path: str, signature: list[Any], config: Config) -> None:
+def _write_cache(cache_path: str, data: bytes) -> None:
     """Best effort: only where the state's cache directory already exists; a failure costs a parse."""
     import stat
 
@@ -173,5 +182,4 @@ def _write_cache(cache_path: str, signature: list[Any], config: Config) -> None:
             return
     except OSError:
         return
-    data = json.dumps({"signature": signature, "values": config.values, "unknown_keys": config.unknown_keys})
-    files.write_derived(cache_path, data.encode("utf-8"))
+    files.write_derived(cache_path, data)

@@ -128,7 +128,8 @@ def _record(ws: Workspace, task: tasks.Task, at: str, body: str) -> commit.Write
     return commit.Write(ws, task, at, body, fields, kind="handoff", what="handoff", subdir="handoffs",
                         event="task.handoff", pointer="handoff", statuses=("active", "handed-off"),
                         status="handed-off", ends_claim=None if held is None else held["id"],
-                        event_keys=("previous_handoff", "checkpoints"), cache=cache)
+                        event_keys=("previous_handoff", "checkpoints"),
+                        caches=(cache, ws.config.cache_entry(ws.paths.config_cache)))
 
 
 def _body_of(path: str) -> str | None:

@@ -161,7 +161,7 @@ def build(repo: str | None = None) -> Any:
                  "checkpoint.max_body_lines, 40 by default); longer goes in a handoff. Returns the record's path.")
     async def checkpoint(body: str, ctx: Context) -> dict[str, Any]:  # type: ignore[type-arg]
         ws = await place.workspace(ctx)
-        written = _call(checkpoint_core.write, ws, _call(tasks.active, ws), io.BytesIO(body.encode("utf-8")))
+        written = _call(checkpoint_core.write, ws, io.BytesIO(body.encode("utf-8")))
         if written is None:
             return {"path": None, "created": False, "note": "empty body: only checkpoint_at moved"}
         return {"path": ws.paths.relative(written.path), "sha256": written.sha256, "created": written.created}

@@ -1,6 +1,7 @@
-"""The task record (design §5): its fields and types, reading and writing it, the active task here, and
-the one staleness rule. What happens to a task over its life (start, resume, done, handoff) is in
-`lifecycle`, so that continuity can depend on tasks without the reverse."""
+"""The task record (design §5) seen from a workspace: reading and writing it (its file and fields are
+`store.taskfile`), the active task here, and the one staleness rule. What happens to a task over its life
+(start, resume, done, handoff) is in `lifecycle`, so that continuity can depend on tasks without the
+reverse."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ import json
 import os
 
 from majordomus import claims, clock
-from majordomus.errors import EnvironmentProblem, NoActiveTask, NotFound, UsageError
 from majordomus.lite import active as active_index
-from majordomus.lite import names, safeio, textrules
 from majordomus.lite.statepaths import TASKS
-from majordomus.store import files, paths, records
+from majordomus.store import files, paths, taskfile
+from majordomus.store.taskfile import FIELDS as FIELDS  # re-exported: the record is the package's vocabulary
+from majordomus.store.taskfile import MAX_BYTES as MAX_BYTES
+from majordomus.store.taskfile import MAX_RUN_POINTERS as MAX_RUN_POINTERS
+from majordomus.store.taskfile import STATUSES as STATUSES
+from majordomus.store.taskfile import Task as Task
+from majordomus.store.taskfile import validate_id as validate_id
 
 TYPE_CHECKING = False  # the hot paths read tasks: no typing, no dataclasses at run time
 if TYPE_CHECKING:
@@ -20,114 +25,12 @@ if TYPE_CHECKING:
 
     from majordomus.workspace import Workspace
 
-MAX_BYTES = 256 << 10  # a task record is a few hundred bytes; more was not written by majordomus
-STATUSES = ("active", "paused", "handed-off", "done")
 # A task started without an objective carries this sentinel; the continuity render skips it.
 INTERACTIVE_OBJECTIVE = "(interactive: the objective comes from the principal)"
 
 
-FIELDS = ("id", "title", "objective", "profile", "owner", "status", "worktree", "branch", "started_at",
-          "updated_at", "checkpoint_at", "handoff_at", "checkpoint", "handoff", "claims", "runs")
-# `claims` (design §18, see `majordomus.claims`) and `runs`, the latest run record per label
-# (design §17, pointers like `checkpoint`) are lists, empty when absent, checked by `_check_lists`.
-MAX_RUN_POINTERS = 16
-
-
-class Task:
-    """A task record, its fields in design §5's order; `checkpoint`/`handoff` are the paths (relative to the
-    state directory) of its latest records."""
-
-    __slots__ = (*FIELDS, "stamp")
-
-    def __init__(self, id: str, title: str, objective: str, profile: str, owner: str, status: str,
-                 worktree: str | None, branch: str | None, started_at: str, updated_at: str,
-                 checkpoint_at: str | None = None, handoff_at: str | None = None,
-                 checkpoint: str | None = None, handoff: str | None = None,
-                 claims: list[dict[str, Any]] | None = None, runs: list[str] | None = None) -> None:
-        self.id, self.title, self.objective, self.profile, self.owner = id, title, objective, profile, owner
-        self.status, self.worktree, self.branch = status, worktree, branch
-        self.started_at, self.updated_at, self.checkpoint_at, self.handoff_at = (started_at, updated_at,
-                                                                                 checkpoint_at, handoff_at)
-        self.checkpoint, self.handoff = checkpoint, handoff
-        self.claims = list(claims or [])
-        self.runs = list(runs or [])
-        self.stamp: tuple[int, int, int] | None = None  # the version of the record it was read from
-
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in FIELDS}
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Task) and self.to_dict() == other.to_dict()
-
-    def __repr__(self) -> str:
-        return f"Task({self.id!r}, status={self.status!r})"
-
-    @classmethod
-    def from_dict(cls, data: Any) -> Task:
-        """A task from a stored (untrusted) mapping: every field of its type, or ValueError naming it."""
-        if not isinstance(data, dict):
-            raise ValueError("not a mapping")
-        kept = {k: v for k, v in data.items() if k in FIELDS}
-        for name in _REQUIRED:
-            if not isinstance(kept.get(name), str):
-                raise ValueError(f"`{name}` is missing or not a string")
-        for name in _OPTIONAL:
-            if not isinstance(kept.get(name), (str, type(None))):
-                raise ValueError(f"`{name}` is not a string")
-        if not names.is_task_id(kept["id"]):
-            raise ValueError(f"`id` {kept['id'][:80]!r} is not a valid task id")
-        if kept["status"] not in STATUSES:
-            raise ValueError(f"`status` {kept['status'][:80]!r} is not one of {', '.join(STATUSES)}")
-        for name in ("started_at", "updated_at", "checkpoint_at", "handoff_at"):
-            if kept.get(name) is not None and not clock.is_iso(kept[name]):
-                raise ValueError(f"`{name}` {kept[name][:80]!r} is not a UTC time like 2026-09-03T19:45:00Z")
-        _check_lists(kept)
-        return cls(**kept)
-
-
-def _check_lists(kept: dict[str, Any]) -> None:
-    """`claims` and `runs`: absent or null is empty; anything else is checked by type."""
-    for name in ("claims", "runs"):
-        if kept.get(name) is None:
-            kept[name] = []
-        elif not isinstance(kept[name], list):
-            raise ValueError(f"`{name}` is not a list")
-    if len(kept["runs"]) > MAX_RUN_POINTERS or not all(names.is_record_pointer(p, "runs") for p in kept["runs"]):
-        raise ValueError(f"`runs` is not a list of at most {MAX_RUN_POINTERS} records in runs/")
-    claims.check(kept["claims"])
-
-
-_REQUIRED = ("id", "title", "objective", "profile", "owner", "status", "started_at", "updated_at")
-_OPTIONAL = ("worktree", "branch", "checkpoint_at", "handoff_at", "checkpoint", "handoff")
-
-
-def validate_id(task_id: str) -> str:
-    if not names.is_task_id(task_id):
-        raise UsageError(
-            f"`{textrules.escape(task_id)}` is not a valid task id",
-            "use 1–64 characters of a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit",
-        )
-    return task_id
-
-
 def load(ws: Workspace, task_id: str) -> Task:
-    path = ws.paths.task_file(validate_id(task_id))
-    paths.check_readable(ws.paths, TASKS)  # never read through a link to the state or its tasks/
-    stamp = files.stamp(path)  # before the read: a record replaced in between only costs a second read
-    try:
-        data = safeio.read(path, MAX_BYTES)
-    except FileNotFoundError:
-        raise NotFound(f"no task `{task_id}`", "list tasks with `majordomus task list`") from None
-    try:
-        task = Task.from_dict(records.parse_yaml(data.decode("utf-8")))
-        if task.id != task_id:
-            raise ValueError(f"it names task `{task.id}`")
-        task.stamp = stamp
-        return task
-    except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as exc:
-        raise EnvironmentProblem(
-            f"the task record {path} is unreadable: {exc}", "run `majordomus doctor` to see what is wrong"
-        ) from exc
+    return taskfile.load(ws.paths, task_id)
 
 
 def exists(ws: Workspace, task_id: str) -> bool:
@@ -135,8 +38,7 @@ def exists(ws: Workspace, task_id: str) -> bool:
 
 
 def save(ws: Workspace, task: Task) -> None:
-    files.replace(ws.paths.task_file(task.id), records.emit_yaml(task.to_dict().items()).encode("utf-8"))
-    task.stamp = None  # the version it was read from is gone
+    taskfile.save(ws.paths, task)
 
 
 def all_tasks(ws: Workspace) -> list[Task]:
@@ -182,13 +84,7 @@ def where_active(ws: Workspace, task: Task, index: dict[str, str] | None = None)
 
 def active(ws: Workspace) -> Task:
     """The active task in this worktree and branch, or exit 11."""
-    task_id = active_id(ws)
-    if task_id is None:
-        raise NoActiveTask(ws.where())
-    task = load(ws, task_id)
-    if task.status != "active":
-        raise NoActiveTask(ws.where())
-    return task
+    return taskfile.read_active(ws.paths, ws.worktree, ws.branch, ws.where())
 
 
 def staleness(task: Task, limit_minutes: int, now: Any) -> str | None:

@@ -85,10 +85,7 @@ class Workspace:
     def display(self, path: str) -> str:
         """A path as git prints one: relative to the current directory when it lies inside this worktree,
         else absolute (so `cat "$(… | majordomus checkpoint)"` works from any subdirectory)."""
-        root = self.worktree
-        if os.path.commonpath([root, path]) == root and os.path.commonpath([root, self.cwd]) == root:
-            return os.path.relpath(path, self.cwd)
-        return path
+        return paths.display(path, self.worktree, self.cwd)
 
     def owner(self, explicit: str | None = None) -> str:
         """`--owner`, else MAJORDOMUS_OWNER, else git's user.email, else the login name."""

@@ -326,7 +326,7 @@ def test_handoff_records_are_checked_like_checkpoints(cli, repo, store):
     for i in range(3):
         at = clock.iso(clock.now())
         fields = identity.fields(ws, "handoff", task, at)
-        path, _created, digest = commit.link_record(ws, "handoffs", fields, f"## State\nhandoff {i}")
+        path, _created, digest = commit.link_record(ws.paths, "handoffs", fields, f"## State\nhandoff {i}")
         ws.event("task.handoff", task.id, at, path=ws.paths.relative(path), sha256=digest)
         written.append(Path(path))
     (repo / ".ai" / "config.yaml").write_text("handoff:\n  retention_max_files: 1\n")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from helpers import commit_file, git, state_dir
 
-from majordomus import lifecycle, tasks
+from majordomus import lifecycle
 from majordomus.git import status as git_status
 from majordomus.workspace import Workspace
 
@@ -52,7 +52,7 @@ def test_bare_main_worktree_keeps_state_in_common_dir(tmp_path):
     from majordomus import checkpoint
 
     lifecycle.start(ws, "t1")
-    written = checkpoint.write(ws, tasks.active(ws), io.BytesIO(b"bare main\n"))
+    written = checkpoint.write(ws, io.BytesIO(b"bare main\n"))
     assert written.path.startswith(str(bare / "majordomus" / "local" / "state" / "checkpoints"))
     assert (bare / "majordomus" / "local" / ".gitignore").read_text() == "*\n"
 

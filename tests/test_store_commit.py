@@ -168,7 +168,7 @@ class SwitchingStdin:
 @pytest.mark.parametrize("body", [b"", b"\n\n", b"a note\n"])
 def test_a_checkpoint_for_a_task_that_stopped_being_active_while_stdin_was_read_is_refused(started, body):
     """Empty or not: exit 11 and nothing written (an empty one must not move `checkpoint_at` of t1)."""
-    from majordomus import checkpoint, tasks
+    from majordomus import checkpoint
     from majordomus.errors import NoActiveTask
     from majordomus.workspace import Workspace
 
@@ -177,7 +177,7 @@ def test_a_checkpoint_for_a_task_that_stopped_being_active_while_stdin_was_read_
     stdin = SwitchingStdin(repo, body)
     with pytest.raises(NoActiveTask) as refused:
         ws = Workspace.open(str(repo))
-        checkpoint.write(ws, tasks.active(ws), stdin)  # type: ignore[arg-type]
+        checkpoint.write(ws, stdin)  # type: ignore[arg-type]
     assert refused.value.code == 11
     assert "task `t1` is no longer the active task" in refused.value.message
     assert "nothing was written" in refused.value.message
@@ -198,3 +198,28 @@ def test_a_run_whose_task_stopped_being_active_while_it_ran_is_refused_and_recor
     assert "the command ran (exit status 0) but its run record was not written" in err
     assert "task `t1` is no longer the active task" in err
     assert records_in(repo, "runs") == [] and events_named(repo, "task.run") == []
+
+
+def test_the_store_imports_nothing_above_it() -> None:
+    """The transaction takes plain data: a store module imports (for its types too, and inside a function)
+    only the store, the standard-library layer, the errors, the clock and the secret scan — never the task,
+    workspace, configuration or command modules that call it."""
+    import ast
+
+    import majordomus.store
+
+    allowed = ("majordomus.store", "majordomus.lite", "majordomus.errors", "majordomus.clock",
+               "majordomus.secretscan")
+    found = []
+    for path in sorted(Path(majordomus.store.__path__[0]).glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
+                modules = ([f"{node.module}.{alias.name}" for alias in node.names] if node.module == "majordomus"
+                           else [node.module])
+            else:
+                continue
+            found += [f"{path.name}: {m}" for m in modules
+                      if m.split(".")[0] == "majordomus" and not m.startswith(allowed)]
+    assert found == []

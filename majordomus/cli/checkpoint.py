@@ -40,30 +40,32 @@ def main(argv: list[str]) -> int:
 
 
 def write(ws: Workspace, as_json: bool) -> int:
-    from majordomus import checkpoint, tasks
+    from majordomus import checkpoint
 
-    task = tasks.active(ws)  # the one read of the task, before stdin: exit 11 before any prompt
-    if sys.stdin.isatty():
-        sys.stderr.write("majordomus: reading the checkpoint from the terminal; end it with Ctrl-D\n")
-    written = checkpoint.write(ws, task, sys.stdin.buffer)
+    written = checkpoint.write(ws, sys.stdin.buffer, _notice)
     if written is None:
         sys.stderr.write("empty body: no record written; the task's checkpoint time moved\n")
         if as_json:
-            sys.stdout.write('{"path": null, "sha256": null, "created": false}\n')
+            print('{"path": null, "sha256": null, "created": false}')
         return 0
     if written.completed:
         sys.stderr.write("the identical record was stored by an earlier write that did not fully land; "
                          "its task pointer and ledger event are complete now\n")
     elif not written.created:
         sys.stderr.write("the identical record is already stored; nothing new was written\n")
-    shown = ws.display(written.path)
     if as_json:
         import json
 
-        sys.stdout.write(json.dumps({"path": shown, "sha256": written.sha256, "created": written.created}) + "\n")
+        print(json.dumps({"path": written.shown, "sha256": written.sha256, "created": written.created}))
     else:
-        sys.stdout.write(shown + "\n")
+        print(written.shown)
     return 0
+
+
+def _notice() -> None:
+    """Once the active task is known, before stdin is read: say so when stdin is a terminal."""
+    if sys.stdin.isatty():
+        sys.stderr.write("majordomus: reading the checkpoint from the terminal; end it with Ctrl-D\n")
 
 
 def show(ws: Workspace, as_json: bool) -> int:

@@ -4,8 +4,10 @@
     lock → the task still holds here → the ledger is writable → link the record → move the task's
     pointer (its task record) → index → ledger event
 
-It takes plain data (`Write`) and calls nothing above the store but the task record's own reader and
-writer; what follows the event (a handoff leaves the slot) is the command's, once `commit` returned.
+It takes plain data (`Write`: the state's paths, this worktree and branch, the task the command read,
+the record) and imports nothing above the store: the task record's reader and writer are
+`store.taskfile`. An empty checkpoint (`touch`) takes the same lock and check again and only moves the
+task's time. What follows the event (a handoff leaves the slot) is the command's, once `commit` returned.
 
 A refusal before the link writes nothing. design §10's rule for a write that fails part way lives here
 and nowhere else:
@@ -25,16 +27,16 @@ import os
 
 from majordomus import clock
 from majordomus.errors import EnvironmentProblem, NoActiveTask
-from majordomus.lite import active as active_index
 from majordomus.lite import names, safeio
-from majordomus.store import files, ledger, listing, paths, records
+from majordomus.store import files, ledger, listing, paths, records, taskfile
+from majordomus.store.taskfile import MAX_RUN_POINTERS
 
 TYPE_CHECKING = False  # the checkpoint path: no typing at run time
 if TYPE_CHECKING:
     from typing import Any
 
-    from majordomus.tasks import Task
-    from majordomus.workspace import Workspace
+    from majordomus.store.paths import Site
+    from majordomus.store.taskfile import Task
 
 # How far back from the ledger's end an event for a pending record is looked for: a record whose write
 # failed part way is completed by the next write, which comes soon; an older one is doctor's to report.
@@ -46,13 +48,16 @@ class Write:
     into the command that made it: what a kind does after the transaction (a handoff leaves the slot) it
     does itself, once `commit` returned."""
 
-    def __init__(self, ws: Workspace, task: Task, at: str, body: str, fields: list[tuple[str, Any]], *,
+    def __init__(self, ws: Site, task: Task, at: str, body: str, fields: list[tuple[str, Any]], *,
                  kind: str, what: str, subdir: str, event: str, pointer: str,
                  statuses: tuple[str, ...] = ("active",), indexed: bool = False, event_keys: tuple[str, ...] = (),
                  lines: bool = True, status: str | None = None, ends_claim: str | None = None,
                  replaces: tuple[str, ...] = (), any_pending: bool = False,
-                 cache: tuple[str, bytes] | None = None) -> None:
-        self.ws, self.task, self.at, self.body, self.fields = ws, task, at, body, fields
+                 caches: tuple[tuple[str, bytes] | None, ...] = (), touch: bool = False) -> None:
+        # Where, taken from the place once: the store holds no workspace.
+        self.paths, self.worktree, self.branch, self.cwd = ws.paths, ws.worktree, ws.branch, ws.cwd
+        self.where = ws.where()  # how a refusal names this worktree and branch
+        self.task, self.at, self.body, self.fields = task, at, body, fields
         self.kind = kind  # the record's `kind` field: checkpoint, handoff, run
         self.what = what  # how messages name it: "checkpoint", "handoff", "run record"
         self.subdir, self.event = subdir, event  # its directory under the state directory; its ledger event
@@ -69,8 +74,14 @@ class Write:
         # True when any record the task points at may be unfinished (a run record is stamped when CMD
         # started, the task record moves when it ended); else only one whose move was the task's last change
         self.any_pending = any_pending
-        self.cache = cache  # a derived file (path, bytes) its fields were computed with: written once past
-        # the refusals, best effort (the root-commit cache)
+        # Derived files (path, bytes) computed on the way here (the root-commit cache, the configuration's
+        # cache): written in one place, once past the refusals, best effort.
+        self.caches = [c for c in caches if c is not None]
+        self.touch = touch  # an empty checkpoint: only the task's `<pointer>_at` moves, no record
+
+    def shown(self, path: str) -> str:
+        """A path as messages and the command print it."""
+        return paths.display(path, self.worktree, self.cwd)
 
     def pointer_of(self, task: Task) -> str | None:
         """The newest record of this kind the task record points at."""
@@ -87,13 +98,11 @@ class Write:
 
     def point(self, task: Task, rel: str, meta: dict[str, Any]) -> None:
         """Move the task's pointer to `rel` and save the task record."""
-        from majordomus import tasks
-
         at = str(meta["timestamp"])
         now = getattr(task, self.pointer)
         if isinstance(now, list):
             kept = [p for p in now if p not in self.replaces and p != rel]
-            setattr(task, self.pointer, (kept + [rel])[-tasks.MAX_RUN_POINTERS:])
+            setattr(task, self.pointer, (kept + [rel])[-MAX_RUN_POINTERS:])
             task.updated_at = clock.now_iso()  # when CMD ended
         else:
             setattr(task, self.pointer, rel)
@@ -104,13 +113,14 @@ class Write:
         for claim in task.claims:  # as `claims.end`, for the one claim the move ends
             if claim["id"] == self.ends_claim and claim.get("ended_at") is None:
                 claim["ended_at"], claim["ended_by"] = at, "handed off"
-        tasks.save(self.ws, task)
+        taskfile.save(self.paths, task)
 
     def index(self, task: Task, name: str, *, fresh: bool) -> None:
         """Derived bookkeeping after the pointer moved (best effort); `fresh` when the record was linked
         now, so that no index can list it already."""
-        if self.indexed and (fresh or not in_index(self.ws, task.id, name)):
-            listing.add_to_index(self.ws, task.id, name)
+        index = self.paths.checkpoint_index(task.id)
+        if self.indexed and (fresh or not listing.has_name(index, name)):
+            listing.add_name(index, name)
 
     def event_fields(self, rel: str, digest: str, meta: dict[str, Any], body: str) -> dict[str, Any]:
         """The ledger event's fields, from the record itself (so that a completion logs what the first
@@ -134,102 +144,103 @@ class Write:
         return self.status is not None and task.status == self.status
 
 
-def held(ws: Workspace, task: Task, statuses: tuple[str, ...] = ("active",)) -> Task:
-    """Under the lock, after stdin was read: `task` must still be the one active here (its id in the active
-    index; design §5), else exit 11 and nothing is written. The value the command read is used unless the
-    task record changed since (another write of the task landed meanwhile): then it is read as it is now."""
-    current = active_index.read(ws.paths.root).get(active_index.slot(ws.worktree, ws.branch))
-    if current != task.id:
-        raise NoActiveTask(ws.where(), changed_from=None if current is None else task.id)
-    if task.stamp is not None and files.stamp(ws.paths.task_file(task.id)) == task.stamp:
-        return task
-    from majordomus import tasks
-
-    task = tasks.load(ws, task.id)
-    if task.status not in statuses:
-        raise NoActiveTask(ws.where())
-    return task
-
-
 class Committed:
     """What a commit did: the record's path and digest, whether it was linked now (`created`), and whether
     an earlier write of it that failed part way was completed now (`completed`)."""
 
-    __slots__ = ("completed", "created", "path", "record", "sha256", "task")
+    __slots__ = ("completed", "created", "path", "record", "sha256", "shown", "task")
 
-    def __init__(self, path: str, sha256: str, record: Task, *, created: bool, completed: bool = False) -> None:
+    def __init__(self, path: str, sha256: str, record: Task, *, created: bool, completed: bool = False,
+                 shown: str = "") -> None:
         self.path, self.sha256, self.task, self.record = path, sha256, record.id, record  # the task as left
         self.created, self.completed = created, completed
+        self.shown = shown or path  # the path as the command prints it (`paths.display`)
 
 
 def commit(write: Write) -> Committed:
-    """Store one record under the lock; refusals first, then each step of the module docstring."""
-    ws = write.ws
-    paths.ensure(ws.paths)  # the state root, there already while a task is active: the lock lives in it
-    with files.locked(ws.paths.lock):
-        task = held(ws, write.task, write.statuses)
-        ledger.check_writable(ws.paths.ledger)
-        ws.ensure_state("tasks", write.subdir)  # once, after the refusals: a refused write makes nothing
-        if write.cache is not None:
-            files.write_derived(*write.cache)
+    """Store one record (see `transact`)."""
+    done = transact(write)
+    assert done is not None  # only a touch stores nothing
+    return done
+
+
+def transact(write: Write) -> Committed | None:
+    """The one transaction; refusals first, then each step of the module docstring. A touch (an empty
+    checkpoint) only moves the task's time, for the task still active here, and stores nothing."""
+    state = write.paths
+    paths.ensure(state)  # the state root, there already while a task is active: the lock lives in it
+    with files.locked(state.lock):
+        # The task the command read must still be the one active here (the same reader as the command's),
+        # else exit 11 and nothing is written.
+        task = taskfile.read_active(state, write.worktree, write.branch, write.where, statuses=write.statuses,
+                                    held=write.task)
+        if not write.touch:
+            ledger.check_writable(state.ledger)
+        paths.ensure(state, "cache", "tasks", *(() if write.touch else (write.subdir,)))  # once, after the refusals
+        for path, data in write.caches:
+            files.write_derived(path, data)  # a cache: losing it costs a recompute
+        if write.touch:
+            setattr(task, f"{write.pointer}_at", write.at)
+            taskfile.save(state, task)
+            return None
         earlier = _complete_pending(write, task)
         if write.pending_only(task):
             if earlier is None:  # nothing to complete after all: the task is not held here
-                raise NoActiveTask(ws.where())
+                raise NoActiveTask(write.where)
             return earlier
         fields = write.fields
         meta = dict(fields)
-        path, created, digest = link_record(ws, write.subdir, fields, write.body)
+        path, created, digest = link_record(state, write.subdir, fields, write.body)
         rel = f"{write.subdir}/{os.path.basename(path)}"
-        if not created and logged(ws, rel, meta["timestamp"]):  # completed just now, or long ago
+        if not created and ledger.logged(state.ledger, rel, meta["timestamp"]):  # completed just now, or long ago
             done = earlier is not None and earlier.path == path
-            return Committed(path, digest, task, created=False, completed=done)
+            return Committed(path, digest, task, created=False, completed=done, shown=write.shown(path))
         _land(write, task, rel, digest, meta, write.body, created=created)
-        return Committed(path, digest, task, created=created, completed=not created)
+        return Committed(path, digest, task, created=created, completed=not created, shown=write.shown(path))
 
 
-def touch(ws: Workspace, task: Task, at: str) -> None:
+def touch(ws: Site, task: Task, at: str) -> None:
     """An empty checkpoint (and `check --checkpoint`): only the task's `checkpoint_at` moves, under the lock
     and for the task still active here, as for every record."""
-    from majordomus import tasks
-
-    ws.ensure_state("tasks")
-    with files.locked(ws.paths.lock):
-        current = held(ws, task)
-        current.checkpoint_at = at
-        tasks.save(ws, current)
+    transact(Write(ws, task, at, "", [], kind="checkpoint", what="checkpoint", subdir="checkpoints",
+                   event="task.checkpoint", pointer="checkpoint", touch=True))
 
 
-def link_record(ws: Workspace, subdir: str, fields: list[tuple[str, Any]], body: str) -> tuple[str, bool, str]:
+def link_record(state: paths.StatePaths, subdir: str, fields: list[tuple[str, Any]], body: str) -> tuple[str, bool, str]:
     """The link step alone: render the record and link it in under its name (design §6 step 6), never
     replacing anything. Returns (path, created, sha256)."""
     meta = dict(fields)
     data = records.render(fields, body)
     digest = records.sha256(data)
     name = names.record_name(clock.compact_of(meta["timestamp"]), meta["branch"], meta["head"], digest)
-    path, created = files.link_in(ws.paths.directory(subdir), name, data)
+    path, created = files.link_in(state.directory(subdir), name, data)
     return path, created, digest
 
 
 def _land(write: Write, task: Task, rel: str, digest: str, meta: dict[str, Any], body: str, *, created: bool) -> None:
     """The steps after the link. A failure before the task record changed unlinks a record linked now."""
-    ws = write.ws
-    name = rel.split("/", 1)[1]
     if created or not write.points_at(task, rel):
-        before = files.stamp(ws.paths.task_file(task.id))
+        before = files.stamp(write.paths.task_file(task.id))
         try:
             write.point(task, rel, meta)
         except EnvironmentProblem as exc:
-            if not created or _replaced(ws.paths.task_file(task.id), before):
+            if not created or _replaced(write.paths.task_file(task.id), before):
                 raise _incomplete(write, rel, exc, ", but the task record may not point at it yet") from exc
-            _unlink(ws, rel)
+            _unlink(write.paths.absolute(rel))
             exc.message += "; nothing was written"
             raise
-    write.index(task, name, fresh=created)
+    _finish(write, task, rel, digest, meta, body, fresh=created, missing=", but its ledger event was not written")
+
+
+def _finish(write: Write, task: Task, rel: str, digest: str, meta: dict[str, Any], body: str, *, fresh: bool,
+            missing: str) -> None:
+    """The last steps, for a record linked now or one an earlier write left without them: the index, then
+    the ledger event (from the record itself, so that a completion logs what the first attempt would have)."""
+    write.index(task, rel.split("/", 1)[1], fresh=fresh)
     try:
-        ws.event(write.event, task.id, write.at, **write.event_fields(rel, digest, meta, body))
+        _log(write, task, write.event_fields(rel, digest, meta, body))
     except EnvironmentProblem as exc:
-        raise _incomplete(write, rel, exc, ", but its ledger event was not written") from exc
+        raise _incomplete(write, rel, exc, missing) from exc
 
 
 def second(rel: str) -> str:
@@ -245,8 +256,14 @@ def _replaced(path: str, before: tuple[int, int, int] | None) -> bool:
     return before is None or after is None or after != before
 
 
-def _unlink(ws: Workspace, rel: str) -> None:
-    path = ws.paths.absolute(rel)
+def _log(write: Write, task: Task, extra: dict[str, Any]) -> None:
+    """The record's ledger event, as every event of this worktree and branch."""
+    fields: dict[str, Any] = {"task": task.id, "worktree": write.worktree, "branch": write.branch}
+    fields.update(extra)
+    ledger.append(write.paths.ledger, write.event, fields, write.at)
+
+
+def _unlink(path: str) -> None:
     try:
         os.unlink(path)
         files.fsync_dir(os.path.dirname(path))
@@ -255,17 +272,22 @@ def _unlink(ws: Workspace, rel: str) -> None:
 
 
 def _incomplete(write: Write, rel: str, exc: EnvironmentProblem, missing: str) -> EnvironmentProblem:
-    return incomplete(write.ws, write.what, write.ws.paths.absolute(rel), exc, missing)
+    return incomplete_as(write.what, write.shown(write.paths.absolute(rel)), exc, missing)
 
 
-def incomplete(ws: Workspace, what: str, path: str, exc: EnvironmentProblem, missing: str) -> EnvironmentProblem:
+def incomplete(ws: Site, what: str, path: str, exc: EnvironmentProblem, missing: str) -> EnvironmentProblem:
+    """A write that failed after its record was linked (see `incomplete_as`)."""
+    return incomplete_as(what, ws.display(path), exc, missing)
+
+
+def incomplete_as(what: str, shown: str, exc: EnvironmentProblem, missing: str) -> EnvironmentProblem:
     """A write that failed after its record was linked: what is stored, what is missing, and that the same
     command run again completes it (design §10)."""
     again = "run the same command again"
     hint = exc.hint or ""
     if not hint.endswith(again):  # the cause's own hint may already end with it: say it once
         hint = f"{hint}; then {again}" if hint else again
-    return EnvironmentProblem(f"the {what} {ws.display(path)} is stored{missing}: {exc.message}",
+    return EnvironmentProblem(f"the {what} {shown} is stored{missing}: {exc.message}",
                               f"{hint}: it completes what is missing")
 
 
@@ -273,68 +295,22 @@ def _complete_pending(write: Write, task: Task) -> Committed | None:
     """The record the task points at, when its write failed after the pointer moved (no ledger event, or
     a handoff still held here): complete it now, before anything new is written. None when none is
     pending."""
-    ws = write.ws
     rel = write.pointer_of(task)
     if not rel or not write.may_be_unfinished(task, rel):
         return None
     try:
-        data = safeio.read(ws.paths.absolute(rel), records.MAX_RECORD_BYTES)
+        data = safeio.read(write.paths.absolute(rel), records.MAX_RECORD_BYTES)
         meta, body = records.split(data)
     except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
         return None  # gone or unreadable: doctor's to report, not ours to log
     # Only a record of this task written in this worktree; one brought by sync has its `sync.import` event.
-    if meta.get("task") != task.id or meta.get("kind") != write.kind or meta.get("worktree") != ws.worktree:
+    if meta.get("task") != task.id or meta.get("kind") != write.kind or meta.get("worktree") != write.worktree:
         return None
     digest = records.sha256(data)
     body = body[:-1] if body.endswith("\n") else body
-    if not logged(ws, rel, str(meta["timestamp"])):
-        write.index(task, rel.split("/", 1)[1], fresh=False)
-        try:
-            ws.event(write.event, task.id, write.at, **write.event_fields(rel, digest, meta, body))
-        except EnvironmentProblem as exc:
-            raise _incomplete(write, rel, exc, ", but its ledger event is still missing") from exc
+    if not ledger.logged(write.paths.ledger, rel, str(meta["timestamp"])):
+        _finish(write, task, rel, digest, meta, body, fresh=False, missing=", but its ledger event is still missing")
     elif not write.pending_only(task):
         return None
-    return Committed(ws.paths.absolute(rel), digest, task, created=False, completed=True)
-
-
-def logged(ws: Workspace, rel: str, since: str) -> bool:
-    """Whether the ledger holds an event naming `rel` (its own, or a `sync.import`), looked for backwards
-    from the end down to the events older than `since` (the record's timestamp). False only when the
-    ledger covers that time (an older event, or the chain's first, seq 1, was reached) without one: a
-    ledger that begins later (rotated or truncated by hand) or a search past `ledger.EVENT_LOOK_BACK` bytes cannot
-    tell, and counts as logged."""
-    try:
-        fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
-    except FileNotFoundError:
-        return True
-    except (OSError, EnvironmentProblem):
-        return True  # unreadable: doctor says so; never log a second event on a guess
-    try:
-        size = os.fstat(fd).st_size
-        read = 0
-        earliest: dict[str, Any] | None = None
-        for line in ledger.lines_backwards(fd, size):
-            read += len(line) + 1
-            if read > ledger.EVENT_LOOK_BACK:
-                return True
-            event = ledger.parse_line(line) if line.strip() else None
-            if event is None:
-                continue
-            if event.get("path") == rel:
-                return True
-            if str(event.get("at", "")) < since:
-                return False
-            earliest = event
-        return earliest is None or earliest.get("seq") != 1
-    finally:
-        os.close(fd)
-
-
-def in_index(ws: Workspace, task_id: str, name: str) -> bool:
-    """Whether the task's checkpoint index already lists `name` (a completion must not list it twice)."""
-    try:
-        data = safeio.read_optional(listing.index_path(ws, task_id), listing.INDEX_MAX_BYTES)
-    except (OSError, safeio.UnsafeFile):
-        return True
-    return data is not None and name.encode("ascii") + b"\n" in data
+    path = write.paths.absolute(rel)
+    return Committed(path, digest, task, created=False, completed=True, shown=write.shown(path))

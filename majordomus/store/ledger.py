@@ -84,8 +84,7 @@ def _lines_backwards(fd: int, size: int) -> Iterator[bytes]:
         yield os.pread(fd, line_end, 0)
 
 
-lines_backwards = _lines_backwards  # for `store.commit`, which looks for a record's event from the end
-# How far back from the ledger's end a retry looks for the event of a record or a pin (`store.commit`,
+# How far back from the ledger's end a retry looks for the event of a record or a pin (`logged`,
 # `continuity`): beyond it, it cannot tell, and never logs a second event on a guess.
 EVENT_LOOK_BACK = 4 << 20
 
@@ -322,3 +321,36 @@ def last_event(path: str, task: str | None = None, events: tuple[str, ...] = (),
     finally:
         os.close(fd)
     return None
+
+
+def logged(path: str, rel: str, since: str) -> bool:
+    """Whether the ledger holds an event naming `rel` (its own, or a `sync.import`), looked for backwards
+    from the end down to the events older than `since` (the record's timestamp). False only when the
+    ledger covers that time (an older event, or the chain's first, seq 1, was reached) without one: a
+    ledger that begins later (rotated or truncated by hand) or a search past `EVENT_LOOK_BACK` bytes cannot
+    tell, and counts as logged."""
+    try:
+        fd = safeio.open_regular(path, MAX_BYTES)
+    except FileNotFoundError:
+        return True
+    except (OSError, EnvironmentProblem):
+        return True  # unreadable: doctor says so; never log a second event on a guess
+    try:
+        size = os.fstat(fd).st_size
+        read = 0
+        earliest: dict[str, Any] | None = None
+        for line in _lines_backwards(fd, size):
+            read += len(line) + 1
+            if read > EVENT_LOOK_BACK:
+                return True
+            event = parse_line(line) if line.strip() else None
+            if event is None:
+                continue
+            if event.get("path") == rel:
+                return True
+            if str(event.get("at", "")) < since:
+                return False
+            earliest = event
+        return earliest is None or earliest.get("seq") != 1
+    finally:
+        os.close(fd)

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-    from majordomus.tasks import Task
-    from majordomus.workspace import Workspace
+    from majordomus.store.paths import Site
+    from majordomus.store.taskfile import Task
 
 SECOND = 16  # `YYYYMMDDTHHMMSSZ`: the part of a record name that says when it was written
 
@@ -86,7 +86,7 @@ def names_since(directory: str, lower: str, candidates: list[str] | None = None)
 
 # ---------------------------------------------------------------- summaries (`--list`, `--show --json`)
 
-def describe(ws: Workspace, path: str) -> dict[str, Any]:
+def describe(ws: Site, path: str) -> dict[str, Any]:
     """The summary `--show --json` and `--list --json` give for one stored record."""
     return _summary(safeio.read(path, records.MAX_RECORD_BYTES), ws.display(path), os.path.basename(path))
 
@@ -104,7 +104,7 @@ def _summary(data: bytes, shown: str, name: str) -> dict[str, Any]:
     return out
 
 
-def summaries(ws: Workspace, directory: str) -> Iterator[dict[str, Any]]:
+def summaries(ws: Site, directory: str) -> Iterator[dict[str, Any]]:
     """Every record in `directory`, newest first, one read each: streamed, never all in memory.
 
     This loop runs once per record of a store that may hold 100,000, so it is written flat: one open,
@@ -140,19 +140,29 @@ def summaries(ws: Workspace, directory: str) -> Iterator[dict[str, Any]]:
 INDEX_MAX_BYTES = 16 << 20
 
 
-def index_path(ws: Workspace, task_id: str) -> str:
+def index_path(ws: Site, task_id: str) -> str:
     return ws.paths.checkpoint_index(task_id)
 
 
-def start_index(ws: Workspace, task_id: str) -> None:
+def start_index(ws: Site, task_id: str) -> None:
     """An empty index, made when the task starts here: only an index that saw every checkpoint is whole."""
     files.write_derived(index_path(ws, task_id), b"")
 
 
-def add_to_index(ws: Workspace, task_id: str, name: str) -> None:
-    """Best effort: a failure costs readers a listing, never a write."""
+def has_name(index: str, name: str) -> bool:
+    """Whether the task's checkpoint index already lists `name` (a completion must not list it twice)."""
+    try:
+        data = safeio.read_optional(index, INDEX_MAX_BYTES)
+    except (OSError, safeio.UnsafeFile):
+        return True
+    return data is not None and name.encode("ascii") + b"\n" in data
+
+
+def add_name(index: str, name: str) -> None:
+    """Append `name` to the task's index at `index`. Best effort: a failure costs readers a listing, never
+    a write."""
     try:  # never created here: a task started elsewhere (or before indexes) keeps using the listing
-        fd = os.open(index_path(ws, task_id), os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(index, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return
     try:
@@ -163,7 +173,7 @@ def add_to_index(ws: Workspace, task_id: str, name: str) -> None:
         os.close(fd)
 
 
-def indexed_names(ws: Workspace, task: Task) -> list[str] | None:
+def indexed_names(ws: Site, task: Task) -> list[str] | None:
     """The task's checkpoint names, oldest first, when its index is whole; None to fall back to a listing."""
     if not task.checkpoint:
         return []

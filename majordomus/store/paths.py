@@ -23,14 +23,42 @@ from majordomus.lite.statepaths import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from majordomus.lite.dotgit import Place
 
-__all__ = ["DIR_MODE", "FILE_MODE", "PARENT_MODE", "StatePaths", "check_readable", "ensure", "make_parent", "of"]
+    class Site(Protocol):
+        """What the store takes from the place a command runs in (a `Workspace`), by its type alone: the
+        store imports nothing above it."""
+
+        paths: StatePaths
+        cwd: str
+
+        @property
+        def worktree(self) -> str: ...
+
+        @property
+        def branch(self) -> str | None: ...
+
+        def where(self) -> str: ...
+
+        def display(self, path: str) -> str: ...
+
+__all__ = ["DIR_MODE", "FILE_MODE", "PARENT_MODE", "StatePaths", "check_readable", "display", "ensure", "make_parent",
+           "of"]
 
 
 def of(place: Place) -> StatePaths:
     """The state paths of a located repository (`lite.dotgit` decides where the state lives)."""
     return place.state_paths()
+
+
+def display(path: str, worktree: str, cwd: str) -> str:
+    """A path as git prints one: relative to the current directory when it lies inside the worktree, else
+    absolute (so `cat "$(… | majordomus checkpoint)"` works from any subdirectory)."""
+    if os.path.commonpath([worktree, path]) == worktree and os.path.commonpath([worktree, cwd]) == worktree:
+        return os.path.relpath(path, cwd)
+    return path
 
 
 def make_parent(path: str) -> None:

@@ -14,8 +14,8 @@ TYPE_CHECKING = False  # on the session-start path: typing is not imported at ru
 if TYPE_CHECKING:
     from typing import Any
 
-    from majordomus.tasks import Task
-    from majordomus.workspace import Workspace
+    from majordomus.store.paths import Site
+    from majordomus.store.taskfile import Task
 
 
 class Record:
@@ -44,14 +44,14 @@ class Gone:
         return f"Gone({self.rel!r}, {self.why!r})"
 
 
-def read_record(ws: Workspace, rel: str) -> Record:
+def read_record(ws: Site, rel: str) -> Record:
     """Raises OSError (e.g. FileNotFoundError) or ValueError when the record is gone or unreadable, and
     `Replaced` when its bytes are not the ones its name was made from: a record is only what it was written as."""
     meta, body = records.split(_checked(ws, rel))
     return Record(rel=rel, path=ws.paths.absolute(rel), meta=meta, body=body)
 
 
-def _checked(ws: Workspace, rel: str) -> bytes:
+def _checked(ws: Site, rel: str) -> bytes:
     claimed = names.name_digest(os.path.basename(rel))
     if claimed is None:
         raise ValueError(f"{rel} is not a record name")
@@ -61,7 +61,7 @@ def _checked(ws: Workspace, rel: str) -> bytes:
     return data
 
 
-def verify(ws: Workspace, rel: str) -> int | Gone:
+def verify(ws: Site, rel: str) -> int | Gone:
     """The size of the record at `rel` when its bytes are the ones its name was made from (not parsed: what
     `check` asks after every commit), or why not."""
     try:
@@ -74,7 +74,7 @@ def verify(ws: Workspace, rel: str) -> int | Gone:
         return Gone(rel, "unreadable")
 
 
-def examine(ws: Workspace, rel: str) -> Record | Gone:
+def examine(ws: Site, rel: str) -> Record | Gone:
     """The record at `rel`, or why the briefing cannot stand on it."""
     try:
         return read_record(ws, rel)
@@ -86,7 +86,7 @@ def examine(ws: Workspace, rel: str) -> Record | Gone:
         return Gone(rel, "unreadable")
 
 
-def previous_handoff(ws: Workspace, task: Task) -> Record | None:
+def previous_handoff(ws: Site, task: Task) -> Record | None:
     """The task's latest handoff record, or None (also when its file is gone: the ledger still says so)."""
     if not task.handoff:
         return None
@@ -106,7 +106,7 @@ class Candidates:
         self.names, self.listed, self.lower, self.own = names, listed, lower, own
 
 
-def candidates(ws: Workspace, task: Task, previous: Record | None, indexed: list[str] | None = None,
+def candidates(ws: Site, task: Task, previous: Record | None, indexed: list[str] | None = None,
                fallback: list[str] | None = None) -> Candidates:
     """`indexed` is the task's index (`listing.indexed_names`, read here when None); without a whole index,
     `fallback` (names the ledger gave) instead of listing the store, when given."""
@@ -119,7 +119,7 @@ def candidates(ws: Workspace, task: Task, previous: Record | None, indexed: list
     return Candidates(listing.names_since(ws.paths.checkpoints, lower, own), listed, lower, own is not None)
 
 
-def _candidates(ws: Workspace, task: Task, previous: Record | None) -> tuple[list[str], set[str], bool]:
+def _candidates(ws: Site, task: Task, previous: Record | None) -> tuple[list[str], set[str], bool]:
     found = candidates(ws, task, previous)
     return found.names, found.listed, found.own
 
@@ -128,7 +128,7 @@ def _rel(name: str) -> str:
     return "checkpoints/" + name
 
 
-def _read_if_ours(ws: Workspace, name: str, task_id: str) -> Record | None:
+def _read_if_ours(ws: Site, name: str, task_id: str) -> Record | None:
     found = examine(ws, _rel(name))
     if isinstance(found, Record) and found.meta.get("task") == task_id \
             and found.meta.get("kind", "checkpoint") == "checkpoint":
@@ -136,7 +136,7 @@ def _read_if_ours(ws: Workspace, name: str, task_id: str) -> Record | None:
     return None  # doctor reports unreadable records; a handoff lists the rest
 
 
-def checkpoints_since(ws: Workspace, task: Task, previous: Record | None) -> list[Record]:
+def checkpoints_since(ws: Site, task: Task, previous: Record | None) -> list[Record]:
     """This task's checkpoints written since `previous` (the task's start when None), oldest first."""
     found, listed, _own = _candidates(ws, task, previous)
     out = []
@@ -148,7 +148,7 @@ def checkpoints_since(ws: Workspace, task: Task, previous: Record | None) -> lis
     return out
 
 
-def recent_checkpoints(ws: Workspace, task: Task, found: Candidates, enough: int, *,
+def recent_checkpoints(ws: Site, task: Task, found: Candidates, enough: int, *,
                        parse: bool = True) -> tuple[list[Record], int, list[Gone]]:
     """Like `checkpoints_since`, but read newest first only until the bodies pass `enough` bytes; the
     older ones are only counted. A briefing drops the oldest checkpoints before anything else, so once
@@ -192,7 +192,7 @@ def recent_checkpoints(ws: Workspace, task: Task, found: Candidates, enough: int
     return out, older, gone
 
 
-def _claims(ws: Workspace, name: str, key: bytes) -> bool:
+def _claims(ws: Site, name: str, key: bytes) -> bool:
     """Whether a replaced record's (untrusted) front matter says it is the task's: then the task is named."""
     try:
         fd = safeio.open_regular(os.path.join(ws.paths.checkpoints, name), records.MAX_RECORD_BYTES)
@@ -204,7 +204,7 @@ def _claims(ws: Workspace, name: str, key: bytes) -> bool:
         return False
 
 
-def _is_ours_cheaply(ws: Workspace, name: str, task_id: str, key: bytes) -> int:
+def _is_ours_cheaply(ws: Site, name: str, task_id: str, key: bytes) -> int:
     """1 when the record belongs to the task, read from its first KiB (front matter puts `task` 4th)."""
     try:
         fd = safeio.open_regular(os.path.join(ws.paths.checkpoints, name), records.MAX_RECORD_BYTES)

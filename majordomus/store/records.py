@@ -12,6 +12,7 @@ from majordomus.lite.lazyre import LazyRe
 from majordomus.lite.names import branch_slug as branch_slug  # re-exported
 from majordomus.lite.names import name_digest as name_digest
 from majordomus.lite.names import record_name as record_name
+from majordomus.lite.stdin import read_bounded
 
 TYPE_CHECKING = False  # the hot paths read and write records: no typing at run time
 if TYPE_CHECKING:
@@ -51,6 +52,12 @@ class Body:
     def __init__(self, text: str, lines: int) -> None:
         self.text = text  # normalised, without a trailing newline
         self.lines = lines
+
+
+def read_body(stream: BinaryIO | None, *, what: str, max_lines: int | None, max_bytes: int) -> Body:
+    """A body read from `stream` with its bound (`max_bytes` + 1 bytes at most in memory), then its rules."""
+    return normalise(read_bounded(stream, max_bytes), what=what, max_lines=max_lines, max_bytes=max_bytes,
+                     more=stream)
 
 
 def normalise(raw: bytes, *, what: str, max_lines: int | None, max_bytes: int,

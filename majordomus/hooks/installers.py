@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from majordomus.errors import EnvironmentProblem, Refused
@@ -276,6 +277,28 @@ def write_with_receipt(ws: Any, runtime: str, path: str, receipt: dict[str, Any]
         raise
 
 
+def restores(before: Any, rest: dict[str, Any], bare: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> bool:
+    """Whether a receipt's `before` may be written back: it must be the current document with our entries
+    taken out (`rest`), layout aside. A receipt is a state file, so an edited or copied-in one may hold any
+    text (design §2a); writing it back unchecked would install whatever it says. `None` (the file did not
+    exist) may be restored only when nothing but ours is in the file. `bare` strips what install adds or
+    leaves empty in the runtime's layout (by default an empty `hooks` or `mcpServers`)."""
+    bare = bare or _bare
+    if before is None:
+        return not bare(rest)
+    if not isinstance(before, str):
+        return False
+    try:
+        doc = jsonbound.loads(before)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and bare(doc) == bare(rest)
+
+
+def _bare(doc: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in doc.items() if not (key in ("hooks", "mcpServers") and value == {})}
+
+
 def remove_file(path: str) -> None:
     """Remove a settings file install made (already gone: fine); exit 12 naming it when that fails."""
     try:
@@ -341,8 +364,10 @@ def uninstall(ws: Any, runtime: str) -> Result:
         drop_receipt(ws, runtime, path)
         return Result(path, [], "absent")
     ours = set(receipt.get("added", [])) & our_commands(runtime) if receipt else our_commands(runtime)
-    if receipt is not None and receipt.get("exact") and receipt.get("after_sha256") == _digest(current):
-        events = sorted(set(remove(_parse(current, path), ours)))
+    rest = _parse(current, path)
+    events = sorted(set(remove(rest, ours)))
+    if (receipt is not None and receipt.get("exact") and receipt.get("after_sha256") == _digest(current)
+            and restores(receipt.get("before"), rest)):
         previous = receipt.get("before")
         if previous is None:
             remove_file(path)
@@ -355,10 +380,8 @@ def uninstall(ws: Any, runtime: str) -> Result:
             write_file(path, previous.encode("utf-8"), _mode(path))
         drop_receipt(ws, runtime, path)
         return Result(path, events, "restored")
-    doc = _parse(current, path)
-    removed = remove(doc, ours)
     drop_receipt(ws, runtime, path)
-    if not removed:
+    if not events:
         return Result(path, [], "absent")
-    write_file(path, _dump(doc, _style(current)), _mode(path))
-    return Result(path, sorted(set(removed)), "removed")
+    write_file(path, _dump(rest, _style(current)), _mode(path))
+    return Result(path, events, "removed")

@@ -172,7 +172,9 @@ def uninstall(ws: Any, target: Target, ours: set[str], layout: Layout) -> instal
         return installers.Result(path, [], "absent")
     commands = set(receipt.get("added", [])) & ours if receipt is not None else ours
     events = sorted(set(layout.remove(doc, commands)))
-    if receipt is not None and receipt.get("exact") and receipt.get("after_sha256") == installers._digest(current):
+    if (receipt is not None and receipt.get("exact") and receipt.get("after_sha256") == installers._digest(current)
+            and installers.restores(receipt.get("before"), doc, lambda d: installers._bare(
+                {k: v for k, v in d.items() if not layout.empty({k: v})}))):
         previous = receipt.get("before")
         if previous is None:
             installers.remove_file(path)

@@ -66,7 +66,9 @@ def uninstall(ws: Any) -> installers.Result:
     if servers.get(NAME) != ENTRY:
         installers.drop_receipt(ws, RECEIPT, path)
         return installers.Result(path, [], "absent")  # not there, or not ours: left as it is
-    if receipt is not None and receipt.get("exact") and receipt.get("after_sha256") == installers._digest(current):
+    rest = {**doc, "mcpServers": {k: v for k, v in servers.items() if k != NAME}}
+    if (receipt is not None and receipt.get("exact") and receipt.get("after_sha256") == installers._digest(current)
+            and installers.restores(receipt.get("before"), rest)):
         previous = receipt.get("before")
         if previous is None:
             installers.remove_file(path)

@@ -364,9 +364,10 @@ def blocks(doc: dict[str, Any], level: int) -> tuple[list[budget.Block], list[tu
         if key == "objective":
             objective = doc.get("objective") or ""
             if objective and objective != clean_text(tasks.INTERACTIVE_OBJECTIVE):
-                # collapsed as at ingest: an objective stored before that rule may hold line breaks
-                block.entries.append(budget.Entry(textrules.collapse(objective) + "\n", "the objective",
-                                                  whole=True))
+                # Collapsed as at ingest (an objective stored before that rule may hold line breaks), and quoted:
+                # a stored field never starts a line of the agent's context (design §2a), whatever it says.
+                block.entries.append(budget.Entry(f"> {textrules.escape(textrules.collapse(objective))}\n",
+                                                  "the objective", whole=True))
         else:
             block.entries.extend(budget.Entry(f"- {textrules.escape(p['text'])}\n", LABELS[key])
                                  for p in doc.get(key, []))

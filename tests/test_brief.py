@@ -54,7 +54,7 @@ def test_handoff_resume_in_a_linked_worktree_checkpoint_then_brief_shows_both(
         assert cli("checkpoint", input="CHECKPOINT-TWO after resume\n", cwd=other).exit_code == 0
     text = cli("brief", cwd=other).stdout
     assert text.startswith("Briefing for task `t1` (Fix login): active, profile default, owner test@example.com.\n")
-    order = ["# Objective", "Login callbacks compare correctly", "# Decisions", "- Normalise at the edge.",
+    order = ["# Objective", "> Login callbacks compare correctly", "# Decisions", "- Normalise at the edge.",
              "# Next actions", "- Write the regression test.", "# Latest handoff: 2026-09-03T10:02:00Z",
              "HANDOFF-STATE", "# Checkpoints since the latest handoff, newest first", "CHECKPOINT-TWO",
              "CHECKPOINT-ONE", "# Last recorded facts"]
@@ -78,7 +78,7 @@ def test_brief_after_the_context_directory_is_removed(cli: Any, repo: Path) -> N
     assert result.returncode == 0, result.stderr
     text = result.stdout.decode()
     assert "No continuity file (no pins): the objective below comes from the task record." in text
-    assert "# Objective\nLogin callbacks compare correctly\n" in text
+    assert "# Objective\n> Login callbacks compare correctly\n" in text
     assert "Normalise at the edge." in text  # from the handoff body, which is a record
     assert "HANDOFF-STATE" in text and "Write the regression test." not in text
     assert run_here("task", "resume", "t1", cwd=repo).returncode == 0

@@ -33,7 +33,7 @@ def kept_units(doc: dict[str, Any], text: str) -> list[tuple[str, int]]:
     out = []
     for key, i in CUT:
         if key == "objective":
-            if doc["objective"] in lines:
+            if f"> {doc['objective']}" in lines:
                 out.append((key, 0))
         elif f"- {doc[key][i]['text']}" in lines:
             out.append((key, i))

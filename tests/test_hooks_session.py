@@ -53,7 +53,7 @@ def test_every_source_runs_the_same_path(repo, name):
     assert run_here("task", "start", "t1", "--objective", "Ship the parser", cwd=repo).returncode == 0
     context = session_start(repo, (PAYLOADS / name).read_bytes())
     assert context.startswith(PROFILE + "\n\n" + FRAME + "\n\nBriefing for task `t1`")
-    assert "# Objective\nShip the parser" in context
+    assert "# Objective\n> Ship the parser" in context
 
     def steady(text: str) -> list[str]:  # the ledger's last event moves with every session start
         return [line for line in text.splitlines() if not line.startswith("- last event:")]

@@ -113,7 +113,7 @@ _line_parts = st.sampled_from([" ", "\t", "-", "*", "+", "_", "`", "~", ":", "re
                                "schema", "version", " :", "kind", "profile", "owner", "branch", "timestamp"])
 
 
-@settings(max_examples=1000)
+@settings(max_examples=300)
 @given(st.lists(_line_parts, max_size=8).map("".join))
 def test_identity_matcher_agrees_with_the_spec_regex(line):
     assert (records.identity_field(line) is not None) == bool(_ORACLE.match(line)), line
@@ -139,7 +139,7 @@ _name_parts = st.sampled_from(["20260903T194500Z", "--", "main", "-", "abcdef0",
                                "Z", "1", "feature-x", "ABCDEF0", "g"])
 
 
-@settings(max_examples=500)
+@settings(max_examples=200)
 @given(st.lists(_name_parts, max_size=9).map("".join))
 def test_name_digest_agrees_with_the_naming_rule(name):
     match = _NAME_ORACLE.match(name)

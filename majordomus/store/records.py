@@ -283,6 +283,6 @@ def split(data: bytes) -> tuple[dict[str, Any], str]:
 
 
 def sha256(data: bytes) -> str:
-    import hashlib
+    from majordomus.lite.sha import hexdigest
 
-    return hashlib.sha256(data).hexdigest()
+    return hexdigest(data)

@@ -1,0 +1,109 @@
+"""What `hook session-start` costs (design §16: within 1.5x of python + `git status`): OpenSSL and datetime
+stay off its path, the shortcuts it takes give what the long way gives, and a briefing reads no checkpoint
+it could not show."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from freezegun import freeze_time
+from helpers import FIXTURES, MAJORDOMUS
+
+from majordomus import brief, budget
+from majordomus.lite import sha, textrules
+from majordomus.store import reading
+from majordomus.workspace import Workspace
+
+PAYLOADS = {"claude": "claude-session-start-startup.json", "codex": "codex-session-start-startup.json",
+            "gemini": "gemini-session-start-startup.json", "copilot": "copilot-session-start-new.json"}
+
+
+@pytest.mark.parametrize("runtime", sorted(PAYLOADS))
+def test_session_start_loads_neither_openssl_nor_datetime(cli: Any, repo: Path, runtime: str) -> None:
+    """The whole briefing, records read and digests checked, a ledger event appended: with the interpreter's
+    own SHA-256 and timestamps as text. `hashlib` alone costs a hook 2-3 ms of a 30 ms floor."""
+    cli("task", "start", "t1")
+    assert cli("checkpoint", input="FIRST-NOTE of the task\n").exit_code == 0
+    payload = (FIXTURES / "payloads" / PAYLOADS[runtime]).read_bytes()
+    out = subprocess.run([sys.executable, "-X", "importtime", MAJORDOMUS, "hook", "session-start", "--runtime",
+                          runtime], cwd=repo, input=payload, capture_output=True, check=False)
+    assert out.returncode == 0 and b"FIRST-NOTE" in out.stdout  # it did the work
+    imported = {line.split("|")[-1].strip() for line in out.stderr.decode().splitlines()
+                if line.startswith("import time:")}
+    assert "majordomus.brief" in imported
+    assert not imported & {"hashlib", "_hashlib", "datetime", "_datetime"}
+
+
+def test_sha256_is_the_same_digest_from_either_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sha, "_left", sha.SMALL_BYTES if sha._small is not None else 0)
+    monkeypatch.setattr(sha, "_large", None)
+    for data in (b"", b"abc", bytearray(b"abc"), memoryview(b"abcd")[:-1], "é".encode() * 500):
+        assert sha.hexdigest(data) == hashlib.sha256(bytes(data)).hexdigest()
+    assert sha._large is None  # small inputs: OpenSSL not needed yet
+    big = b"y" * (sha.SMALL_BYTES + 1)  # past the budget: OpenSSL from here on, once
+    assert sha.hexdigest(big) == hashlib.sha256(big).hexdigest()
+    assert sha._large is not None
+    assert sha.hexdigest(b"abc") == hashlib.sha256(b"abc").hexdigest()
+
+
+def test_every_character_the_output_escapes_or_quotes_is_unprintable() -> None:
+    """What lets escape and c_quote answer printable text without a regular expression: checked for every
+    code point, so that a character added to a class (or a Unicode update) cannot slip past the shortcut."""
+    printable = "".join(c for c in map(chr, range(0x110000)) if c.isprintable())
+    assert textrules._BODY_ESCAPED.search(printable) is None
+    assert textrules._QUOTE_NEEDED.search(printable) is None
+    ascii_printable = "".join(c for c in map(chr, range(0x80)) if c.isprintable())
+    assert textrules._LINE_ESCAPED.search(ascii_printable) is None
+    # a one-line field's invisible characters are not all unprintable: there the shortcut takes ASCII only
+    assert textrules._LINE_ESCAPED.search(printable) is not None
+
+
+@pytest.mark.parametrize("text", ["plain", "main@3ae91f9 · clean", "tab\there", "two\nlines", "e\u0301",
+                                  "zero\u200bwidth", "grapheme\u034fjoiner", "\u202eevil", "del\x7f", "cr\r",
+                                  "nel\x85", '"quoted', "lone \udc80", "emoji \U0001f600", ""])
+def test_the_shortcuts_give_what_the_rule_gives(text: str) -> None:
+    for body in (False, True):
+        pattern = textrules._BODY_ESCAPED if body else textrules._LINE_ESCAPED
+        assert textrules.escape(text, body=body) == pattern.sub(textrules._visible, text)
+    quoted = text if textrules._QUOTE_NEEDED.search(text) is None and not text.startswith('"') else \
+        textrules.c_quote_bytes(text.encode("utf-8", "surrogateescape"), textrules._QUOTED_BYTES.search)
+    assert textrules.c_quote(text) == quoted
+    assert textrules.collapse(text) == " ".join(textrules._LINE_ESCAPED.sub(" ", text).split())
+
+
+def test_a_briefing_in_utf16_units_reads_only_the_checkpoints_it_could_show(
+        cli: Any, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude Code counts UTF-16 units (10,000 by default, within 24 KiB): a checkpoint older than the newest
+    ones that already pass the unit limit is never shown, so it is counted, not read — and the briefing is
+    the same bytes as when every checkpoint up to the byte limit is read."""
+    with freeze_time("2026-09-03T09:00:00Z"):
+        cli("task", "start", "t1")
+    for i in range(30):
+        with freeze_time(f"2026-09-03T10:{i:02d}:00Z"):
+            assert cli("checkpoint", input=f"CP{i:02d} " + "é" * 100 + "\n").exit_code == 0
+    ws = Workspace.open(str(repo))
+    room = budget.Room(24576, 2000)  # room in bytes for every checkpoint, in units for a dozen
+    examined: list[str] = []
+    examine = reading.examine
+
+    def counted(ws: Any, rel: str) -> Any:
+        examined.append(rel)
+        return examine(ws, rel)
+
+    monkeypatch.setattr(reading, "examine", counted)
+    fitted = brief.compose(ws, "t1", room)
+    bounded = len(examined)
+    examined.clear()
+    sources = brief.sources
+    monkeypatch.setattr(brief, "sources", lambda *a, units=None, **k: sources(*a, **k))  # bytes only, as before
+    unbounded = brief.compose(ws, "t1", room)
+    assert fitted.text == unbounded.text and fitted.dropped == unbounded.dropped
+    shown = sum(f"CP{i:02d} " in fitted.text for i in range(30))
+    assert 0 < shown < 30 and f"{30 - shown} oldest checkpoints" in fitted.dropped[0]
+    body = len(f"CP00 {'é' * 100}")
+    assert len(examined) == 30 and bounded == room.max_units // body + 1  # until the bodies pass 2,000 units

@@ -1,10 +1,11 @@
-"""What `hook session-start` costs (design §16: within 1.5x of python + `git status`): OpenSSL and datetime
-stay off its path, the shortcuts it takes give what the long way gives, and a briefing reads no checkpoint
-it could not show."""
+"""What `hook session-start` costs (design §16: within 1.5x of python + `git status`): OpenSSL, datetime
+and the subprocess module stay off its path, the shortcuts it takes give what the long way gives, and a
+briefing reads no checkpoint it could not show."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from freezegun import freeze_time
 from helpers import FIXTURES, MAJORDOMUS
 
 from majordomus import brief, budget
-from majordomus.lite import sha, textrules
+from majordomus.lite import sha, spawn, textrules
 from majordomus.store import reading
 from majordomus.workspace import Workspace
 
@@ -24,9 +25,10 @@ PAYLOADS = {"claude": "claude-session-start-startup.json", "codex": "codex-sessi
 
 
 @pytest.mark.parametrize("runtime", sorted(PAYLOADS))
-def test_session_start_loads_neither_openssl_nor_datetime(cli: Any, repo: Path, runtime: str) -> None:
-    """The whole briefing, records read and digests checked, a ledger event appended: with the interpreter's
-    own SHA-256 and timestamps as text. `hashlib` alone costs a hook 2-3 ms of a 30 ms floor."""
+def test_session_start_loads_neither_openssl_nor_datetime_nor_subprocess(cli: Any, repo: Path, runtime: str) -> None:
+    """The whole briefing, records read and digests checked, `git status` run, a ledger event appended:
+    with the interpreter's own SHA-256, timestamps as text and git started by posix_spawn. `hashlib` alone
+    costs a hook 2-3 ms of a 30 ms floor, `subprocess` more."""
     cli("task", "start", "t1")
     assert cli("checkpoint", input="FIRST-NOTE of the task\n").exit_code == 0
     payload = (FIXTURES / "payloads" / PAYLOADS[runtime]).read_bytes()
@@ -36,7 +38,7 @@ def test_session_start_loads_neither_openssl_nor_datetime(cli: Any, repo: Path, 
     imported = {line.split("|")[-1].strip() for line in out.stderr.decode().splitlines()
                 if line.startswith("import time:")}
     assert "majordomus.brief" in imported
-    assert not imported & {"hashlib", "_hashlib", "datetime", "_datetime"}
+    assert not imported & {"hashlib", "_hashlib", "datetime", "_datetime", "subprocess", "threading", "signal"}
 
 
 def test_sha256_is_the_same_digest_from_either_module(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,3 +109,51 @@ def test_a_briefing_in_utf16_units_reads_only_the_checkpoints_it_could_show(
     assert 0 < shown < 30 and f"{30 - shown} oldest checkpoints" in fitted.dropped[0]
     body = len(f"CP00 {'é' * 100}")
     assert len(examined) == 30 and bounded == room.max_units // body + 1  # until the bodies pass 2,000 units
+
+
+# ---------------------------------------------------------------- git started without the subprocess module
+
+
+def both(argv: list[str], cwd: Path | str = ".") -> tuple[tuple[int, bytes, bytes], tuple[int, bytes, bytes]]:
+    """What spawn.run gives, and what subprocess.run gives the same command."""
+    done = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    return spawn.run(argv, str(cwd)), (done.returncode, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("script", [
+    "printf out; printf err >&2; exit 3",  # both streams, kept apart; the exit code
+    "head -c 300000 /dev/zero >&2; head -c 300000 /dev/zero",  # more than a pipe holds, stderr first
+    "kill -9 $$",  # killed by a signal: -9, as subprocess says it
+    "cat; echo read-nothing",  # stdin is /dev/null: no wait for a terminal
+    "yes | head -c 3",  # SIGPIPE at its default: `yes` dies quietly instead of complaining
+])
+def test_spawn_gives_what_subprocess_gives(script: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    fast, slow = both(["sh", "-c", script])
+    assert fast == slow
+
+
+def test_spawn_passes_no_inherited_descriptor_and_runs_elsewhere_through_subprocess(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    r, w = os.pipe()
+    os.dup2(w, 57, inheritable=True)  # as a parent process might leave one open for us
+    try:
+        code, out, _ = spawn.run(["sh", "-c", "ls /dev/fd"], str(tmp_path))
+        assert code == 0 and b"0" in out.split() and b"57" not in out.split()
+    finally:
+        for fd in (r, w, 57):
+            os.close(fd)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    fast, slow = both(["pwd"], other)
+    assert fast == slow and fast[1].strip() == os.fsencode(other.resolve())
+    with pytest.raises(FileNotFoundError):
+        spawn.run(["no-such-program-anywhere"], str(tmp_path))
+
+
+def test_spawn_with_a_standard_stream_closed_falls_back(tmp_path: Path) -> None:
+    """A pipe would take the closed stream's number: subprocess, which handles that, runs the command."""
+    code = "import os; os.close(0); from majordomus.lite import spawn; print(spawn.run(['sh', '-c', 'printf ok'], '.'))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, check=True)
+    assert done.stdout.strip() == b"(0, b'ok', b'')"

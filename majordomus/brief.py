@@ -89,8 +89,12 @@ class Walk:
 def _walk(ws: Workspace, task: tasks.Task, limit: int | None) -> Walk:
     """At most `LEDGER_LOOKBACK` ledger lines (and `limit` of the task's events): flat in the ledger's size."""
     walk = Walk()
-    for seen, event in enumerate(_task_events(ws, task.id)):
+    events = _task_events(ws, task.id)
+    for seen, event in enumerate(events):
         if limit is not None and seen >= limit:
+            if walk.latest is None:  # sessions only so far: the same lines on, for the last event alone
+                walk.latest = event if event["event"] not in SESSION_EVENTS else \
+                    next((e for e in events if e["event"] not in SESSION_EVENTS), None)
             break
         kind, rel = event["event"], event.get("path")
         if walk.latest is None and kind not in SESSION_EVENTS:

@@ -20,7 +20,7 @@ from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     from majordomus.rewrites import Relation
@@ -126,14 +126,15 @@ class Sources:
 
 
 def sources(ws: Workspace, task: tasks.Task, enough: int, *, list_store: bool = True,
-            units: int | None = None) -> Sources:
+            units: int | None = None, measure: Callable[[reading.Record], tuple[int, int]] | None = None,
+            ) -> Sources:
     """The latest handoff and the checkpoints since it, every one read checked against the digest in its
     name, and every record that the task, its index or the ledger names since that handoff and that is
     deleted, unreadable or replaced (design §9). Without a whole index the names come from a listing of
     the store, or with `list_store` False (`check`: only `gone` is asked for, and the records are checked
     against their names without being parsed) from the ledger's events of the task only. Checkpoints are
-    read newest first until their bodies pass `enough` bytes or `units` characters: older ones could not
-    be shown."""
+    read newest first until they pass `enough` bytes or `units` characters (each as `measure` says, its
+    body alone without it): older ones could not be shown."""
     gone: list[reading.Gone] = []
     latest: reading.Record | None = None
     if task.handoff:
@@ -151,7 +152,8 @@ def sources(ws: Workspace, task: tasks.Task, enough: int, *, list_store: bool = 
     if indexed is None and not list_store:
         fallback = [os.path.basename(rel) for rel in reversed(walk.checkpoints)]
     found_names = reading.candidates(ws, task, latest, indexed, fallback)
-    since, unread, lost = reading.recent_checkpoints(ws, task, found_names, enough, parse=list_store, units=units)
+    since, unread, lost = reading.recent_checkpoints(ws, task, found_names, enough, parse=list_store, units=units,
+                                                     measure=measure)
     gone += lost
     covered = {r.rel for r in since} | {g.rel for g in gone} | found_names.listed
     covered.update("checkpoints/" + n for n in found_names.names)
@@ -343,7 +345,15 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
     else:
         room = budget_bytes if isinstance(budget_bytes, budget.Room) else budget.Room(budget_bytes)
     doc, note = _continuity(ws, task)
-    found = sources(ws, task, room.max_bytes, units=room.max_units)
+    shown: dict[str, str] = {}  # each checkpoint's entry, rendered once: measured while reading, then shown
+
+    def entry(r: reading.Record) -> str:
+        text = shown.get(r.rel)
+        if text is None:
+            text = shown[r.rel] = f"\n## {esc(r.meta.get('timestamp'))} · {_where(r.meta)} · {_state(r.meta)}\n{r.body}\n"
+        return text
+
+    found = sources(ws, task, room.max_bytes, units=room.max_units, measure=lambda r: room.measure(entry(r)))
     latest_handoff, since, unread, missing = found.handoff, found.since, found.unread, found.gone
     last = since[-1] if since else latest_handoff
     keyed: dict[str, tuple[str, str]] = {}  # key -> (the heading an update shows it under, its text)
@@ -383,7 +393,7 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
         heading = "Checkpoints since the latest handoff" if latest_handoff else "Checkpoints"
         entries = []
         for r in reversed(since):
-            text = f"\n## {esc(r.meta.get('timestamp'))} · {_where(r.meta)} · {_state(r.meta)}\n{r.body}\n"
+            text = entry(r)
             entries.append(budget.Entry(text, *checkpoint_label))
             keyed[f"record:{r.rel}"] = ("\n# New checkpoints, newest first\n", text)
         parts.append(budget.Block(f"\n# {heading}, newest first\n", entries))

@@ -12,6 +12,7 @@ from majordomus.store import listing, records
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from majordomus.tasks import Task
@@ -151,7 +152,9 @@ def checkpoints_since(ws: Workspace, task: Task, previous: Record | None) -> lis
 
 
 def recent_checkpoints(ws: Workspace, task: Task, found: Candidates, enough: int, *,
-                       parse: bool = True, units: int | None = None) -> tuple[list[Record], int, list[Gone]]:
+                       parse: bool = True, units: int | None = None,
+                       measure: Callable[[Record], tuple[int, int]] | None = None,
+                       ) -> tuple[list[Record], int, list[Gone]]:
     """Like `checkpoints_since`, but read newest first only until the bodies pass `enough` bytes; the
     older ones are only counted. A briefing drops the oldest checkpoints before anything else, so once
     the newer ones alone exceed its budget every older one would be dropped anyway. Also returns the
@@ -159,7 +162,9 @@ def recent_checkpoints(ws: Workspace, task: Task, found: Candidates, enough: int
     a replaced one whose front matter claims the task. With `parse` False (the task's own names only) the
     records are only checked against their names, their whole size counted against `enough`. With `units`
     (a limit in UTF-16 units, such as Claude Code's), reading also stops once the bodies pass that many
-    characters: a character is at least one unit, so no older checkpoint could be shown either."""
+    characters: a character is at least one unit, so no older checkpoint could be shown either. With
+    `measure`, what a record takes is what it says (the bytes and units of the entry a briefing shows for
+    it) rather than its body alone: the tighter the measure, the fewer records read only to be dropped."""
     out: list[Record] = []
     gone: list[Gone] = []
     older = 0
@@ -192,8 +197,9 @@ def recent_checkpoints(ws: Workspace, task: Task, found: Candidates, enough: int
             continue
         if record.meta.get("task") == task.id and record.meta.get("kind", "checkpoint") == "checkpoint":
             out.append(record)
-            total += len(record.body.encode("utf-8"))
-            chars += len(record.body)
+            nbytes, nunits = (len(record.body.encode("utf-8")), len(record.body)) if measure is None else measure(record)
+            total += nbytes
+            chars += nunits
     out.reverse()
     return out, older, gone
 

@@ -16,8 +16,8 @@ from freezegun import freeze_time
 from helpers import FIXTURES, MAJORDOMUS
 
 from majordomus import brief, budget
-from majordomus.lite import sha, spawn, textrules
-from majordomus.store import reading
+from majordomus.lite import jsonbound, sha, spawn, textrules
+from majordomus.store import reading, records
 from majordomus.workspace import Workspace
 
 PAYLOADS = {"claude": "claude-session-start-startup.json", "codex": "codex-session-start-startup.json",
@@ -76,6 +76,20 @@ def test_the_shortcuts_give_what_the_rule_gives(text: str) -> None:
         textrules.c_quote_bytes(text.encode("utf-8", "surrogateescape"), textrules._QUOTED_BYTES.search)
     assert textrules.c_quote(text) == quoted
     assert textrules.collapse(text) == " ".join(textrules._LINE_ESCAPED.sub(" ", text).split())
+
+
+@pytest.mark.parametrize("value", ['"abc"', '""', '"a\\"b"', '"a\\\\b"', '"é · x"', '"\u00a0"', '"tab\there"',
+                                   '"\u2028"', '"\ud800"', '"a"b"', '"x', '"', "0", "01", "12", "-1", "1.5", "1e3",
+                                   "123456789", "12345678901", "null", "[]", "true", "١٢", " 1"])
+def test_front_matter_values_read_without_the_decoder_are_what_it_reads(value: str) -> None:
+    try:
+        want: Any = jsonbound.loads(value)
+    except ValueError:
+        with pytest.raises(ValueError):
+            records._json_scalar(value)
+        return
+    got = records._json_scalar(value)
+    assert got == want and type(got) is type(want)
 
 
 def test_a_briefing_in_utf16_units_reads_only_the_checkpoints_it_could_show(

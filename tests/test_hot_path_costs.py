@@ -99,11 +99,11 @@ def test_a_briefing_in_utf16_units_reads_only_the_checkpoints_it_could_show(
     briefing is the same bytes as when every checkpoint up to the byte limit is read."""
     with freeze_time("2026-09-03T09:00:00Z"):
         cli("task", "start", "t1")
-    for i in range(30):
+    for i in range(16):
         with freeze_time(f"2026-09-03T10:{i:02d}:00Z"):
             assert cli("checkpoint", input=f"CP{i:02d} " + "é" * 100 + "\n").exit_code == 0
     ws = Workspace.open(str(repo))
-    room = budget.Room(24576, 2000)  # room in bytes for every checkpoint, in units for a dozen
+    room = budget.Room(24576, 1500)  # room in bytes for every checkpoint, in units for a few
     examined: list[str] = []
     examine = reading.examine
 
@@ -119,11 +119,11 @@ def test_a_briefing_in_utf16_units_reads_only_the_checkpoints_it_could_show(
     monkeypatch.setattr(brief, "sources", lambda *a, units=None, **k: sources(*a, **k))  # bytes only, as before
     unbounded = brief.compose(ws, "t1", room)
     assert fitted.text == unbounded.text and fitted.dropped == unbounded.dropped
-    shown = sum(f"CP{i:02d} " in fitted.text for i in range(30))
-    assert 0 < shown < 30 and f"{30 - shown} oldest checkpoints" in fitted.dropped[0]
-    # Read until the entries read pass 2,000 units: their headings counted too, not only their bodies.
+    shown = sum(f"CP{i:02d} " in fitted.text for i in range(16))
+    assert 0 < shown < 16 and f"{16 - shown} oldest checkpoints" in fitted.dropped[0]
+    # Read until the entries read pass 1,500 units: their headings counted too, not only their bodies.
     body = len(f"CP00 {'é' * 100}")
-    assert len(examined) == 30 and shown <= bounded < room.max_units // body + 1
+    assert len(examined) == 16 and shown <= bounded < room.max_units // body + 1
 
 
 # ---------------------------------------------------------------- git started without the subprocess module

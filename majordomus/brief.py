@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 
-from majordomus import budget, claims, continuity, rewrites, runs, tasks
+from majordomus import budget, claims, continuity, tasks
 from majordomus.git import status
 from majordomus.lite import names, textrules
 from majordomus.store import ledger, listing, reading
@@ -20,8 +20,10 @@ from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any
+
+    from majordomus.rewrites import Relation
 
 
 def esc(value: Any) -> str:
@@ -54,6 +56,7 @@ def build(ws: Workspace, task_id: str | None = None, budget_bytes: int | budget.
 
 LEDGER_LOOKBACK = 4096  # ledger lines read backwards for the records it names: flat in the store's size
 MISSING_LOOKBACK = 64  # the task's own events asked for a record kind its task record names none of
+SESSION_EVENTS = ("session.start", "session.stop")  # bookkeeping, never a "last event" of the work
 
 
 def _task_events(ws: Workspace, task_id: str) -> Iterator[dict[str, Any]]:
@@ -70,23 +73,32 @@ def ledger_tail(ws: Workspace, needle: bytes | None = None) -> Iterator[dict[str
 
 class Walk:
     """The task's `task.checkpoint` events back to its latest handoff's event (or its start): their paths,
-    newest first; the path of that handoff event; and whether the walk reached it within its bounds."""
+    newest first; the path of that handoff event; whether the walk reached it within its bounds; and the
+    task's newest event that is not a session's bookkeeping, when the walk met one (the briefing's "last
+    event", read from the same lines instead of a second pass over the ledger)."""
 
-    __slots__ = ("checkpoints", "handoff", "reached")
+    __slots__ = ("checkpoints", "handoff", "latest", "reached")
 
     def __init__(self) -> None:
         self.checkpoints: list[str] = []
         self.handoff: str | None = None
+        self.latest: dict[str, Any] | None = None
         self.reached = False
 
 
 def _walk(ws: Workspace, task: tasks.Task, limit: int | None) -> Walk:
     """At most `LEDGER_LOOKBACK` ledger lines (and `limit` of the task's events): flat in the ledger's size."""
     walk = Walk()
-    for seen, event in enumerate(_task_events(ws, task.id)):
+    events = _task_events(ws, task.id)
+    for seen, event in enumerate(events):
         if limit is not None and seen >= limit:
+            if walk.latest is None:  # sessions only so far: the same lines on, for the last event alone
+                walk.latest = event if event["event"] not in SESSION_EVENTS else \
+                    next((e for e in events if e["event"] not in SESSION_EVENTS), None)
             break
         kind, rel = event["event"], event.get("path")
+        if walk.latest is None and kind not in SESSION_EVENTS:
+            walk.latest = event
         if kind == "task.start":
             walk.reached = True
             break
@@ -102,21 +114,27 @@ def _walk(ws: Workspace, task: tasks.Task, limit: int | None) -> Walk:
 
 class Sources:
     """What a briefing stands on (design §9): the latest handoff, the checkpoints since (oldest first),
-    how many older ones were only counted, and the records named that it cannot stand on."""
+    how many older ones were only counted, the records named that it cannot stand on, and the task's
+    newest event of the ledger's tail that is not a session's (None: the walk did not meet one)."""
 
-    __slots__ = ("gone", "handoff", "since", "unread")
+    __slots__ = ("gone", "handoff", "latest", "since", "unread")
 
     def __init__(self, handoff: reading.Record | None, since: list[reading.Record], unread: int,
-                 gone: list[reading.Gone]) -> None:
+                 gone: list[reading.Gone], latest: dict[str, Any] | None = None) -> None:
         self.handoff, self.since, self.unread, self.gone = handoff, since, unread, gone
+        self.latest = latest
 
 
-def sources(ws: Workspace, task: tasks.Task, enough: int, *, list_store: bool = True) -> Sources:
+def sources(ws: Workspace, task: tasks.Task, enough: int, *, list_store: bool = True,
+            units: int | None = None, measure: Callable[[reading.Record], tuple[int, int]] | None = None,
+            ) -> Sources:
     """The latest handoff and the checkpoints since it, every one read checked against the digest in its
     name, and every record that the task, its index or the ledger names since that handoff and that is
     deleted, unreadable or replaced (design §9). Without a whole index the names come from a listing of
     the store, or with `list_store` False (`check`: only `gone` is asked for, and the records are checked
-    against their names without being parsed) from the ledger's events of the task only."""
+    against their names without being parsed) from the ledger's events of the task only. Checkpoints are
+    read newest first until they pass `enough` bytes or `units` characters (each as `measure` says, its
+    body alone without it): older ones could not be shown."""
     gone: list[reading.Gone] = []
     latest: reading.Record | None = None
     if task.handoff:
@@ -134,7 +152,8 @@ def sources(ws: Workspace, task: tasks.Task, enough: int, *, list_store: bool = 
     if indexed is None and not list_store:
         fallback = [os.path.basename(rel) for rel in reversed(walk.checkpoints)]
     found_names = reading.candidates(ws, task, latest, indexed, fallback)
-    since, unread, lost = reading.recent_checkpoints(ws, task, found_names, enough, parse=list_store)
+    since, unread, lost = reading.recent_checkpoints(ws, task, found_names, enough, parse=list_store, units=units,
+                                                     measure=measure)
     gone += lost
     covered = {r.rel for r in since} | {g.rel for g in gone} | found_names.listed
     covered.update("checkpoints/" + n for n in found_names.names)
@@ -153,7 +172,7 @@ def sources(ws: Workspace, task: tasks.Task, enough: int, *, list_store: bool = 
             pointed = reading.examine(ws, named)
             if isinstance(pointed, reading.Gone):
                 gone.append(pointed)
-    return Sources(latest, since + extra, unread, gone)
+    return Sources(latest, since + extra, unread, gone, walk.latest)
 
 
 def missing_records(ws: Workspace, task: tasks.Task) -> list[reading.Gone]:
@@ -194,8 +213,9 @@ def _names(paths: list[str]) -> str:
     return shown + (f" and {len(paths) - _LIST_FILES} more" if len(paths) > _LIST_FILES else "")
 
 
-def drift(ws: Workspace, meta: dict[str, Any]) -> list[str]:
-    """How the work tree here differs from what the record says: worktree, branch, HEAD, dirty files."""
+def drift(ws: Workspace, meta: dict[str, Any], here: status.Status | None = None) -> list[str]:
+    """How the work tree here differs from what the record says: worktree, branch, HEAD, dirty files
+    (`here`: the work tree's `git status`, run here when not given)."""
     out: list[str] = []
     here_worktree = textrules.c_quote(ws.worktree)  # as a record stores it
     if meta.get("worktree") and meta["worktree"] != here_worktree:
@@ -203,7 +223,8 @@ def drift(ws: Workspace, meta: dict[str, Any]) -> list[str]:
     if meta.get("branch") != (textrules.c_quote(ws.branch) if ws.branch else None):
         out.append(f"- branch: now {esc(ws.branch or '(detached)')}; the record was on "
                    f"{esc(meta.get('branch') or '(detached)')}")
-    here = status.status(ws.place)
+    if here is None:
+        here = status.status(ws.place)
     then, now = meta.get("head"), here.head
     if then != now:
         out.extend(_head_drift(ws, then, now))
@@ -224,6 +245,8 @@ def drift(ws: Workspace, meta: dict[str, Any]) -> list[str]:
 def _head_drift(ws: Workspace, then: str | None, now: str | None) -> list[str]:
     """What became of the recorded head (design §21): followed through amends and rebases, and a count of
     commits only along one line of history, never across a rewrite or unrelated history."""
+    from majordomus import rewrites
+
     rel = rewrites.relate(ws, then, now, count=False)
     was = rewrites.short(then) if then else "(unborn branch)"
     if rel.kind == "no-head" or now is None:
@@ -257,7 +280,7 @@ def _head_drift(ws: Workspace, then: str | None, now: str | None) -> list[str]:
     return lines
 
 
-def _tree_note(rel: rewrites.Relation) -> str:
+def _tree_note(rel: Relation) -> str:
     if rel.same_tree is True:
         return " (the same files: only the commit changed)"
     if rel.same_tree is False:
@@ -265,7 +288,9 @@ def _tree_note(rel: rewrites.Relation) -> str:
     return ""
 
 
-def _facts(ws: Workspace, task: tasks.Task, last: reading.Record | None) -> list[str]:
+def _facts(ws: Workspace, task: tasks.Task, last: reading.Record | None,
+           event: dict[str, Any] | None = None) -> list[str]:
+    """The last record and the task's last event (`event` when the ledger's tail already gave it)."""
     out = []
     if last is not None:
         m = last.meta
@@ -273,7 +298,8 @@ def _facts(ws: Workspace, task: tasks.Task, last: reading.Record | None) -> list
                    f"on {_where(m)}, {_state(m)}; {esc(last.rel)}")
     else:
         out.append("- last record: none yet (no checkpoint or handoff)")
-    event = ledger.last_event(ws.paths.ledger, task.id, exclude=("session.start", "session.stop"))
+    if event is None:
+        event = ledger.last_event(ws.paths.ledger, task.id, exclude=SESSION_EVENTS)
     if event is not None:
         by = f" by {esc(event['by'])}" if event.get("by") else ""
         where = f" in {esc(event.get('worktree'))} on {esc(event.get('branch') or '(detached)')}"
@@ -309,14 +335,25 @@ def _continuity(ws: Workspace, task: tasks.Task) -> tuple[dict[str, Any], str | 
     return rebuilt, "No continuity file (no pins): the objective below comes from the task record."
 
 
-def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budget.Room | None = None) -> Briefing:
-    task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
+def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budget.Room | None = None,
+            task: tasks.Task | None = None) -> Briefing:
+    """The briefing of `task_id` (the active task without one; `task`: that task, already loaded)."""
+    if task is None:
+        task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
     if budget_bytes is None:
         room = budget.Room(ws.config.get("continuity", "render_max_bytes"))
     else:
         room = budget_bytes if isinstance(budget_bytes, budget.Room) else budget.Room(budget_bytes)
     doc, note = _continuity(ws, task)
-    found = sources(ws, task, room.max_bytes)
+    shown: dict[str, str] = {}  # each checkpoint's entry, rendered once: measured while reading, then shown
+
+    def entry(r: reading.Record) -> str:
+        text = shown.get(r.rel)
+        if text is None:
+            text = shown[r.rel] = f"\n## {esc(r.meta.get('timestamp'))} · {_where(r.meta)} · {_state(r.meta)}\n{r.body}\n"
+        return text
+
+    found = sources(ws, task, room.max_bytes, units=room.max_units, measure=lambda r: room.measure(entry(r)))
     latest_handoff, since, unread, missing = found.handoff, found.since, found.unread, found.gone
     last = since[-1] if since else latest_handoff
     keyed: dict[str, tuple[str, str]] = {}  # key -> (the heading an update shows it under, its text)
@@ -356,7 +393,7 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
         heading = "Checkpoints since the latest handoff" if latest_handoff else "Checkpoints"
         entries = []
         for r in reversed(since):
-            text = f"\n## {esc(r.meta.get('timestamp'))} · {_where(r.meta)} · {_state(r.meta)}\n{r.body}\n"
+            text = entry(r)
             entries.append(budget.Entry(text, *checkpoint_label))
             keyed[f"record:{r.rel}"] = ("\n# New checkpoints, newest first\n", text)
         parts.append(budget.Block(f"\n# {heading}, newest first\n", entries))
@@ -364,8 +401,9 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
         order = [(len(parts) - 1, j) for j in reversed(range(len(entries)))] + order
     order += handoff_unit
 
-    parts.append("\n# Last recorded facts\n" + "\n".join(_facts(ws, task, last)) + "\n")
-    moved = drift(ws, last.meta) if last is not None else []
+    parts.append("\n# Last recorded facts\n" + "\n".join(_facts(ws, task, last, found.latest)) + "\n")
+    here = status.status(ws.place) if last is not None else None  # the one `git status`, for drift and runs
+    moved = drift(ws, last.meta, here) if last is not None else []
     if moved:
         section = "\n# Since the last record\n" + "\n".join(moved) + "\n"
         parts.append(section)
@@ -373,7 +411,11 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
     elif last is not None:
         parts.append("- work tree here: unchanged since the last record\n")
         keyed["drift"] = ("", "\n- work tree here: unchanged since the last record\n")
-    ran = runs.brief_lines(ws, task)  # the latest run per label, and what moved since
+    ran: list[str] = []
+    if task.runs:  # the latest run per label, and what moved since
+        from majordomus import runs
+
+        ran = runs.brief_lines(ws, task, here)
     if ran:
         section = "\n# Latest runs\n" + "\n".join(ran) + "\n"
         parts.append(section)

@@ -194,11 +194,11 @@ def double_claim(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def brief_section(task_id: str, items: list[dict[str, Any]]) -> str:
     """The warning `brief` opens with when two workers hold the task; '' otherwise."""
-    from majordomus.output import escape
-
     found = double_claim(items)
     if not found:
         return ""
+    from majordomus.output import escape
+
     lines = [f"\n# Double claim: {len(found)} workers hold this task at once\n"]
     lines += [f"- {escape(describe(c))}\n" for c in found]
     lines.append(f"Agree who continues; the other runs `majordomus task release {task_id}` and syncs. "

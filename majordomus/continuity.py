@@ -52,16 +52,16 @@ def canonical(doc: dict[str, Any]) -> bytes:
 
 
 def digest(doc: dict[str, Any]) -> str:
-    import hashlib
+    from majordomus.lite.sha import hexdigest
 
-    return hashlib.sha256(canonical({k: v for k, v in doc.items() if k != "integrity"})).hexdigest()
+    return hexdigest(canonical({k: v for k, v in doc.items() if k != "integrity"}))
 
 
 def config_hash(ws: Workspace) -> str:
     """Which limits governed the document: the canonical hash of the `continuity` configuration."""
-    import hashlib
+    from majordomus.lite.sha import hexdigest
 
-    return hashlib.sha256(canonical({"continuity": ws.config.values["continuity"]})).hexdigest()
+    return hexdigest(canonical({"continuity": ws.config.values["continuity"]}))
 
 
 def clean_text(text: str) -> str:

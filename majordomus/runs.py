@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
+    from majordomus.git.status import Status
+
 
 TAIL_LINES = 20  # design §17: the body holds at most the last 20 lines of output
 LINE_CHARS = 400  # one body line at most; a longer line keeps its start and says it was cut
@@ -329,17 +331,19 @@ def latest(ws: Workspace, task: tasks.Task) -> list[dict[str, Any]]:
     return found
 
 
-def brief_lines(ws: Workspace, task: tasks.Task) -> list[str]:
+def brief_lines(ws: Workspace, task: tasks.Task, here: Status | None = None) -> list[str]:
     """For `brief`: the latest run of each label with its verdict, and whether head or the work tree moved
     since it ran (`- `tests` passed at 3f2a9c1; 1 commit since`). A run whose head was amended or rebased
-    is shown at the new id (design §21): `passed at 8b1c0de, rewritten from 3f2a9c1`."""
+    is shown at the new id (design §21): `passed at 8b1c0de, rewritten from 3f2a9c1`. `here`: the work
+    tree's `git status` when the briefing already ran it."""
     found = latest(ws, task)
     if not found:
         return []
     from majordomus import rewrites
     from majordomus.git import status
 
-    here = status.status(ws.place)
+    if here is None:
+        here = status.status(ws.place)
     since: dict[str | None, tuple[str, str]] = {}
     lines = []
     for meta in found:

@@ -193,7 +193,8 @@ def test_record_names_round_trip_and_refuse_paths():
 def test_the_lite_layer_imports_only_the_standard_library():
     probe = ("import sys\nbefore = set(sys.modules)\n"
              "import majordomus.lite.active, majordomus.lite.dotgit, majordomus.lite.limits, "
-             "majordomus.lite.names, majordomus.lite.safeio, majordomus.lite.stdin, majordomus.lite.textrules\n"
+             "majordomus.lite.names, majordomus.lite.safeio, majordomus.lite.sha, majordomus.lite.spawn, "
+             "majordomus.lite.stdin, majordomus.lite.textrules\n"
              "new = sorted(m for m in set(sys.modules) - before if m.split('.')[0] == 'majordomus' or "
              "not (m.split('.')[0] in sys.stdlib_module_names or m.startswith('_')))\n"
              "print(' '.join(new))\n")

@@ -71,14 +71,13 @@ def environment(where: Where) -> dict[str, str] | None:
 
 def run(where: Where, *args: str, cwd: str | None = None) -> Ran:
     """Run `git ARGS` and return what it did, whatever its exit code; exit 12 only when git cannot run."""
-    import subprocess
+    from majordomus.lite import spawn
 
     try:
-        done = subprocess.run(["git", *args], cwd=cwd or where.worktree, env=environment(where),
-                              stdin=subprocess.DEVNULL, capture_output=True, check=False)
+        code, out, err = spawn.run(["git", *args], cwd or where.worktree, environment(where))
     except OSError as exc:
         raise EnvironmentProblem(f"cannot run git: {exc.strerror}", "install git, or put it on PATH") from exc
-    return Ran(args, done.returncode, done.stdout, done.stderr)
+    return Ran(args, code, out, err)
 
 
 def git(where: Where, *args: str, ok: tuple[int, ...] = (0,)) -> bytes:

@@ -1,8 +1,8 @@
 """`hook compact` (design §12): one raw line per PreCompact/PostCompact in the active task's journal.
 
-It runs at every compaction, so it imports only the `lite` layer, the clock and the runtimes' key tables
-(`gemini`, `copilot`: plain data; no pygit2, click or yaml; a test probes it): it appends one line and does
-nothing else. Normalising happens on replay (`journal`).
+It runs at every compaction, so it imports only the `lite` layer, the clock and the calling runtime's key
+table (`gemini` or `copilot`: plain data; no pygit2, click or yaml; a test probes it): it appends one line
+and does nothing else. Normalising happens on replay (`journal`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import os
 import sys
 
 from majordomus import clock
-from majordomus.hooks import copilot, gemini  # their journal keys; both import nothing but json
 from majordomus.lite import active, appendlog, dotgit, jsonbound, limits, statepaths
 from majordomus.lite.statepaths import state_exists
 from majordomus.lite.stdin import read_hook_payload
@@ -27,14 +26,32 @@ STDIN_MAX = 1 << 20  # more than this is a parseError line, and none of it is ke
 VALUE_MAX = 256  # characters per kept value
 FILE, ROTATED = statepaths.JOURNAL, statepaths.JOURNAL_ROTATED
 PHASES = ("pre", "post")
-WHITELIST = {
+RUNTIMES = ("claude", "codex", "gemini", "copilot")
+_OWN_KEYS = {
     "claude": ("session_id", "trigger", "model", "prompt_id", "agent_id", "agent_type"),
     "codex": ("session_id", "trigger", "model", "turn_id", "agent_id", "agent_type"),
-    "gemini": tuple(gemini.JOURNAL_KEYS.values()),
-    "copilot": tuple(copilot.JOURNAL_KEYS.values()),
 }
-# payload key -> journal key where a runtime's names differ (Copilot's camelCase): one journal for all.
-RENAMED = {"gemini": gemini.JOURNAL_KEYS, "copilot": copilot.JOURNAL_KEYS}
+
+
+def journal_keys(runtime: str) -> dict[str, str]:
+    """payload key -> journal key of `runtime`: where a runtime's names differ (Copilot's camelCase), its
+    module's table, imported only for that runtime; one journal for all."""
+    if runtime == "gemini":
+        from majordomus.hooks import gemini
+
+        return gemini.JOURNAL_KEYS
+    if runtime == "copilot":
+        from majordomus.hooks import copilot
+
+        return copilot.JOURNAL_KEYS
+    return {key: key for key in _OWN_KEYS[runtime]}
+
+
+def __getattr__(name: str) -> Any:
+    """`WHITELIST` (runtime -> the journal keys it may fill), for replay and the tests: built when asked."""
+    if name == "WHITELIST":
+        return {runtime: tuple(journal_keys(runtime).values()) for runtime in RUNTIMES}
+    raise AttributeError(name)
 
 
 def _value(value: Any) -> Any:
@@ -68,7 +85,7 @@ def build_line(raw: bytes | None, phase: str, runtime: str, at: str) -> bytes:
             if not isinstance(payload, dict):
                 line["parseError"] = "NotAnObject"
     if isinstance(payload, dict):
-        for theirs, key in RENAMED.get(runtime, {k: k for k in WHITELIST[runtime]}).items():
+        for theirs, key in journal_keys(runtime).items():
             if theirs in payload:
                 kept = _value(payload[theirs])
                 if kept is not _DROP:
@@ -139,7 +156,7 @@ def _parse_argv(argv: list[str]) -> tuple[str, str, str | None]:
     phase, runtime = opts.get("phase", ""), opts.get("runtime", "")
     if phase not in PHASES:
         return phase, runtime, "--phase must be pre or post"
-    if runtime not in WHITELIST:
+    if runtime not in RUNTIMES:
         return phase, runtime, "--runtime must be claude, codex, gemini or copilot"
     return phase, runtime, None
 

@@ -8,10 +8,9 @@ broken continuity never costs the identity.
 
 from __future__ import annotations
 
-import hashlib
-
 from majordomus.lite import names, safeio
 from majordomus.lite.limits import PROFILE_MAX_BYTES
+from majordomus.lite.sha import hexdigest
 from majordomus.lite.textrules import escape
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -83,7 +82,7 @@ def runtime_room(config: Any, runtime: str) -> Any:
 
 
 def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return hexdigest(text.encode("utf-8", "surrogatepass"))[:16]
 
 
 def _key(name: str) -> str:
@@ -113,7 +112,7 @@ def _identity(session: Session) -> str:
 def _compose(session: Session, room: Any) -> Any:
     from majordomus import brief
 
-    return brief.compose(session.ws, task_id=session.task.id, budget_bytes=room)
+    return brief.compose(session.ws, budget_bytes=room, task=session.task)
 
 
 def _broken(task_id: str, exc: Exception) -> str:
@@ -128,8 +127,6 @@ def build_context(session: Session, runtime: str = "claude") -> str:
 
 def whole_context(session: Session, runtime: str = "claude") -> Given:
     """The whole context: the profile, then the briefing framed as work state, within the runtime's room."""
-    from majordomus.output import escape
-
     ws, task = session.ws, session.task
     room = runtime_room(ws.config, runtime)
     identity = _identity(session)
@@ -159,8 +156,6 @@ def whole_context(session: Session, runtime: str = "claude") -> Given:
 def update_context(session: Session, runtime: str, before: dict[str, Any]) -> Given | None:
     """Only what changed since the conversation was last given the briefing (design §12), labelled as an
     update; one line when nothing did. None when the earlier briefing cannot be compared (another task)."""
-    from majordomus.output import escape
-
     ws, task = session.ws, session.task
     old = before.get("parts")
     if not isinstance(old, dict):
@@ -236,7 +231,6 @@ def give(session: Session, runtime: str, payload: dict[str, Any]) -> str:
     ws = session.ws
     session_id, source = short(payload.get("session_id")), short(payload.get("source"))
     memory = conversations.load_memory(ws) if session_id else {}
-    now = clock.now()
     at = clock.now_iso()
     parent_id = session_id
     if source == "fork":  # Codex names the parent in the fork's transcript; Claude Code only says when it answered
@@ -247,7 +241,7 @@ def give(session: Session, runtime: str, payload: dict[str, Any]) -> str:
     given: Given | None = None
     compacted = False
     if before is not None and source == "compact" and before.get("compacted"):
-        since_given = conversations.age(before.get("at"), now)
+        since_given = conversations.age(before.get("at"), clock.now())
         if since_given is not None and 0 <= since_given <= conversations.PAIR_SECONDS:
             # Codex's pair after a compaction: the `resume` just before gave the whole briefing.
             given = update_context(session, runtime, before)
@@ -270,6 +264,10 @@ def give(session: Session, runtime: str, payload: dict[str, Any]) -> str:
 
 def other_runtime(runtime: str) -> Any:
     """The module of Gemini CLI or Copilot CLI: their output shape, budget and payload names."""
-    from majordomus.hooks import copilot, gemini
+    if runtime == "gemini":
+        from majordomus.hooks import gemini
 
-    return gemini if runtime == "gemini" else copilot
+        return gemini
+    from majordomus.hooks import copilot
+
+    return copilot

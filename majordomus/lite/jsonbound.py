@@ -15,6 +15,8 @@ import json
 import re
 from itertools import accumulate
 
+from majordomus.lite.lazyre import LazyRe
+
 TYPE_CHECKING = False  # on every hook's path: typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any
@@ -26,9 +28,10 @@ BOM = "\ufeff"
 # the closing quote — or to the end, unterminated. A match from every quote succeeds, so the strings are
 # cut out in one pass from left to right: a string that never ends (`"\"\"\"…`) must not make every later
 # quote start a new search to the end (quadratic). The decoder stops at such a string, as this count does.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_OPENERS = re.compile(rf"[\[{{]{{{MAX_DEPTH + 1}}}")
+# Compiled on first use: only a document with more brackets than the bound is measured at all.
+_STRING = LazyRe(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_NOT_BRACKET = LazyRe(r"[^\[\]{}]+")
+_OPENERS = LazyRe(rf"[\[{{]{{{MAX_DEPTH + 1}}}")
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 _DECODER = json.JSONDecoder()
 

@@ -67,10 +67,24 @@ def escape(text: str, *, body: bool = False) -> str:
     A control, line break, bidi or (in a one-line field) invisible character becomes a visible `\\xNN` or
     `\\uNNNN`; a body (`body=True`) keeps its newlines and tabs, a one-line field keeps neither, so a field can
     never start a line of its own."""
+    if _plain(text, body):
+        return text  # no regular expression compiled for the text almost everything is
     pattern = _BODY_ESCAPED if body else _LINE_ESCAPED
     if pattern.search(text) is None:
         return text  # the common case, decided by one C-speed pass: listings print 100,000 lines
     return str(pattern.sub(_visible, text))
+
+
+def _plain(text: str, body: bool) -> bool:
+    """Whether `text` surely holds nothing the output escapes, decided without a regular expression.
+
+    Every character of the controls, line breaks and bidi controls is one `str.isprintable` refuses (a
+    test checks each code point), so printable text (a body: but for its newlines and tabs) holds none of
+    them; the invisible characters of a one-line field are not all unprintable, so there only ASCII is
+    decided here. False means "look": the regular expression answers."""
+    if body:
+        return (text.replace("\n", "").replace("\t", "") if "\n" in text or "\t" in text else text).isprintable()
+    return text.isascii() and text.isprintable()
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -123,7 +137,7 @@ def describe(char: str) -> str:
 def collapse(text: str) -> str:
     """One line, as a pin is kept: every control, line break, bidi and invisible character becomes a space,
     runs of white space one space, the edges trimmed (design §8; an objective is kept the same way)."""
-    spaced = _LINE_ESCAPED.sub(" ", text)
+    spaced = text if _plain(text, body=False) else _LINE_ESCAPED.sub(" ", text)
     return " ".join(spaced.split())
 
 
@@ -137,7 +151,8 @@ def unquoted_problem(value: str) -> str | None:
 def c_quote(text: str) -> str:
     """`text` in git's C-quoted form when it holds a control, line-break or bidi character (git allows them
     in a path, and some in a branch name), else unchanged: `"a\\nb"`, octal escapes of the UTF-8 bytes."""
-    if _QUOTE_NEEDED.search(text) is None and not text.startswith('"'):
+    # Every character quoted is one `str.isprintable` refuses: printable text needs no regular expression.
+    if not text.startswith('"') and (text.isprintable() or _QUOTE_NEEDED.search(text) is None):
         return text
     return c_quote_bytes(text.encode("utf-8", "surrogateescape"), _QUOTED_BYTES.search)
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import stat
 
 from majordomus.errors import EnvironmentProblem
 from majordomus.lite import jsonbound, safeio
+from majordomus.lite.sha import hexdigest
 from majordomus.store import fault
 from majordomus.store.paths import FILE_MODE
 
@@ -51,8 +51,8 @@ class Verification:
 
 def line_hash(line: bytes) -> str:
     if line.endswith(b"\n"):
-        return hashlib.sha256(memoryview(line)[:-1]).hexdigest()
-    return hashlib.sha256(line).hexdigest()
+        return hexdigest(memoryview(line)[:-1])
+    return hexdigest(line)
 
 
 def _lines_backwards(fd: int, size: int) -> Iterator[bytes]:

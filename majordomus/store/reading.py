@@ -12,6 +12,7 @@ from majordomus.store import listing, records
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from majordomus.store.paths import Site
@@ -111,7 +112,9 @@ def candidates(ws: Site, task: Task, previous: Record | None, indexed: list[str]
     """`indexed` is the task's index (`listing.indexed_names`, read here when None); without a whole index,
     `fallback` (names the ledger gave) instead of listing the store, when given."""
     since = previous.meta.get("timestamp") if previous else None
-    lower = clock.compact(clock.parse(since or task.started_at))
+    start = since or task.started_at
+    # A timestamp as majordomus writes it is rewritten as text; anything else is parsed (and refused) by clock.
+    lower = clock.compact_of(start) if clock.is_iso(start) and start[0] != "0" else clock.compact(clock.parse(start))
     listed = set(previous.meta.get("checkpoints") or []) if previous else set()
     if indexed is None:
         indexed = listing.indexed_names(ws, task)  # the task's own names: no listing of a store of 100,000
@@ -149,23 +152,30 @@ def checkpoints_since(ws: Site, task: Task, previous: Record | None) -> list[Rec
 
 
 def recent_checkpoints(ws: Site, task: Task, found: Candidates, enough: int, *,
-                       parse: bool = True) -> tuple[list[Record], int, list[Gone]]:
+                       parse: bool = True, units: int | None = None,
+                       measure: Callable[[Record], tuple[int, int]] | None = None,
+                       ) -> tuple[list[Record], int, list[Gone]]:
     """Like `checkpoints_since`, but read newest first only until the bodies pass `enough` bytes; the
     older ones are only counted. A briefing drops the oldest checkpoints before anything else, so once
     the newer ones alone exceed its budget every older one would be dropped anyway. Also returns the
     names it could not stand on: the task's own that are gone, unreadable or replaced, and from a listing
     a replaced one whose front matter claims the task. With `parse` False (the task's own names only) the
-    records are only checked against their names, their whole size counted against `enough`."""
+    records are only checked against their names, their whole size counted against `enough`. With `units`
+    (a limit in UTF-16 units, such as Claude Code's), reading also stops once the bodies pass that many
+    characters: a character is at least one unit, so no older checkpoint could be shown either. With
+    `measure`, what a record takes is what it says (the bytes and units of the entry a briefing shows for
+    it) rather than its body alone: the tighter the measure, the fewer records read only to be dropped."""
     out: list[Record] = []
     gone: list[Gone] = []
     older = 0
     total = 0
+    chars = 0
     key = f'\ntask: "{task.id}"\n'.encode()
     for name in reversed(found.names):
         rel = _rel(name)
         if rel in found.listed:
             continue
-        if total > enough:
+        if total > enough or (units is not None and chars > units):
             if not found.own:
                 older += _is_ours_cheaply(ws, name, task.id, key)
             elif os.path.isfile(os.path.join(ws.paths.checkpoints, name)):  # counted without opening each one
@@ -187,7 +197,9 @@ def recent_checkpoints(ws: Site, task: Task, found: Candidates, enough: int, *,
             continue
         if record.meta.get("task") == task.id and record.meta.get("kind", "checkpoint") == "checkpoint":
             out.append(record)
-            total += len(record.body.encode("utf-8"))
+            nbytes, nunits = (len(record.body.encode("utf-8")), len(record.body)) if measure is None else measure(record)
+            total += nbytes
+            chars += nunits
     out.reverse()
     return out, older, gone
 

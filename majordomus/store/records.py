@@ -226,7 +226,7 @@ def _parse_flat(text: str) -> dict[str, Any]:
     current: list[Any] | None = None
     for line in text.splitlines():
         if line.startswith("- ") and current is not None:
-            current.append(jsonbound.loads(line[2:]))
+            current.append(_json_scalar(line[2:]))
             continue
         key, colon, value = line.partition(":")
         if not (colon and key.isascii() and key.isidentifier()):
@@ -235,10 +235,23 @@ def _parse_flat(text: str) -> dict[str, Any]:
             current = result[key] = []
         elif value[0] == " ":
             current = None
-            result[key] = jsonbound.loads(value[1:])
+            result[key] = _json_scalar(value[1:])
         else:
             raise ValueError(line)
     return result
+
+
+def _json_scalar(text: str) -> Any:
+    """One JSON value as `emit_yaml` writes it. A string without escapes or a small natural number, as
+    nearly every field is, is read without the decoder (a briefing reads dozens of records, a dozen fields
+    each); anything else, or anything the decoder would refuse, goes through it."""
+    if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
+        inner = text[1:-1]
+        if "\\" not in inner and '"' not in inner and inner.isprintable():  # no escape, no raw control
+            return inner
+    elif text.isdigit() and text.isascii() and (text[0] != "0" or text == "0") and len(text) < 10:
+        return int(text)
+    return jsonbound.loads(text)
 
 
 _SUMMARY_LINE = LazyRe(r'^([a-z_]+): (?:"([^"\\\n]*)"|(null))$', re.M)
@@ -290,6 +303,6 @@ def split(data: bytes) -> tuple[dict[str, Any], str]:
 
 
 def sha256(data: bytes) -> str:
-    import hashlib
+    from majordomus.lite.sha import hexdigest
 
-    return hashlib.sha256(data).hexdigest()
+    return hexdigest(data)

@@ -1,0 +1,116 @@
+"""Running a program and capturing what it prints, without the `subprocess` module where it can.
+
+`import subprocess` costs a hook more than anything majordomus itself does before its one `git status`:
+signal's enums, threading, selectors, contextlib and locale come with it (some 5 ms of a 30 ms floor).
+`os.posix_spawnp` starts a program with none of them. It cannot change the child's directory, so it
+serves when the program runs in the current one — a hook, a checkpoint and most commands run at the root
+of the work tree — and `subprocess` serves otherwise. Either way the child gets what `subprocess.run(…,
+stdin=DEVNULL, capture_output=True)` gives it: stdin from /dev/null, stdout and stderr captured (both
+drained as they come, so neither pipe can fill and stall it), no inherited descriptor but those three,
+SIGPIPE and SIGXFSZ at their defaults (Python ignores them, and an ignored signal stays ignored across
+exec), and the exit code as `subprocess` reports it (-N for a signal).
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # on every hook's path: typing is not imported at run time
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+
+def run(argv: list[str], cwd: str, env: Mapping[str, str] | None = None) -> tuple[int, bytes, bytes]:
+    """(exit code, stdout, stderr) of `argv` run in `cwd` with `env` (ours when None). Raises OSError when
+    the program cannot be started (FileNotFoundError when it is not on PATH)."""
+    if hasattr(os, "posix_spawnp") and _is_current(cwd):
+        spawned = _spawned(argv, os.environ if env is None else env)
+        if spawned is not None:
+            return spawned
+    import subprocess
+
+    done = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    return done.returncode, done.stdout, done.stderr
+
+
+def _is_current(path: str) -> bool:
+    try:
+        here, there = os.stat("."), os.stat(path)
+    except OSError:
+        return False  # a vanished directory: subprocess says so, as it always did
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _signals() -> Any:
+    """The C module `signal` wraps: its numbers, without building signal's enums."""
+    return __import__("_signal")
+
+
+def _inherited() -> list[int]:
+    """Descriptors above stderr that a child would inherit: ours never are (PEP 446), but our parent's
+    may be, and `subprocess` closes them all."""
+    for listing in ("/proc/self/fd", "/dev/fd"):
+        try:
+            names = os.listdir(listing)
+        except OSError:
+            continue
+        found = []
+        for name in names:
+            fd = int(name) if name.isdigit() else -1
+            if fd > 2:
+                try:
+                    if os.get_inheritable(fd):
+                        found.append(fd)
+                except OSError:
+                    pass  # the listing's own descriptor, closed by now
+        return found
+    return []
+
+
+def _spawned(argv: list[str], env: Mapping[str, str]) -> tuple[int, bytes, bytes] | None:
+    """None when a pipe took the number of a closed standard stream: subprocess sorts that out."""
+    import select
+
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    if min(out_r, out_w, err_r, err_w) <= 2:
+        for fd in (out_r, out_w, err_r, err_w):
+            os.close(fd)
+        return None
+    actions: list[Any] = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                                      (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)]
+    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited()]
+    try:
+        signals = _signals()
+        defaults = [n for n in (signals.SIGPIPE, getattr(signals, "SIGXFSZ", None)) if n is not None]
+        pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsigdef=defaults)
+    except BaseException:
+        for fd in (out_r, out_w, err_r, err_w):
+            os.close(fd)
+        raise
+    os.close(out_w)
+    os.close(err_w)
+    chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+    try:
+        poller = select.poll()
+        for fd in chunks:
+            poller.register(fd, select.POLLIN)
+        left = len(chunks)
+        while left:
+            for fd, _event in poller.poll():
+                data = os.read(fd, 1 << 16)
+                if data:
+                    chunks[fd].append(data)
+                else:
+                    poller.unregister(fd)
+                    left -= 1
+        _, status = os.waitpid(pid, 0)
+    except BaseException:  # interrupted: the child does not outlive us, as with subprocess.run
+        os.kill(pid, _signals().SIGKILL)
+        os.waitpid(pid, 0)
+        raise
+    finally:
+        os.close(out_r)
+        os.close(err_r)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])

@@ -58,9 +58,9 @@ def write(ws: Workspace, as_json: bool) -> int:
         sys.stderr.write("the identical record is already stored; nothing new was written\n")
     shown = ws.display(written.path)
     if as_json:
-        import json
+        from majordomus import output
 
-        sys.stdout.write(json.dumps({"path": shown, "sha256": written.sha256, "created": written.created}) + "\n")
+        sys.stdout.write(output.dumps({"path": shown, "sha256": written.sha256, "created": written.created}) + "\n")
     else:
         sys.stdout.write(shown + "\n")
     return 0

@@ -16,7 +16,7 @@ from typing import IO, Any
 import click
 
 from majordomus.cli.common import CONTEXT, json_option, run, workspace
-from majordomus.output import BlockWriter, dumps, note
+from majordomus.output import BlockWriter, dumps, escape, note
 
 DEFAULT_PAGER = "less -FRX"
 
@@ -123,8 +123,9 @@ def log_cmd(task_id: str | None, every: bool, limit: int | None, since: str | No
 
 
 def _notes(notes: list[Any]) -> None:
+    """The notes on stderr, escaped: one quotes a branch name, which git lets hold U+2028 or NEL."""
     for text in notes:
-        note(f"majordomus: {text}")
+        note(f"majordomus: {escape(str(text))}")
 
 
 def main(argv: list[str]) -> int:

@@ -129,7 +129,7 @@ def _run(args: list[str]) -> int:
     if name not in COMMANDS:
         import difflib
 
-        close = difflib.get_close_matches(name, COMMANDS, 1)
+        close = difflib.get_close_matches(name, COMMANDS, 1, 0.75)  # as `help` suggests: alike, not merely near
         hint = f"did you mean `majordomus {close[0]}`?" if close else "see `majordomus --help`"
         from majordomus.lite.textrules import escape
 

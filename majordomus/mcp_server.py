@@ -145,25 +145,19 @@ class _Server(_ServerBase):  # type: ignore[misc, valid-type]
 def _escaped(result: Any) -> Any:
     """A tool result whose text the model reads, through the one JSON encoder of every output: the SDK
     serialises a returned dict with line separators, NEL and bidi controls raw (design §2a "the terminal").
-    A structured result's text is re-encoded from its structured content; any other text is escaped."""
+    A text that is JSON (a dict the tool returned) is encoded again, the same value; any other text (the
+    briefing) is escaped as every body is."""
     from majordomus.output import dumps, escape
 
-    structured = getattr(result, "structured_content", None)
-    if structured is None:
-        structured = getattr(result, "structuredContent", None)
-    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):  # the 1.x SDK's pair
-        structured = result[1]
     blocks = result[0] if isinstance(result, tuple) else getattr(result, "content", result)
     for block in blocks if isinstance(blocks, list) else ():
-        if getattr(block, "type", None) != "text":
+        if getattr(block, "type", None) != "text" or not isinstance(block.text, str):
             continue
-        if structured is not None:
-            block.text = dumps(structured, indent=2)
-        else:
-            try:
-                block.text = dumps(json.loads(block.text), indent=2)
-            except ValueError:
-                block.text = escape(block.text, body=True)
+        try:
+            value = jsonbound.loads(block.text) if block.text.lstrip().startswith(("{", "[")) else None
+        except ValueError:
+            value = None
+        block.text = dumps(value, indent=2) if value is not None else escape(block.text, body=True)
     return result
 
 

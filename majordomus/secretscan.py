@@ -30,19 +30,19 @@ _PATTERNS = (
     ("a password in a URL", r"(?i:\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@)"),
     ("a basic-auth credential", r"(?i:\bauthorization\s*:\s*basic\s+[A-Za-z0-9+/]{8,}=*)"),
     # The one rule of key = value secrets: a key that holds one of these words anywhere (`client_secret`,
-    # `DB_PASSWORD`, `"access_token"`: no boundary before the word), the word itself optionally plural and
-    # followed by `_`- or `-`-joined parts (`SECRET_KEY`, `secrets`, `token_value`; not `tokenizer`), then
+    # `DB_PASSWORD`, `"access_token"`: no boundary before the word), followed by `_`- or `-`-joined parts
+    # (`SECRET_KEY`, `token_value`; not `tokenizer`, nor `max_tokens`; `secrets` is plural too), then
     # `=` and a value of 3 characters or more, or `:` and one of 4 or more (`token: ok` is prose). Prose
     # about a token or a password reset has no `=` or `:` and a value right after the word.
-    ("a password or secret", r"(?i:(?:password|passwd|passphrase|pwd|secret|token|credential|api[_-]?key"
-                             r"|private[_-]?key|access[_-]?key)s?(?:[_-][a-z0-9]+)*"
+    ("a password or secret", r"(?i:(?:password|passwd|passphrase|pwd|secrets?|token|credentials?|api[_-]?key"
+                             r"|private[_-]?key|access[_-]?key)(?:[_-][a-z0-9]+)*"
                              r"[\"']?\s*(?:=\s*[\"']?[^\s\"']{3,}|:\s*[\"']?[^\s\"']{4,}))"),
 )
 _SECRET = LazyRe("|".join(f"(?:{pattern})" for _, pattern in _PATTERNS))
 
 
 # What a reader does not see (the text rule's invisible and bidi characters): removed before the scan, so
-# that `pass\u200bword=` is the `password=` it displays as.
+# that `password=` with a zero-width space inside is the `password=` it displays as.
 _UNSEEN = LazyRe(f"[{BIDI}{INVISIBLE}]")
 
 

@@ -76,11 +76,12 @@ def _check_subcommand(name: str, subcommand: str) -> None:
     known = sorted(node.subcommands) if node is not None else []
     if subcommand in known:
         return
+    hint = f"{OPTIONS.usage.splitlines()[0]}; see `majordomus help --help`"  # the one format of a usage error
     if not known:
-        raise UsageError(f"`majordomus {name}` has no subcommands; its page is `majordomus help {name}`",
-                         f"usage: majordomus help {name}")
-    raise UsageError(f"`majordomus {name}` has no subcommand `{subcommand}`",
-                     f"its subcommands: {', '.join(known)}; see `majordomus help {name}`")
+        raise UsageError(f"unexpected argument `{subcommand}`: `majordomus {name}` has no subcommands (its page "
+                         f"is `majordomus help {name}`)", hint)
+    raise UsageError(f"unexpected argument `{subcommand}`: `majordomus {name}` has no such subcommand (it has "
+                     f"{', '.join(known)})", hint)
 
 
 def page_path(name: str) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextvars
 import io
-import json
 import os
 import sys
 import threading

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import HANDOFF_BODY, assert_refused, records_in, snapshot, start_task
+from helpers import HANDOFF_BODY, assert_refused, records_in, start_task
 
 SECTIONS = "## State\ns\n## Decisions\nd\n## Open items\no\n## Next actions\nn\n"
 

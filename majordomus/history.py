@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import collections
 import heapq
-import json
 import os
 from datetime import datetime, timezone
 from typing import Any
@@ -17,7 +16,7 @@ from majordomus import clock, continuity, tasks
 from majordomus.errors import EnvironmentProblem, UsageError
 from majordomus.git.status import git
 from majordomus.lite import names, safeio
-from majordomus.output import escape
+from majordomus.output import dumps, escape
 from majordomus.store import ledger, records
 from majordomus.workspace import Workspace
 
@@ -222,7 +221,7 @@ def run_summary(meta: dict[str, Any]) -> str:
 
 def _detail(event: dict[str, Any]) -> str:
     extra = {k: v for k, v in event.items() if k not in _COMMON}
-    return " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in extra.items())
+    return " ".join(f"{k}={v if isinstance(v, str) else dumps(v)}" for k, v in extra.items())
 
 
 def _compactions(ws: Workspace, task_id: str, since: str | None) -> list[Entry]:

@@ -33,7 +33,12 @@ def dumps(data: Any, *, indent: int | None = None, separators: tuple[str, str] |
           sort_keys: bool = False) -> str:
     """The one JSON encoder of every output (`--json`, MCP tool results, hook answers): readable UTF-8,
     with every character of the text rule escaped as `\\uNNNN` (design §2a "the terminal")."""
-    text = json.dumps(data, ensure_ascii=False, indent=indent, separators=separators, sort_keys=sort_keys)
+    return json_text(json.dumps(data, ensure_ascii=False, indent=indent, separators=separators, sort_keys=sort_keys))
+
+
+def json_text(text: str) -> str:
+    """JSON text (a stored ledger line, say) with the characters `dumps` escapes escaped: the same value,
+    and the same text when it holds none of them."""
     return text if _JSON_RAW.search(text) is None else str(_JSON_RAW.sub(_json_escaped, text))
 
 

@@ -105,3 +105,26 @@ def test_mcp_tool_text_is_escaped_and_a_line_that_is_not_utf8_is_a_parse_error_w
     assert (state_dir(repo) / "checkpoints" / record).read_text().endswith("café 東\n")
     assert snapshot(state_dir(repo) / "context") == pins_before  # the pin of request 5 was never made
     assert "\ufffd" not in (state_dir(repo) / "ledger.jsonl").read_text()
+
+
+def test_ledger_json_escapes_what_the_ledger_line_holds_raw(repo):
+    _hostile_branch_task(repo)
+    line = (state_dir(repo) / "ledger.jsonl").read_text().rstrip("\n").split("\n")[-1]  # LF only: U+2028 is in it
+    assert "\u2028" in line  # the stored line holds it raw (valid JSON)…
+    shown = run_here("ledger", "--json", cwd=repo, text=True)
+    assert shown.returncode == 0 and _clean(shown.stdout)  # …its output does not
+    assert json.loads(shown.stdout)["events"][-1]["branch"] == HOSTILE_BRANCH
+
+
+def test_every_json_output_goes_through_the_one_encoder():
+    """No second encoder: the command modules, the MCP server and the timeline call `output.dumps`. (The
+    hooks answer the runtimes with `json.dumps`' ASCII form, which escapes every non-ASCII character.)"""
+    package = Path(__file__).resolve().parent.parent / "majordomus"
+    sources = [*sorted((package / "cli").glob("*.py")), package / "mcp_server.py", package / "history.py",
+               package / "doctor" / "findings.py"]
+    found = [f"{path.name}:{number}" for path in sources
+             for number, line in enumerate(path.read_text().splitlines(), 1) if "json.dumps(" in line]
+    assert found == []
+    hooks = [line for path in sorted((package / "hooks").glob("*.py")) for line in path.read_text().splitlines()
+             if "json.dumps(" in line and "ensure_ascii=False" in line and "len(" not in line]
+    assert hooks == []

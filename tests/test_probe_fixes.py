@@ -136,3 +136,15 @@ def test_one_past_search_a_bracket_class_and_an_escaped_bracket_work(cli: Any, r
         result = cli("search", "-E", pattern)
         assert result.exit_code in (0, 1) and "Warning" not in result.stderr, (pattern, result)
     assert cli("search", "-E", "n[a-z]te").exit_code == 0
+
+
+@pytest.mark.parametrize(("err", "words"), [
+    (28, "is full: free space there, then run the command again"),  # ENOSPC
+    (122, "is full: free space there"),  # EDQUOT
+    (5, "reported an I/O error"),  # EIO
+    (13, "fix its permissions (chmod 700"),  # one past: EACCES is a matter of permissions
+])
+def test_the_unwritable_hint_names_the_cause_of_its_errno(tmp_path: Path, err: int, words: str) -> None:
+    from majordomus.lite.statepaths import unwritable_hint
+
+    assert words in unwritable_hint(str(tmp_path), err)

@@ -239,6 +239,10 @@ def state_exists(paths: StatePaths) -> bool:
 
 def unwritable_hint(path: str, err: int | None = None) -> str:
     """The next step when `path` cannot be written: a read-only file system is not a matter of modes."""
+    if err in (errno.ENOSPC, errno.EDQUOT):  # a full disk or quota is no matter of permissions
+        return f"the file system of {path} is full: free space there, then run the command again"
+    if err == errno.EIO:
+        return f"the disk under {path} reported an I/O error: check it, then run the command again"
     if err == errno.EROFS or _read_only_fs(path):
         return f"{path} is on a read-only file system: run majordomus where the repository is writable"
     return f"fix its permissions (chmod 700 {path}) or run as its owner"

@@ -68,7 +68,8 @@ def checked(field: str, value: str, *, source: str | None = None, hint: str) -> 
     from majordomus.errors import Refused
 
     where = f" (from {source})" if source else ""
-    raise Refused(f"the {field}{where} looks like it carries a secret ({what}); nothing was written", hint)
+    raise Refused(f"the {field}{where} looks like it carries a secret ({what}); nothing was written",
+                  f"the {field} is stored in every record and goes out with `sync push`: never a secret; {hint}")
 
 
 def looks_secret(text: str) -> str | None:

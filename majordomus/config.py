@@ -22,6 +22,9 @@ def _defaults() -> dict[str, Any]:
     return copied
 
 
+LIST_MAX = 32  # section names a handoff must carry
+
+
 class ConfigError(MajordomusError):
     code = ENVIRONMENT
 
@@ -79,9 +82,15 @@ def _check(value: Any, default: Any, dotted: str, where: str) -> Any:
     elif isinstance(default, str):
         if not isinstance(value, str) or not value.strip():
             raise bad("a non-empty string")
-    elif isinstance(default, list):
-        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-            raise bad("a list of non-empty strings")
+    elif isinstance(default, list):  # handoff.required_sections: headings, held to the one-line field grammar
+        if not isinstance(value, list) or not value or len(value) > LIST_MAX or not all(isinstance(v, str) for v in value):
+            raise bad(f"a list of 1 to {LIST_MAX} section names")
+        from majordomus.lite.textrules import field_problem
+
+        for number, item in enumerate(value, 1):
+            problem = field_problem(item)
+            if problem is not None:
+                raise bad(f"a list of one-line section names (entry {number} {problem})")
     return value
 
 

@@ -38,8 +38,8 @@ class NoActiveTask(MajordomusError):
     def __init__(self, where: str, changed_from: str | None = None) -> None:
         if changed_from is not None:
             super().__init__(
-                f"task `{changed_from}` is no longer the active task in {where} (it changed while the body "
-                "was read); nothing was written",
+                f"task `{changed_from}` is no longer the active task in {where} (it changed while this "
+                "command ran); nothing was written",
                 "check `majordomus task show`, then write it again for the task that is active now",
             )
             return

@@ -33,13 +33,33 @@ def _section_key(title: str) -> str:
     return " ".join(title.split()).rstrip(":").strip().casefold()
 
 
+def _outside_comments(line: str, inside: bool) -> tuple[str, bool]:
+    """What of `line` a Markdown reader shows outside HTML comments, and whether a comment is still open
+    after it (`inside`: one was open before it)."""
+    shown = ""
+    while True:
+        if inside:
+            end = line.find("-->")
+            if end < 0:
+                return shown, True
+            line, inside = line[end + 3:], False
+        start = line.find("<!--")
+        if start < 0:
+            return shown + line, False
+        shown, line, inside = shown + line[:start], line[start + 4:], True
+
+
 def sections(body: str) -> dict[str, bool]:
     """Each `## Heading` of the body (normalised) and whether any occurrence has non-blank content.
-    Headings inside fenced code blocks are content, not headings."""
+    Headings inside fenced code blocks are content, not headings; what sits inside an HTML comment
+    (`<!-- … -->`) is neither: a reader of the rendered handoff never sees it."""
     found: dict[str, bool] = {}
     current: str | None = None
     fence: str | None = None
+    comment = False
     for line in body.split("\n"):
+        if fence is None:
+            line, comment = _outside_comments(line, comment)
         if fence is not None:
             if line.strip().startswith(fence):
                 fence = None

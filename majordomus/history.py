@@ -7,7 +7,7 @@ branch that is gone or a detached task leaves a timeline of events alone, with a
 from __future__ import annotations
 
 import collections
-import json
+import heapq
 import os
 from datetime import datetime, timezone
 from typing import Any
@@ -16,7 +16,7 @@ from majordomus import clock, continuity, tasks
 from majordomus.errors import EnvironmentProblem, UsageError
 from majordomus.git.status import git
 from majordomus.lite import names, safeio
-from majordomus.output import escape
+from majordomus.output import dumps, escape
 from majordomus.store import ledger, records
 from majordomus.workspace import Workspace
 
@@ -72,12 +72,35 @@ def select(ws: Workspace, task_id: str | None, every: bool) -> list[tasks.Task]:
     return [tasks.load(ws, tasks.validate_id(task_id))] if task_id else [tasks.active(ws)]
 
 
+_SINCE_HINT = "try `yesterday`, `2 weeks ago`, 2026-11-30 or 2026-11-30T09:00:00Z"
+_FUTURE_SLACK_S = 60  # a time a minute ahead is this machine's clock, not a mistyped date
+
+
 def since_iso(ws: Workspace, when: str) -> str:
-    """WHEN as git reads it (`yesterday`, `2 weeks ago`, `2026-11-30`, an ISO time), as a UTC time."""
-    out = git(ws.place, "rev-parse", f"--since={when}").decode("utf-8", "replace").strip()
-    if not out.startswith("--max-age=") or not out[10:].isdigit():
-        raise UsageError(f"git cannot read the time `{when}`", "try `yesterday`, `2 weeks ago` or 2026-11-30")
-    return _iso(int(out[10:]))
+    """WHEN as git reads it (`yesterday`, `2 weeks ago`, `2026-11-30`, an ISO time), as a UTC time. What git
+    reads leniently as "now" (`not a date`), a calendar date that does not exist (`2026-13-45`) and a time
+    in the future are usage errors (exit 2): each would show nothing and say nothing."""
+    import re
+    import time
+
+    shown = escape(when if len(when) <= 80 else when[:60] + "…")
+    dated = re.match(r"\s*(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)", when)
+    if dated is not None:
+        try:
+            year, month, day = (int(part) for part in dated.groups())
+            datetime(year, month, day)
+        except ValueError:
+            raise UsageError(f"`{shown}` is not a date: {dated.group().strip()} does not exist", _SINCE_HINT) from None
+    # git's careful date reader (the one of gc.pruneExpire) refuses what `--since` would read as now.
+    out = git(ws.place, "-c", f"majordomus.since={when}", "config", "--type=expiry-date", "majordomus.since",
+              ok=(0, 1, 128)).decode("utf-8", "replace").strip()
+    if not out.isdigit():
+        raise UsageError(f"git cannot read the time `{shown}`", _SINCE_HINT)
+    epoch = min(int(out), int(time.time()))  # `now` reads as the largest time there is
+    if int(out) != (1 << 64) - 1 and int(out) > time.time() + _FUTURE_SLACK_S:
+        raise UsageError(f"the time `{shown}` is in the future ({_iso(int(out))}): nothing would be shown",
+                         _SINCE_HINT)
+    return _iso(epoch)
 
 
 def _iso(epoch: int) -> str:
@@ -99,12 +122,15 @@ def build(ws: Workspace, selected: list[tasks.Task], *, limit: int | None = DEFA
         notes.append(f"{dropped[0]} torn or invalid ledger lines skipped (run `majordomus doctor`)")
     pins = _pins(ws, ids, notes)
     entries = [_from_event(ws, event, pins, notes) for event in kept]
-    for task in selected:
-        entries.extend(_compactions(ws, task.id, since))
+    entries.reverse()  # the ledger's order, newest first: what happened, whatever the clocks said (design §13)
+    timed = [e for task in selected for e in _compactions(ws, task.id, since)]
     if commits:
-        entries.extend(_commits(ws, selected, limit, since, notes))
-    entries.sort(key=Entry.key, reverse=True)
-    return Timeline(entries[:limit] if limit is not None else entries, notes, sorted(ids))
+        timed.extend(_commits(ws, selected, limit, since, notes))
+    timed.sort(key=Entry.key, reverse=True)
+    # Commits and compactions (which have no ledger sequence) go in by time between the events; a record
+    # written with a clock set back stays where the ledger put it, never below older events.
+    merged = list(heapq.merge(entries, timed, key=Entry.key, reverse=True))
+    return Timeline(merged[:limit] if limit is not None else merged, notes, sorted(ids))
 
 
 def _pins(ws: Workspace, ids: set[str], notes: list[str]) -> dict[str, dict[str, Any]]:
@@ -195,7 +221,7 @@ def run_summary(meta: dict[str, Any]) -> str:
 
 def _detail(event: dict[str, Any]) -> str:
     extra = {k: v for k, v in event.items() if k not in _COMMON}
-    return " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in extra.items())
+    return " ".join(f"{k}={v if isinstance(v, str) else dumps(v)}" for k, v in extra.items())
 
 
 def _compactions(ws: Workspace, task_id: str, since: str | None) -> list[Entry]:
@@ -231,8 +257,9 @@ def _compactions(ws: Workspace, task_id: str, since: str | None) -> list[Entry]:
 
 def branches(ws: Workspace, selected: list[tasks.Task], notes: list[str]) -> list[str]:
     """The task branches git still has; a note for each one it has not."""
+    # split on LF alone: `splitlines` also splits on U+2028/U+2029/NEL, which git allows in a branch name
     have = set(git(ws.place, "for-each-ref", "--format=%(refname:short)", "refs/heads/").decode(
-        "utf-8", "replace").splitlines())
+        "utf-8", "replace").split("\n"))
     out = []
     for task in selected:
         if task.branch is None:
@@ -265,7 +292,7 @@ def _commits(ws: Workspace, selected: list[tasks.Task], limit: int | None, since
     out = git(ws.place, "log", "--format=%H%x00%h%x00%ct%x00%s", *count, *args, ok=(0, 128))
     task = selected[0].id if len(selected) == 1 else None
     entries = []
-    for line in out.decode("utf-8", "replace").splitlines():
+    for line in out.decode("utf-8", "replace").split("\n"):
         full, short, epoch, subject = (line.split("\0", 3) + ["", "", ""])[:4]
         if epoch.isdigit():
             entries.append(Entry(_iso(int(epoch)), "commit", short[:7], subject, None, task, order=0,
@@ -287,7 +314,7 @@ def graph(ws: Workspace, selected: list[tasks.Task], *, limit: int | None = DEFA
     if args:
         count = ["-n", str(limit)] if limit is not None else []
         raw = git(ws.place, "log", "--graph", "--format=%x01%H%x00%h%x00%ct%x00%s", *count, *args, ok=(0, 128))
-    lines = raw.decode("utf-8", "replace").splitlines()
+    lines = [line for line in raw.decode("utf-8", "replace").split("\n") if line]
     shown = build(ws, selected, limit=GRAPH_RECORDS_MAX, since=since, commits=False)
     shown.notes[:0] = notes
     recs = [e for e in shown.entries if e.kind in ("checkpoint", "handoff", "run") and e.head]
@@ -332,9 +359,11 @@ def text_line(entry: Entry, colour: bool = False, with_task: bool = False) -> st
 
 
 def markdown(timeline: Timeline) -> str:
-    """A GitHub-flavoured table (for `$GITHUB_STEP_SUMMARY`): cells escaped, `|` made literal."""
-    def cell(text: str) -> str:
-        return escape(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    """A GitHub-flavoured table (for `$GITHUB_STEP_SUMMARY`): cells escaped, `|` made literal, `<`, `>` and
+    `&` written as entities (GitHub renders HTML in a summary, and keeps comments)."""
+    def cell(text: str) -> str:  # HTML too: a `<!--` in one summary would hide every row after it
+        shown = escape(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        return shown.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
 
     title = ", ".join(f"`{t}`" for t in timeline.tasks) or "no task"
     out = [f"### majordomus log: {title}", "", "| Time | Task | Kind | Head | Summary |",

@@ -107,7 +107,15 @@ def _run(args: list[str]) -> int:
     try:
         dirs, name, rest = parse_global(args)
     except Exception as exc:
+        _closed_streams(False)
         return _exit_code(exc)
+    closed = _closed_streams(name in FAIL_OPEN)
+    if closed == "standard output":
+        from majordomus.errors import EnvironmentProblem
+
+        return _exit_code(EnvironmentProblem(
+            "standard output is closed (`>&-`): nothing was done, for what the command would print has nowhere to "
+            "go", "give it a standard output (`> /dev/null` to discard what it prints) and run it again"))
     if name is None:
         return _exit_code(_usage("a command is needed"))
     if name in ("-h", "--help"):
@@ -121,7 +129,7 @@ def _run(args: list[str]) -> int:
     if name not in COMMANDS:
         import difflib
 
-        close = difflib.get_close_matches(name, COMMANDS, 1)
+        close = difflib.get_close_matches(name, COMMANDS, 1, 0.75)  # as `help` suggests: alike, not merely near
         hint = f"did you mean `majordomus {close[0]}`?" if close else "see `majordomus --help`"
         from majordomus.lite.textrules import escape
 
@@ -145,6 +153,51 @@ def _run(args: list[str]) -> int:
         if name in FAIL_OPEN:
             return _fail_open(name, rest, exc)
         return _exit_code(exc)
+
+
+class _ClosedStdin:
+    """`sys.stdin` when fd 0 was closed (`<&-`): not a terminal, and any read is exit 12 with a message,
+    before anything is written (design §14). A command that never reads its stdin runs as usual."""
+
+    def isatty(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> object:
+        from majordomus.errors import EnvironmentProblem
+
+        raise EnvironmentProblem("standard input is closed (`<&-`), and this command reads from it; nothing "
+                                 "was written", "give it a standard input (a pipe, a file, or `< /dev/null` "
+                                 "for an empty one) and run it again")
+
+
+def _closed_streams(fail_open: bool) -> str | None:
+    """Make a closed standard stream harmless; name the first one that makes the command unusable, or None.
+
+    Python leaves `sys.stdin`/`sys.stdout`/`sys.stderr` as None when the descriptor was closed. The
+    descriptor is first taken by /dev/null, so that no file majordomus opens (a record, the ledger) nor a
+    child's inherited stream can land on fd 0, 1 or 2. A closed stderr loses the messages, not the command.
+    A hook (fail-open) reads an empty stdin and prints into /dev/null, and goes on. Any other command with
+    a closed stdout is refused (exit 12), and a closed stdin refuses the first read of it."""
+    streams = (sys.stdin, sys.stdout, sys.stderr)
+    if all(stream is not None for stream in streams):
+        return None
+    for fd, stream in enumerate(streams):
+        if stream is None:
+            try:
+                os.fstat(fd)
+            except OSError:
+                taken = os.open(os.devnull, os.O_RDWR)
+                if taken != fd:
+                    os.dup2(taken, fd)
+                    os.close(taken)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (open for the process's lifetime)
+    stdout_closed = sys.stdout is None
+    if stdout_closed:
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+    if sys.stdin is None:
+        sys.stdin = open(os.devnull, encoding="utf-8") if fail_open else _ClosedStdin()  # noqa: SIM115
+    return "standard output" if stdout_closed and not fail_open else None
 
 
 def _exit_code(exc: BaseException) -> int:

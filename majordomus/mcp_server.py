@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextvars
 import io
-import json
 import os
 import sys
 import threading
@@ -131,12 +130,34 @@ def _call(fn: Any, *args: Any, error: Any = None) -> Any:
 
 
 class _Server(_ServerBase):  # type: ignore[misc, valid-type]
+    async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
+        return _escaped(await super().call_tool(*args, **kwargs))
+
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
         token = _REQUEST.set(context if context is not None else _current_context(self))
         try:
             return await (super().read_resource(uri, context) if context is not None else super().read_resource(uri))
         finally:
             _REQUEST.reset(token)
+
+
+def _escaped(result: Any) -> Any:
+    """A tool result whose text the model reads, through the one JSON encoder of every output: the SDK
+    serialises a returned dict with line separators, NEL and bidi controls raw (design §2a "the terminal").
+    A text that is JSON (a dict the tool returned) is encoded again, the same value; any other text (the
+    briefing) is escaped as every body is."""
+    from majordomus.output import dumps, escape
+
+    blocks = result[0] if isinstance(result, tuple) else getattr(result, "content", result)
+    for block in blocks if isinstance(blocks, list) else ():
+        if getattr(block, "type", None) != "text" or not isinstance(block.text, str):
+            continue
+        try:
+            value = jsonbound.loads(block.text) if block.text.lstrip().startswith(("{", "[")) else None
+        except ValueError:
+            value = None
+        block.text = dumps(value, indent=2) if value is not None else escape(block.text, body=True)
+    return result
 
 
 def _current_context(server: Any) -> Any:
@@ -257,8 +278,27 @@ def _lone_surrogate(value: Any, depth: int = 0) -> bool:
 def _error_line(request_id: Any, code: int, message: str) -> str:
     if not (isinstance(request_id, (str, int)) and not isinstance(request_id, bool)) or _lone_surrogate(request_id):
         request_id = None
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}},
-                      separators=(",", ":"))
+    from majordomus.output import dumps
+
+    return dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}},
+                 separators=(",", ":"))
+
+
+def decoded(raw: bytes) -> tuple[str | None, str | None]:
+    """(the line as text, None), or (None, the JSON-RPC parse error) for a line that is not UTF-8: the
+    SDK would decode it with U+FFFD in place of each bad byte and store those (design §6 "must be UTF-8").
+    The error carries the request's id when the rest of the line still tells it, so the client is not
+    left waiting for an answer."""
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        try:
+            message = jsonbound.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            message = None
+        request_id = message.get("id") if isinstance(message, dict) else None
+        return None, _error_line(request_id, PARSE_ERROR, f"Parse error: the line is not valid UTF-8 (byte "
+                                                          f"{exc.start}); nothing was done")
 
 
 def refusal(line: str) -> str | None:
@@ -288,18 +328,20 @@ class _Wire:
 
         self._lock = threading.Lock()
         self._out = sys.stdout.buffer
-        self._in = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+        self._in = anyio.wrap_file(sys.stdin.buffer)  # bytes: a line that is not UTF-8 is refused, not mended
 
     def __aiter__(self) -> Any:
         return self._lines()
 
     async def _lines(self) -> Any:
-        async for line in self._in:
-            reply = refusal(line)
-            if reply is None:
-                yield line
-            else:
-                await self.write(reply + "\n")
+        async for raw in self._in:
+            line, reply = decoded(raw)
+            if line is not None:
+                reply = refusal(line)
+                if reply is None:
+                    yield line
+                    continue
+            await self.write(f"{reply}\n")
 
     async def write(self, text: str) -> None:
         with self._lock:

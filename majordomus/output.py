@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+from majordomus.lite.lazyre import LazyRe
+from majordomus.lite.textrules import BIDI, DEL_C1, INVISIBLE, LINE_BREAKS
 from majordomus.lite.textrules import escape as escape  # the one escaping function (design §2a "the terminal")
 
 TYPE_CHECKING = False
@@ -12,8 +14,36 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+# What `json.dumps(ensure_ascii=False)` leaves raw although the one text rule escapes it: DEL and C1 (NEL among
+# them), the line breaks past C0 (U+2028, U+2029), bidi and invisible characters, and lone surrogates (which
+# UTF-8 cannot carry). JSON escapes C0 itself. These can only sit inside a JSON string, where `\uNNNN` is
+# the same value: a reader decodes what was stored, and no reader sees a line break or a control raw.
+_JSON_RAW = LazyRe(f"[{DEL_C1}{''.join(c for c in LINE_BREAKS if c > chr(0x1f))}{BIDI}{INVISIBLE}\ud800-\udfff]")
+
+
+def _json_escaped(match: Any) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def dumps(data: Any, *, indent: int | None = None, separators: tuple[str, str] | None = None,
+          sort_keys: bool = False) -> str:
+    """The one JSON encoder of every output (`--json`, MCP tool results, hook answers): readable UTF-8,
+    with every character of the text rule escaped as `\\uNNNN` (design §2a "the terminal")."""
+    return json_text(json.dumps(data, ensure_ascii=False, indent=indent, separators=separators, sort_keys=sort_keys))
+
+
+def json_text(text: str) -> str:
+    """JSON text (a stored ledger line, say) with the characters `dumps` escapes escaped: the same value,
+    and the same text when it holds none of them."""
+    return text if _JSON_RAW.search(text) is None else str(_JSON_RAW.sub(_json_escaped, text))
+
+
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+    sys.stdout.write(dumps(data, indent=2) + "\n")
 
 
 def emit(text: str = "") -> None:
@@ -76,7 +106,7 @@ def print_records(found: Any, as_json: bool) -> None:
     if as_json:
         out.write("[")
         for i, d in enumerate(found):
-            out.write(("," if i else "") + "\n  " + json.dumps(d, ensure_ascii=False))
+            out.write(("," if i else "") + "\n  " + dumps(d))
         out.write("\n]\n" if out.written > 1 else "]\n")
         out.flush()
         return

@@ -37,12 +37,28 @@ class TooSlow(UsageError):
 
 
 def compile_pattern(text: str) -> re.Pattern[str]:
-    """`text` compiled case-insensitive and multi-line; any failure to compile it is a usage error."""
+    """`text` compiled case-insensitive and multi-line; any failure to compile it is a usage error, and so
+    is what Python only warns about (a POSIX class such as `[[:alpha:]]`, a `[` or `--` that a later Python
+    will read as a set operation): said plainly, never as a raw FutureWarning."""
+    import warnings
+
+    shown = text if len(text) <= 80 else text[:60] + "…"
+    posix = re.search(r"\[:(alnum|alpha|ascii|blank|cntrl|digit|graph|lower|print|punct|space|upper|word|xdigit):\]",
+                      text)
+    if posix is not None:
+        raise UsageError(f"`{shown}` uses the POSIX class `{posix.group()}`, which Python's regular expressions do "
+                         "not have", "write `[a-z]` (the search ignores case), `\\d` for a digit or `\\s` for white "
+                         "space; or search for plain words without -E")
     try:
-        return re.compile(text, re.IGNORECASE | re.MULTILINE)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FutureWarning)
+            return re.compile(text, re.IGNORECASE | re.MULTILINE)
+    except FutureWarning as exc:
+        raise UsageError(f"`{shown}` is ambiguous to Python's regular expressions ({str(exc).lower()})",
+                         "escape the `[`, `-`, `&`, `~` or `|` that is meant literally (`\\[`), or search for plain "
+                         "words without -E") from None
     except (re.error, OverflowError, RecursionError, ValueError, MemoryError) as exc:
         what = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc) or type(exc).__name__
-        shown = text if len(text) <= 80 else text[:60] + "…"
         raise UsageError(f"`{shown}` is not a valid regular expression: {what}",
                          "fix the expression, or search for plain words without -E") from None
 

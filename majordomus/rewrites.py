@@ -54,19 +54,15 @@ def parse(data: bytes) -> tuple[list[tuple[str, str]], int]:
 
 def read_stdin(stream: BinaryIO | None) -> tuple[bytes, int]:
     """Git's mapping, bounded: at most `STDIN_MAX_LINES` whole lines within `STDIN_MAX_BYTES`, and how many
-    lines were left unread past the bound (the rest is drained, bounded, so git's writer is not cut off)."""
+    lines were left unread past the bound. Read with the hooks' stdin deadline (design §2a): a stream that
+    never ends or never closes costs at most that, so the amend or rebase that runs the hook goes on."""
     from majordomus.lite import stdin
 
-    data = stdin.read_bounded(stream, STDIN_MAX_BYTES)
-    over = 0
+    data, over = stdin.read_head(stream, STDIN_MAX_BYTES)
     if len(data) > STDIN_MAX_BYTES:
-        data = data[:data.rfind(b"\n", 0, STDIN_MAX_BYTES) + 1]
-        over = 1
-        while stream is not None and over < 1 << 20:
-            chunk = stream.read(65536)
-            if not chunk:
-                break
-            over += chunk.count(b"\n")
+        cut = data.rfind(b"\n", 0, STDIN_MAX_BYTES) + 1
+        over += data.count(b"\n", cut) + 1  # the lines cut off here (the last one may lack its line end)
+        data = data[:cut]
     lines = data.split(b"\n")
     if len(lines) > STDIN_MAX_LINES + 1:
         over += len(lines) - 1 - STDIN_MAX_LINES

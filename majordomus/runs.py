@@ -260,7 +260,13 @@ class RecordFailed(Exception):
     def __init__(self, status: int, error: MajordomusError) -> None:
         super().__init__(error.message)
         self.status = status
-        error.message = f"the command ran (exit status {status}) but its run record was not written: {error.message}"
+        if error.message.startswith("the run record ") and " is stored" in error.message:  # linked, not complete
+            error.message = f"the command ran (exit status {status}); {error.message}"
+        else:
+            error.message = f"the command ran (exit status {status}) but its run record was not written: {error.message}"
+        if status == 0:  # say why the exit status is not CMD's
+            error.hint = (f"{error.hint}; " if error.hint else "") + (
+                f"majordomus exits {error.code}, not CMD's 0, so that a missing record never reads as a pass")
         self.error = error
 
 

@@ -25,6 +25,29 @@ def _template_files() -> list[tuple[str, bytes]]:
     return out
 
 
+def _refuse_unreadable(base: str, rel: str) -> None:
+    """Exit 12, before anything is written, when a template's path holds a symbolic link (dangling or not)
+    or anything but a regular file: every command reads `.ai/` with no-link rules and would refuse it, so
+    calling it kept would be a lie."""
+    import stat
+
+    target = os.path.join(base, rel)
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot read {target}: {exc.strerror}; nothing was written",
+                                 "check the directory's permissions, then run `majordomus init` again") from exc
+    if stat.S_ISREG(mode):
+        return
+    what = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+    raise EnvironmentProblem(f"{target} is {what}, which majordomus never reads (a committed file is read with "
+                             "no-link rules); nothing was written",
+                             "replace it with the file itself, or remove it to get the template's, then run "
+                             "`majordomus init` again")
+
+
 def init(ws: Workspace) -> list[tuple[str, str]]:
     """Create what is missing; returns (path, 'created' | 'kept') for each template file."""
     base = ws.paths.config_root or ws.worktree
@@ -33,6 +56,8 @@ def init(ws: Workspace) -> list[tuple[str, str]]:
         raise EnvironmentProblem(f"{link} is a symbolic link; majordomus writes nothing through it",
                                  "replace the link with a real directory (or remove it), then run `majordomus "
                                  "init` again")
+    for rel, _data in _template_files():
+        _refuse_unreadable(base, rel)  # never "kept" for a file no command will read
     paths.check_readable(ws.paths)  # the state, too: refused before anything is written
     ai = os.path.join(base, AI_DIR)
     results = []

@@ -8,6 +8,7 @@ through remotes; a secret that gets in cannot be taken back. The list errs on th
 from __future__ import annotations
 
 from majordomus.lite.lazyre import LazyRe
+from majordomus.lite.textrules import BIDI, INVISIBLE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,22 +28,48 @@ _PATTERNS = (
     ("a JSON web token", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     ("a bearer token", r"(?i:\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*)"),
     ("a password in a URL", r"(?i:\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@)"),
-    # A key that ends in one of these words (`client_secret`, `api_token`, `"access_token"`: no boundary before
-    # the word), then `=` and a value of 3 characters or more, or `:` and one of 4 or more (`token: ok` is
-    # prose). Prose about a token or a password reset has no `=` or `:` and a value right after the word.
-    ("a password or secret", r"(?i:(?:password|passwd|pwd|secret|token|api[_-]?key)"
+    ("a basic-auth credential", r"(?i:\bauthorization\s*:\s*basic\s+[A-Za-z0-9+/]{8,}=*)"),
+    # The one rule of key = value secrets: a key that holds one of these words anywhere (`client_secret`,
+    # `DB_PASSWORD`, `"access_token"`: no boundary before the word), followed by `_`- or `-`-joined parts
+    # (`SECRET_KEY`, `token_value`; not `tokenizer`, nor `max_tokens`; `secrets` is plural too), then
+    # `=` and a value of 3 characters or more, or `:` and one of 4 or more (`token: ok` is prose). Prose
+    # about a token or a password reset has no `=` or `:` and a value right after the word.
+    ("a password or secret", r"(?i:(?:password|passwd|passphrase|pwd|secrets?|token|credentials?|api[_-]?key"
+                             r"|private[_-]?key|access[_-]?key)(?:[_-][a-z0-9]+)*"
                              r"[\"']?\s*(?:=\s*[\"']?[^\s\"']{3,}|:\s*[\"']?[^\s\"']{4,}))"),
 )
 _SECRET = LazyRe("|".join(f"(?:{pattern})" for _, pattern in _PATTERNS))
 
 
+# What a reader does not see (the text rule's invisible and bidi characters): removed before the scan, so
+# that `password=` with a zero-width space inside is the `password=` it displays as.
+_UNSEEN = LazyRe(f"[{BIDI}{INVISIBLE}]")
+
+
 def _folded(text: str) -> str:
-    """`text` after NFKC, as the patterns see it: a full-width `ｇｈｐ_…` is the `ghp_…` it displays as."""
+    """`text` as the patterns see it: without the characters a reader does not see, then after NFKC (a
+    full-width `ｇｈｐ_…` is the `ghp_…` it displays as)."""
     if text.isascii():
         return text
     import unicodedata
 
-    return unicodedata.normalize("NFKC", text)
+    return unicodedata.normalize("NFKC", str(_UNSEEN.sub("", text)))
+
+
+def checked(field: str, value: str, *, source: str | None = None, hint: str) -> str:
+    """`value` when it is a one-line field (the text rule) that carries no secret, else a refusal (exit
+    10) naming the field, its source and the kind: an owner is stored in every record and synced."""
+    from majordomus.lite import textrules
+
+    textrules.checked(field, value, source=source, hint=hint)
+    what = looks_secret(value)
+    if what is None:
+        return value
+    from majordomus.errors import Refused
+
+    where = f" (from {source})" if source else ""
+    raise Refused(f"the {field}{where} looks like it carries a secret ({what}); nothing was written",
+                  f"the {field} is stored in every record and goes out with `sync push`: never a secret; {hint}")
 
 
 def looks_secret(text: str) -> str | None:

@@ -6,7 +6,7 @@ import os
 
 from majordomus import config as config_mod
 from majordomus.errors import EnvironmentProblem, MajordomusError
-from majordomus.lite import dotgit, textrules
+from majordomus.lite import dotgit
 from majordomus.store import paths
 
 TYPE_CHECKING = False
@@ -89,17 +89,19 @@ class Workspace:
 
     def owner(self, explicit: str | None = None) -> str:
         """`--owner`, else MAJORDOMUS_OWNER, else git's user.email, else the login name."""
+        from majordomus import secretscan  # an owner is one line and no secret: it is in every record
+
         if explicit:
-            return textrules.checked("owner", explicit, hint="an owner is one line: an e-mail address or a name")
+            return secretscan.checked("owner", explicit, hint="an owner is one line: an e-mail address or a name")
         env = os.environ.get("MAJORDOMUS_OWNER")
         if env:
-            return textrules.checked("owner", env, source="MAJORDOMUS_OWNER",
+            return secretscan.checked("owner", env, source="MAJORDOMUS_OWNER",
                                      hint="set MAJORDOMUS_OWNER to one line, or pass --owner")
         from majordomus.git import status
 
         email = status.config_get(self.place, "user.email")
         if email:
-            return textrules.checked("owner", email, source="git config user.email",
+            return secretscan.checked("owner", email, source="git config user.email",
                                      hint="pass --owner NAME (or set MAJORDOMUS_OWNER), or fix `git config user.email`")
         try:
             import pwd

@@ -225,3 +225,29 @@ def test_help_of_an_unknown_command_is_a_usage_error(cli: Any, repo: Path) -> No
 def test_every_command_has_its_page_for_help() -> None:
     for name in COMMANDS:
         assert packaged_page(f"majordomus-{name}").is_file(), name
+
+
+@pytest.mark.parametrize(("args", "words", "hint"), [
+    (("help", "nonexist"), "`nonexist` is not a majordomus command", "hint: see `majordomus --help`"),
+    (("help", "chekpoint"), "`chekpoint` is not a majordomus command", "hint: did you mean `majordomus help checkpoint`?"),
+    (("help", "task", "nope"), "unexpected argument `nope`: `majordomus task` has no such subcommand (it has "
+     "done, list, release, resume, show, start)", "hint: usage: majordomus help [COMMAND [SUBCOMMAND]]"),
+    (("help", "brief", "x"), "`majordomus brief` has no subcommands", "hint: usage: majordomus help"),
+    (("nonexist",), "`nonexist` is not a majordomus command", "hint: see `majordomus --help`"),
+])
+def test_help_suggests_only_alike_names_and_checks_a_subcommand(cli: Any, repo: Path, args: tuple[str, ...],
+                                                                words: str, hint: str) -> None:
+    result = assert_refused(cli, repo, args, 2, words)
+    assert result.stderr.splitlines()[1].startswith(hint), result.stderr
+
+
+def test_one_past_help_of_a_subcommand_opens_its_command_s_page(cli: Any, repo: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    os.environ["PATH"], saved = str(empty), os.environ["PATH"]  # no `man`: the subcommand's --help is printed
+    try:
+        result = cli("help", "task", "start")
+    finally:
+        os.environ["PATH"] = saved
+    assert result.exit_code == 0 and "task start" in result.stdout, result
+    assert "majordomus-task.1" in result.stderr

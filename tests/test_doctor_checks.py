@@ -105,7 +105,7 @@ def test_directory_mode_0755_fails(cli, repo, store):
     os.chmod(state_dir(repo) / "checkpoints", 0o755)
     code, report = doctor(cli)
     assert code == 1
-    assert "0755" in only(report, "perm.directory")[0]["message"]
+    assert "0755; state directories must be 0700" in only(report, "perm.directory")[0]["message"]
 
 
 def test_task_file_mode_is_checked_too(cli, repo, store):

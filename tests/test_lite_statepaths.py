@@ -116,3 +116,15 @@ def test_the_safe_mkdir_is_0700_whatever_the_umask_and_never_through_a_link(tmp_
     (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(EnvironmentProblem, match="symbolic link"):
         statepaths.ensure_dir(str(tmp_path / "link"))
+
+
+@pytest.mark.parametrize(("err", "words"), [
+    (28, "is full: free some space, then run the same command again"),  # ENOSPC
+    (122, "is full: free some space"),  # EDQUOT
+    (5, "reported an I/O error"),  # EIO
+    (13, "fix its permissions (chmod 700"),  # one past: EACCES is a matter of permissions
+])
+def test_the_unwritable_hint_names_the_cause_of_its_errno(tmp_path: Path, err: int, words: str) -> None:
+    from majordomus.lite.statepaths import unwritable_hint
+
+    assert words in unwritable_hint(str(tmp_path), err)

@@ -86,7 +86,8 @@ def test_since_keeps_what_happened_since_then(cli, repo):
     start_task(cli, "t1")
     assert cli("checkpoint", input="one").exit_code == 0
     assert entries(cli, "--since", "1 hour ago") != []
-    assert entries(cli, "--since", "2099-01-01") == []
+    assert entries(cli, "--since", "1 minute ago") != []  # the edge: a minute back still holds the checkpoint
+    assert entries(cli, "--since", "1970-01-01") != []
 
 
 def test_all_interleaves_every_task_with_its_id(cli, repo):
@@ -286,3 +287,80 @@ def test_a_ledger_path_outside_the_records_is_never_read(cli, repo):
     result = cli("log")
     assert result.exit_code == 0 and "not majordomus's" not in result.stdout
     assert "(record gone or unreadable)" in result.stdout
+
+
+HOSTILE_BRANCH = "x\u2028IGNORE\u2029owner=evil\u0085nel"
+
+
+def test_a_branch_with_unicode_line_breaks_is_found_and_every_note_is_escaped(cli, repo):
+    git(repo, "checkout", "-q", "-b", HOSTILE_BRANCH)
+    start_task(cli, "b2", "--title", "b2")
+    commit_now(repo, "on the odd branch")
+    result = cli("log")
+    assert result.exit_code == 0 and "on the odd branch" in result.stdout  # its commits are listed
+    assert "not in this clone" not in result.stderr
+    graph = cli("log", "--graph")
+    assert "on the odd branch" in graph.stdout and "no commits" not in graph.stdout
+    # one past: the branch gone, the note names it, escaped
+    git(repo, "checkout", "-q", "--detach")
+    git(repo, "branch", "-q", "-D", HOSTILE_BRANCH)
+    gone = cli("log", "b2")
+    assert "not in this clone" in gone.stderr and "x\\u2028IGNORE\\u2029owner=evil\\x85nel" in gone.stderr
+    assert not any(ch in gone.stderr for ch in "\u2028\u2029\x85")
+
+
+@pytest.mark.parametrize(("when", "words"), [
+    ("not a date", "git cannot read the time `not a date`"),
+    ("x", "git cannot read the time `x`"),
+    ("2026-13-45", "`2026-13-45` is not a date: 2026-13-45 does not exist"),
+    ("2026-02-30", "2026-02-30 does not exist"),
+    ("2099-01-01", "is in the future"),
+])
+def test_since_that_git_would_read_as_now_or_that_does_not_exist_is_a_usage_error(cli, repo, when, words):
+    start_task(cli, "t1")
+    assert cli("checkpoint", input="one").exit_code == 0
+    result = assert_refused(cli, repo, ("log", "--since", when), 2, words)
+    assert result.stderr.splitlines()[1].startswith("hint: try `yesterday`")
+
+
+def test_one_past_since_a_real_date_and_a_relative_time_still_work(cli, repo):
+    start_task(cli, "t1")
+    assert cli("checkpoint", input="one").exit_code == 0
+    for when in ("2026-02-28", "yesterday", "2 weeks ago", "1.minute.ago"):
+        assert any(e["kind"] == "checkpoint" for e in entries(cli, "--since", when)), when
+
+
+def test_markdown_writes_html_as_entities_so_a_comment_hides_nothing(cli, repo):
+    start_task(cli, "m")
+    assert cli("checkpoint", input="innocent").exit_code == 0
+    assert cli("checkpoint", input="<!-- a & <img src=x> -->").exit_code == 0
+    markdown = cli("log", "--format", "markdown").stdout
+    assert "<" not in markdown and ">" not in markdown.replace("&gt;", "")
+    assert "&lt;!-- a &amp; &lt;img src=x&gt; --&gt;" in markdown and "innocent" in markdown
+    # one past: the `|` and backtick escapes still hold beside the entities
+    assert cli("checkpoint", input="a | b `c` <d>").exit_code == 0
+    assert "a \\| b \\`c\\` &lt;d&gt;" in cli("log", "--format", "markdown").stdout
+
+
+def test_the_timeline_is_in_ledger_order_whatever_the_clocks_said(cli, repo):
+    """Design §13: a checkpoint written with the clock set back a day is still the newest entry, and one
+    written with the clock a day ahead does not stay on top of what came after it."""
+    from freezegun import freeze_time
+
+    start_task(cli, "c")
+    now = time.time()
+    iso = "%Y-%m-%dT%H:%M:%SZ"
+    assert cli("checkpoint", input="before").exit_code == 0
+    with freeze_time(time.strftime(iso, time.gmtime(now + 86400))):
+        assert cli("checkpoint", input="ahead").exit_code == 0
+    with freeze_time(time.strftime(iso, time.gmtime(now + 2))):
+        assert cli("checkpoint", input="after-normal").exit_code == 0
+    with freeze_time(time.strftime(iso, time.gmtime(now - 86400))):
+        assert cli("checkpoint", input="behind").exit_code == 0
+    summaries = [e["summary"] for e in entries(cli) if e["kind"] == "checkpoint"]
+    assert summaries == ["behind", "after-normal", "ahead", "before"]
+    assert [e["summary"] for e in entries(cli, "-n", "1")] == ["behind"]  # `-n` cuts the oldest, not it
+    # commits still go in by time between the events
+    commit_now(repo, "a commit", offset=5)
+    kinds = [e["kind"] for e in entries(cli)]
+    assert kinds.index("commit") < kinds.index("start")

@@ -432,3 +432,52 @@ def test_ledger_and_watch_show_a_rewrite_as_one_short_line(repo: Path) -> None:
     from majordomus.doctor import watch
 
     assert watch._describe(full) == f"t1 rebase: 50 commits rewritten, now at {pairs(50)[-1][1][:7]}"
+
+
+def test_hook_rewrite_reads_under_the_hooks_stdin_deadline_and_never_holds_git(repo: Path) -> None:
+    """Design §2a: the hook's stdin is read with a deadline. Side by side (one wait for the suite): a writer
+    that sends its mapping and then keeps the pipe open (the edge: what arrived is recorded), one that never
+    writes, and an endless stream of NULs (past it: nothing recorded) — each hook is done within the 2 s."""
+    import time
+
+    from majordomus.lite import stdin
+
+    start_task_at(repo)
+    assert MAJORDOMUS
+    mapping = mapping_text(pairs(3))
+    began = time.monotonic()
+    held = subprocess.Popen([MAJORDOMUS, "hook", "rewrite", "amend"], cwd=repo, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    silent = subprocess.Popen([MAJORDOMUS, "hook", "rewrite", "amend"], cwd=repo, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with open("/dev/zero", "rb") as zeros:
+        endless = subprocess.Popen([MAJORDOMUS, "hook", "rewrite", "rebase"], cwd=repo, stdin=zeros,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert held.stdin is not None
+    held.stdin.write(mapping.encode())
+    held.stdin.flush()  # and the pipe stays open, as a hook manager that never closes it leaves it
+    try:
+        codes = [proc.wait(timeout=stdin.TOTAL_S + 3) for proc in (held, silent, endless)]
+    finally:
+        for proc in (held, silent, endless):
+            if proc.stdin is not None:
+                proc.stdin.close()
+            if proc.poll() is None:
+                proc.kill()
+    took = time.monotonic() - began
+    assert codes == [0, 0, 0] and took < stdin.TOTAL_S + 2.5, (codes, took)
+    [event] = events_named(repo, "git.rewrite")  # the held writer's mapping; the other two had none
+    assert event["how"] == "amend" and event["rewritten"] == 3 and event["head"] == pairs(3)[-1][1]
+
+
+def test_read_head_keeps_the_first_bytes_and_counts_the_lines_past_them(tmp_path: Path) -> None:
+    from majordomus.lite import stdin
+
+    data = b"".join(b"%d\n" % i for i in range(100))
+    source = tmp_path / "m"
+    source.write_bytes(data)
+    with open(source, "rb") as stream:
+        assert stdin.read_head(stream, len(data)) == (data, 0)  # the edge: all of it fits
+    with open(source, "rb") as stream:
+        head, past = stdin.read_head(stream, 9)  # one past: 10 bytes kept, the rest counted
+    assert head == data[:10] and past == data[10:].count(b"\n")

@@ -119,3 +119,25 @@ def test_the_mcp_tool_is_bounded_too(cli, slow_store, monkeypatch):
     with pytest.raises(regexbound.TooSlow, match=r"the pattern takes too long on .*checkpoints/"):
         search.tool(Workspace.open(str(slow_store)), [SLOW], regex=True)
     assert search.tool(Workspace.open(str(slow_store)), ["a+!$"], regex=True)["matches"]
+
+
+@pytest.mark.parametrize(("pattern", "words"), [
+    ("[[:alpha:]]", "uses the POSIX class `[:alpha:]`, which Python's regular expressions do not have"),
+    ("x[[:digit:]]+", "the POSIX class `[:digit:]`"),
+    ("[[a]", "is ambiguous to Python's regular expressions (possible nested set at position 1)"),
+    ("[a--b]", "(possible set difference at position 2)"),
+])
+def test_search_says_plainly_what_python_only_warns_about(cli: Any, repo: Path, pattern: str, words: str) -> None:
+    start_task(cli, "s1")
+    assert cli("checkpoint", input="note").exit_code == 0
+    result = assert_refused(cli, repo, ("search", "-E", pattern), 2, words)
+    assert "Warning" not in result.stderr and "site-packages" not in result.stderr
+
+
+def test_one_past_search_a_bracket_class_and_an_escaped_bracket_work(cli: Any, repo: Path) -> None:
+    start_task(cli, "s1")
+    assert cli("checkpoint", input="note [x] 42").exit_code == 0
+    for pattern in ("n[a-z]te", r"\[x\]", "[0-9]+", r"\[:alpha:\]"):
+        result = cli("search", "-E", pattern)
+        assert result.exit_code in (0, 1) and "Warning" not in result.stderr, (pattern, result)
+    assert cli("search", "-E", "n[a-z]te").exit_code == 0

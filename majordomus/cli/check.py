@@ -58,6 +58,6 @@ def main(argv: list[str]) -> int:
 
 
 def _json(data: dict[str, object]) -> None:
-    import json
+    from majordomus.output import dumps
 
-    sys.stdout.write(json.dumps(data) + "\n")
+    sys.stdout.write(dumps(data) + "\n")

@@ -54,9 +54,9 @@ def write(ws: Workspace, as_json: bool) -> int:
     elif not written.created:
         sys.stderr.write("the identical record is already stored; nothing new was written\n")
     if as_json:
-        import json
+        from majordomus import output
 
-        print(json.dumps({"path": written.shown, "sha256": written.sha256, "created": written.created}))
+        sys.stdout.write(output.dumps({"path": written.shown, "sha256": written.sha256, "created": written.created}) + "\n")
     else:
         print(written.shown)
     return 0

@@ -7,7 +7,7 @@ import sys
 import click
 
 from majordomus.cli.common import CONTEXT, json_option, run, workspace
-from majordomus.output import BlockWriter, emit, emit_json, escape, note
+from majordomus.output import BlockWriter, dumps, emit, emit_json, escape, json_text, note
 
 _LEDGER_COMMON = frozenset(("v", "seq", "at", "event", "task", "worktree", "branch", "prev"))
 
@@ -19,7 +19,6 @@ _LEDGER_COMMON = frozenset(("v", "seq", "at", "event", "task", "worktree", "bran
 @click.pass_context
 def ledger_cmd(ctx: click.Context, as_json: bool, task_id: str | None, verify: bool) -> None:
     """Print the ledger's events, or verify its hash chain."""
-    import json
 
     from majordomus.store import ledger
 
@@ -48,10 +47,10 @@ def ledger_cmd(ctx: click.Context, as_json: bool, task_id: str | None, verify: b
         if task_id is not None and ev.get("task") != task_id:
             continue
         if as_json:
-            out.write(("," if shown else "") + "\n  " + line.decode("utf-8").strip())
+            out.write(("," if shown else "") + "\n  " + json_text(line.decode("utf-8").strip()))
         else:
             extra = {k: v for k, v in ev.items() if k not in _LEDGER_COMMON}
-            detail = " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in extra.items())
+            detail = " ".join(f"{k}={v if isinstance(v, str) else dumps(v)}" for k, v in extra.items())
             if ev["event"] == "git.rewrite":  # its mapping (up to 3,000 pairs) is for --json
                 from majordomus import rewrites
 

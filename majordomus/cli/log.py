@@ -7,7 +7,6 @@ terminal, colour only on a terminal and never with NO_COLOR.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from typing import IO, Any
 import click
 
 from majordomus.cli.common import CONTEXT, json_option, run, workspace
-from majordomus.output import BlockWriter, note
+from majordomus.output import BlockWriter, dumps, escape, note
 
 DEFAULT_PAGER = "less -FRX"
 
@@ -113,7 +112,7 @@ def log_cmd(task_id: str | None, every: bool, limit: int | None, since: str | No
         return
     timeline = history.build(ws, selected, limit=limit, since=after, every=every)
     if as_json:
-        sys.stdout.write(json.dumps([e.to_dict() for e in timeline.entries], ensure_ascii=False, indent=1) + "\n")
+        sys.stdout.write(dumps([e.to_dict() for e in timeline.entries], indent=1) + "\n")
     elif fmt == "markdown":
         sys.stdout.write(history.markdown(timeline))
     else:
@@ -124,8 +123,9 @@ def log_cmd(task_id: str | None, every: bool, limit: int | None, since: str | No
 
 
 def _notes(notes: list[Any]) -> None:
+    """The notes on stderr, escaped: one quotes a branch name, which git lets hold U+2028 or NEL."""
     for text in notes:
-        note(f"majordomus: {text}")
+        note(f"majordomus: {escape(str(text))}")
 
 
 def main(argv: list[str]) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import sys
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ import click
 
 from majordomus.cli.common import CONTEXT, json_option, run, workspace
 from majordomus.cli.log import colour_wanted, paged
-from majordomus.output import BlockWriter, escape, note
+from majordomus.output import BlockWriter, dumps, escape, note
 
 _MARK, _RESET = "\x1b[1;31m", "\x1b[0m"
 
@@ -58,7 +57,7 @@ def _show(ws: Any, query: Any, task: str | None, kind: str | None, skipped: list
         out = BlockWriter(sys.stdout)
         out.write("[")
         for hit in hits:
-            out.write(("," if shown else "") + "\n " + json.dumps(hit.to_dict(), ensure_ascii=False))
+            out.write(("," if shown else "") + "\n " + dumps(hit.to_dict()))
             shown += 1
         out.write("\n]\n" if shown else "]\n")
         out.flush()

@@ -3,14 +3,13 @@ majordomus.doctor.watch."""
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
 import click
 
 from majordomus.cli.common import CONTEXT, run
-from majordomus.output import escape
+from majordomus.output import dumps, escape
 
 
 def _printer(as_json: bool) -> Any:
@@ -24,7 +23,7 @@ def _printer(as_json: bool) -> Any:
             else:
                 data.update(code=report.code, level=report.level, message=report.message, path=report.path,
                             hint=report.hint)
-            line = json.dumps(data, ensure_ascii=False)
+            line = dumps(data)
         elif report.kind == "event":  # every stored field escaped: no event can drive the terminal
             line = f"{report.at}  event   {escape(str(report.code)):<16} {escape(str(report.message))}"
         elif report.kind == "tick":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -80,7 +79,9 @@ def render_json(findings: list[Finding], strict: bool) -> str:
         "counts": counts(findings),
         "findings": [f.to_dict() for f in findings],
     }
-    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    from majordomus.output import dumps
+
+    return dumps(document, indent=2) + "\n"
 
 
 def _escape_data(text: str) -> str:

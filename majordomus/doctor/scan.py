@@ -52,7 +52,8 @@ class _Walk:
     def mode(self, path: str, st: os.stat_result, want: int, what: str) -> None:
         mode = stat.S_IMODE(st.st_mode)
         if mode != want:
-            self.add(FAIL, f"perm.{what}", path, f"{{path}} has mode {mode:04o}; state {what}s must be {want:04o}",
+            self.add(FAIL, f"perm.{what}", path, f"{{path}} has mode {mode:04o}; state {'directories' if what == 'directory' else what + 's'} "
+                     f"must be {want:04o}",
                      f"chmod {want:o} '{{path}}'")
 
     def run(self) -> Scan:

@@ -125,3 +125,53 @@ def read_hook_payload(stream: BinaryIO | None, limit: int, quiet: float = QUIET_
     if size > limit:
         return None
     return b"".join(chunks)
+
+
+def read_head(stream: BinaryIO | None, limit: int, quiet: float = QUIET_S,
+              total: float = TOTAL_S) -> tuple[bytes, int]:
+    """The first `limit` + 1 bytes of a hook's stdin under the deadline of `read_hook_payload` (end of the
+    stream, `quiet` seconds without a byte, `total` in all), and how many line ends came past them (read
+    and dropped, so the writer is not cut off). For git's post-rewrite mapping, which is lines, not JSON:
+    an endless stream or a writer that never closes costs the deadline, never git's command."""
+    if stream is None:
+        return b"", 0
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        data, past, drained = read_bounded(stream, limit), 0, 0
+        while len(data) > limit and drained < _DRAIN_MAX:  # a stream without a descriptor: a test's bytes
+            chunk = stream.read(65536)
+            if not chunk:
+                break
+            past, drained = past + chunk.count(b"\n"), drained + len(chunk)
+        return data, past
+    import os
+    import select
+    import time
+
+    began = time.monotonic()
+    if fd == 0:
+        age = _process_age()
+        if age is not None and 0 <= age < _AGE_TRUSTED_S:
+            total = max(total - age, MIN_READ_S)
+    kept: list[bytes] = []
+    size = past = 0
+    while True:
+        left = total - (time.monotonic() - began)
+        if left <= 0:
+            break
+        try:
+            ready, _, _ = select.select([fd], [], [], min(quiet, left))
+            chunk = os.read(fd, 65536) if ready else b""
+        except BlockingIOError:
+            continue
+        except (OSError, ValueError):
+            break
+        if not chunk:
+            break
+        room = limit + 1 - size
+        if room > 0:
+            kept.append(chunk[:room])
+        past += chunk.count(b"\n", max(room, 0))
+        size += len(chunk)
+    return b"".join(kept), past

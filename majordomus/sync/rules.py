@@ -186,7 +186,7 @@ def check_task(name: str, data: bytes) -> str | None:
         problem = textrules.unquoted_problem(getattr(task, key) or "")
         if problem is not None:
             return f"its `{key}` {problem}"
-    for key in ("title", "objective"):
+    for key in ("title", "objective", "owner"):  # an owner is held to the secret rule from every source
         what = secretscan.looks_secret(getattr(task, key))
         if what is not None:
             return f"its `{key}` looks like it carries a secret ({what})"

@@ -3,11 +3,12 @@ under a deadline (`regexbound`), and which line of a text shows the match."""
 
 from __future__ import annotations
 
-import re
-from typing import AnyStr
-
-from majordomus import regexbound
 from majordomus.errors import UsageError
+
+TYPE_CHECKING = False  # on the path of every search: typing and the regex deadline are loaded only for -E
+if TYPE_CHECKING:
+    import re
+    from typing import AnyStr
 
 
 class Query:
@@ -26,6 +27,8 @@ class Query:
             if len(words) != 1:
                 raise UsageError(f"-E takes one regular expression, not {len(words)} words",
                                  "quote it as one argument: majordomus search -E 'parser|lexer'")
+            from majordomus import regexbound
+
             self.pattern = regexbound.compile_pattern(words[0])  # any failure a usage error
             self.ascii_words = []
 
@@ -42,6 +45,8 @@ class Query:
         """The matching line of `text`: the first that holds every word (else the first that holds the
         first word), or the line where the expression matches first; None when `text` does not match."""
         if self.pattern is not None:
+            from majordomus import regexbound
+
             found = regexbound.search(self.pattern, text)  # under a deadline: TooSlow past it
             return None if found is None else _line_at(text, found.start())
         low = text.lower()

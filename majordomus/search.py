@@ -128,7 +128,7 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 
 def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str]) -> list[tuple[str, Row]]:
     """(sort key, row) of every matching pin: pins are few, so they are gathered, then merged in."""
-    from majordomus import continuity
+    from majordomus import search_pins
 
     try:
         ids = sorted(n for n in os.listdir(ws.paths.contexts) if names.is_task_id(n))
@@ -139,12 +139,12 @@ def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str])
         if task is not None and task_id != task:
             continue
         try:
-            doc = continuity.load(ws, task_id)
+            doc = search_pins.load(ws, task_id)  # as continuity.load trusts it
         except EnvironmentProblem as exc:
             skipped.append(f"the pins of `{task_id}`: {exc.message}")
             continue
-        shown = ws.display(continuity.path_of(ws, task_id))
-        for key in continuity.PIN_KEYS:
+        shown = ws.display(search_pins.path_of(ws, task_id))
+        for key in search_pins.PIN_KEYS:
             for pin in (doc or {}).get(key, []):
                 try:
                     line = query.line(pin["text"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import itertools
 import os
+import re
 
 from majordomus.errors import EnvironmentProblem, UsageError
 from majordomus.lite import names, safeio
@@ -88,6 +89,44 @@ def _names(dir_fd: int) -> tuple[list[str], set[str]]:
     listed = [e.name for e in entries]
     listed.sort(reverse=True)  # strings sort faster than tuples: pair them up only as they are merged
     return listed, odd
+
+
+class _Grammar:
+    """Whether a listed name is a record's, asked only of a name that is reported: one by one at first (a
+    search that finds a few records checks a few names), then, once many have been asked, for every
+    listed name in one pass over the joined listing (a search that finds every record)."""
+
+    ONE_BY_ONE = 64
+
+    def __init__(self, listings: list[list[str]]) -> None:
+        self.listings = listings
+        self.asked = 0
+        self.others: list[set[str]] | None = None  # per directory, the names that are not records'
+
+    def holds(self, name: str, index: int) -> bool:
+        if self.others is not None:
+            return name not in self.others[index]
+        self.asked += 1
+        if self.asked > self.ONE_BY_ONE:
+            self.others = [_not_records(listed) for listed in self.listings]
+        return _RECORD_NAME.fullmatch(name) is not None
+
+
+# A listing joined by newlines whose every line is of the record-name grammar: 100,000 names in one C call.
+_NAME_LINES = LazyRe("(?:{0}\n)*{0}".format(re.sub(r"\((?!\?)", "(?:", _RECORD_NAME.pattern)))
+_CHUNK = 4096  # names a match: its memory stays small (a repeat keeps state per name)
+
+
+def _not_records(listed: list[str]) -> set[str]:
+    """The names in `listed` that are not of the record-name grammar (most often none)."""
+    others: set[str] = set()
+    for at in range(0, len(listed), _CHUNK):
+        chunk = listed[at:at + _CHUNK]
+        joined = "\n".join(chunk)
+        # the common case in one C call a chunk: no name holds a line break and every one is a record's name
+        if joined.count("\n") != len(chunk) - 1 or _NAME_LINES.fullmatch(joined) is None:
+            others.update(n for n in chunk if _RECORD_NAME.fullmatch(n) is None)
+    return others
 
 
 def _merged(listings: list[list[str]]) -> Iterable[tuple[str, int]]:
@@ -252,7 +291,8 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
         fast = query.pattern is None and len(query.ascii_words) == len(query.words)
         words = query.ascii_words
         one = words[0] if fast and len(words) == 1 else None  # the common case: one plain word
-        open_, pread, close_, flags, is_record = os.open, os.pread, os.close, _OPEN_FLAGS, _RECORD_NAME.fullmatch
+        open_, pread, close_, flags = os.open, os.pread, os.close, _OPEN_FLAGS
+        is_record = _Grammar(listings).holds
         for name, index in _merged(listings) if listings else ():
             while pin_key > name:  # a pin's key is its second, which sorts below the names of that second
                 row = pins[pin_at][1]
@@ -274,7 +314,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                 finally:
                     close_(fd)
             if not 0 < len(data) < _FIRST_READ or (any_odd and name in odds[index]):
-                if is_record(name) is None:
+                if not is_record(name, index):
                     continue  # not a record's name: never read further, never named
                 try:  # anything but a small regular file: the careful read (fstat, bounded), which names it
                     data = _read(name, fds[index])
@@ -299,7 +339,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                             continue
                     elif not all(low.find(w) >= 0 for w in words):
                         continue
-                    if is_record(name) is None:
+                    if not is_record(name, index):
                         continue
                     # the task line as `records.render` writes it (a task met before costs a lookup); the
                     # matching line alone is decoded
@@ -331,7 +371,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                         continue
             # anything else (a text that is not ASCII, a record not as `records.render` writes it, -E, a word
             # that is not ASCII): the text decoded, as it is parsed everywhere
-            if not maybe(data) or is_record(name) is None:
+            if not maybe(data) or not is_record(name, index):
                 continue
             found = _task_and_body(data, known)
             if found is None:

@@ -186,23 +186,25 @@ def _plain(stream: Any, lines: Iterator[str]) -> int:
 
 
 _BLOCK = 512
-# Printable ASCII and the line break as they are, every other control byte changed: a block that
-# `translate` leaves alone needs no escaping.
-_SHOWN = bytes(c if 0x20 <= c < 0x7F or c == 0x0A else 0x3F for c in range(256))
+_CONTROLS = tuple(bytes([c]) for c in (*range(0x20), 0x7F))  # what printable ASCII never holds
 
 
 def _write_block(stream: Any, block: list[str]) -> int:
-    text = "\n".join(block)
-    # The common case, in two C passes: printable ASCII, a line break only between the lines (a path could
-    # hold one), is written as it is: `escape` would change nothing. Anything else goes line by line.
-    raw = text.encode("ascii") if text.isascii() else None
-    if raw is not None and raw.count(b"\n") == len(block) - 1 and raw.translate(_SHOWN) == raw:
-        stream.write(text + "\n")
+    probe = " ".join(block)  # the lines as one line: escaped as it is exactly when none of them is
+    raw = probe.encode("ascii") if probe.isascii() else None
+    # printable ASCII (no control byte: one memchr each) is never escaped: the cheap answer for the common
+    # case (str.isprintable() looks every character up in Unicode's tables), else the one rule's
+    if (raw is not None and all(raw.find(c) < 0 for c in _CONTROLS)) or _escape(probe) is probe:
+        stream.write("\n".join(block) + "\n")
     else:
-        from majordomus.lite.textrules import escape
-
-        stream.write("".join(escape(line) + "\n" for line in block))
+        stream.write("".join(_escape(line) + "\n" for line in block))
     return len(block)
+
+
+def _escape(text: str) -> str:
+    from majordomus.lite.textrules import escape
+
+    return escape(text)
 
 
 def _marker(query: object) -> re.Pattern[str] | None:

@@ -83,10 +83,13 @@ def _names(dir_fd: int) -> tuple[list[str], set[str]]:
     a link, a FIFO, a directory or a device goes to the careful read, which names it). Whether a name is a
     record's is asked only of a file that is reported, as a match or as skipped: the rest are read once,
     bounded, and never named."""
-    with os.scandir(dir_fd) as listing:
-        entries = list(listing)
-    odd = {e.name for e in entries if not e.is_file(follow_symlinks=False)}
-    listed = [e.name for e in entries]
+    listed: list[str] = []
+    odd: set[str] = set()
+    with os.scandir(dir_fd) as listing:  # one entry at a time: 100,000 entries are never held at once
+        for entry in listing:
+            listed.append(entry.name)
+            if not entry.is_file(follow_symlinks=False):
+                odd.add(entry.name)
     listed.sort(reverse=True)  # strings sort faster than tuples: pair them up only as they are merged
     return listed, odd
 
@@ -122,11 +125,36 @@ def _not_records(listed: list[str]) -> set[str]:
     others: set[str] = set()
     for at in range(0, len(listed), _CHUNK):
         chunk = listed[at:at + _CHUNK]
+        if _all_records(chunk):
+            continue
         joined = "\n".join(chunk)
-        # the common case in one C call a chunk: no name holds a line break and every one is a record's name
+        # in one C call a chunk: no name holds a line break and every one is a record's name
         if joined.count("\n") != len(chunk) - 1 or _NAME_LINES.fullmatch(joined) is None:
             others.update(n for n in chunk if _RECORD_NAME.fullmatch(n) is None)
     return others
+
+
+_DIGITS, _HEX = b"0123456789", b"0123456789abcdef"
+_SLUG = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+_HEAD = [_DIGITS] * 8 + [b"T"] + [_DIGITS] * 6 + [b"Z", b"-", b"-"]  # `20260903T100000Z--`
+_TAIL = [b"-", b"-"] + [_HEX] * 7 + [b"-", b"-"] + [_HEX] * 16 + [b".", b"m", b"d"]  # `--0123abc--….md`
+
+
+def _all_records(chunk: list[str]) -> bool:
+    """Whether every name of `chunk` is a record's, when they are all of one length and ASCII (one branch
+    writes them so): the grammar then fixes what each column of the names may hold, the slug being what
+    lies between the first 18 and the last 30 characters, and each column is checked in one C pass (a
+    tenth of what the expression costs). False means: ask the expression."""
+    lengths = set(map(len, chunk))
+    width = lengths.pop() if len(lengths) == 1 else 0
+    if not 49 <= width <= 112:  # a slug of 1 to 64 characters
+        return False
+    joined = "".join(chunk)
+    if not joined.isascii():
+        return False
+    raw = joined.encode("ascii")
+    columns = _HEAD + [_SLUG] * (width - 48) + _TAIL
+    return not any(raw[p::width].translate(None, allowed) for p, allowed in enumerate(columns))
 
 
 def _merged(listings: list[list[str]]) -> Iterable[tuple[str, int]]:

@@ -305,3 +305,18 @@ def test_a_changed_continuity_is_named_and_its_pins_not_shown(cli, store):
     assert result.exit_code == 1 and result.stdout == ""
     assert "skipped the pins of `alpha`: the continuity of task `alpha` cannot be trusted" in result.stderr
     assert "integrity mismatch" in result.stderr
+
+
+def test_the_names_checked_a_column_at_a_time_are_the_grammars():
+    """`_not_records` checks a listing of names of one length column by column: each name that changes one
+    character of a record's name (to a character its place does not take) is found, alone or among many."""
+    from majordomus.lite import names
+
+    good = "20260903T100000Z--main--0123abc--0123456789abcdef.md"
+    variants = [good[:p] + c + good[p + 1:] for p in range(len(good)) for c in "X!-a5"]
+    for name in variants:
+        assert search._not_records([name]) == ({name} if names.RECORD_NAME.fullmatch(name) is None else set()), name
+    assert search._not_records([good] * 100 + variants) == {v for v in variants if not names.RECORD_NAME.fullmatch(v)}
+    assert search._not_records(["20260903T100000Z--" + "s" * n + good[-30:] for n in (1, 64)]) == set()
+    too_long = "20260903T100000Z--" + "s" * 65 + good[-30:]
+    assert search._not_records([too_long]) == {too_long}

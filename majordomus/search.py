@@ -317,7 +317,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
         known: dict[bytes, str] = {}
         days: dict[str, str] = {}
         fast = query.pattern is None and len(query.ascii_words) == len(query.words)
-        words = query.ascii_words
+        words = query.ascii_words  # lower-cased
         one = words[0] if fast and len(words) == 1 else None  # the common case: one plain word
         open_, pread, close_, flags = os.open, os.pread, os.close, _OPEN_FLAGS
         is_record = _Grammar(listings).holds
@@ -357,10 +357,11 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                 continue
             if fast:
                 # Only a record's text is searched (after its front matter), so only the text is lower-cased,
-                # when it is ASCII (there bytes.lower() is str.lower()); no text, no word: nothing more is done.
-                head, closed, text = data.partition(b"\n---\n")
-                if closed and text.isascii():
-                    low = text.lower()
+                # when it is ASCII (there bytes.lower() is str.lower()); no word in it: nothing more is done.
+                # (`find`, not `in`: `x in bytes` first tries x as an int, and raises for it.)
+                head, closed, raw_text = data.partition(b"\n---\n")
+                if closed and raw_text.isascii():
+                    low = raw_text.lower()
                     if one is not None:
                         pos = low.find(one)
                         if pos < 0:
@@ -379,11 +380,11 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                     if owner is not None:
                         if task is not None and owner != task:
                             continue
-                        if one is not None:
-                            stop = low.find(b"\n", pos)
-                            matched = text[low.rfind(b"\n", 0, pos) + 1:stop if stop >= 0 else len(text)].decode("ascii")
+                        text = raw_text.decode("ascii")  # a copy: the text is ASCII
+                        if one is not None:  # the line of the word's first place
+                            matched = text[text.rfind("\n", 0, pos) + 1:].partition("\n")[0]
                         else:
-                            first = query.ascii_line(text, low, 0)
+                            first = line_of(text)
                             if first is None:
                                 continue
                             matched = first

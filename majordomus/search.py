@@ -14,6 +14,7 @@ import errno
 import itertools
 import os
 import re
+import stat
 
 from majordomus.errors import EnvironmentProblem, UsageError
 from majordomus.lite import names, safeio
@@ -78,20 +79,12 @@ def _open_dir(path: str) -> int | None:
 _RECORD_NAME = LazyRe(names.RECORD_NAME.pattern.replace("{1,64})", "{1,64}?)"))
 
 
-def _names(dir_fd: int) -> tuple[list[str], set[str]]:
-    """Every name in a directory, newest first, and those the listing says are not regular files (no stat:
-    a link, a FIFO, a directory or a device goes to the careful read, which names it). Whether a name is a
-    record's is asked only of a file that is reported, as a match or as skipped: the rest are read once,
-    bounded, and never named."""
-    listed: list[str] = []
-    odd: set[str] = set()
-    with os.scandir(dir_fd) as listing:  # one entry at a time: 100,000 entries are never held at once
-        for entry in listing:
-            listed.append(entry.name)
-            if not entry.is_file(follow_symlinks=False):
-                odd.add(entry.name)
+def _names(dir_fd: int) -> list[str]:
+    """Every name in a directory, newest first. Whether a name is a record's is asked only of a file that
+    is reported, as a match or as skipped: the rest are read once, bounded, and never named."""
+    listed = os.listdir(dir_fd)
     listed.sort(reverse=True)  # strings sort faster than tuples: pair them up only as they are merged
-    return listed, odd
+    return listed
 
 
 class _Grammar:
@@ -298,16 +291,13 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
     wanted = [(k, d) for k, d in DIRECTORIES if kind in (None, k)]
     fds: list[int] = []
     try:
-        shown, listings, odds = [], [], []
+        shown, listings = [], []
         for kind_name, directory in wanted:
             fd = _open_dir(ws.paths.directory(directory))
             if fd is not None:
                 fds.append(fd)
-                listed, odd = _names(fd)
-                listings.append(listed)
-                odds.append(odd)
+                listings.append(_names(fd))
                 shown.append((kind_name, ws.display(ws.paths.directory(directory)) + os.sep))
-        any_odd = any(odds)
         padded = [f"{kind_name:<10}" for kind_name, _where in shown]
         pins = _pin_hits(ws, query, task, skipped) if kind in (None, "pin") else []
         # A pin goes out before the first record older than it: `pin_key` is the next pin's sort key ("" when
@@ -319,7 +309,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
         fast = query.pattern is None and len(query.ascii_words) == len(query.words)
         words = query.ascii_words  # lower-cased
         one = words[0] if fast and len(words) == 1 else None  # the common case: one plain word
-        open_, pread, close_, flags = os.open, os.pread, os.close, _OPEN_FLAGS
+        open_, read, close_, flags, fstat, regular = os.open, os.read, os.close, _OPEN_FLAGS, os.fstat, stat.S_ISREG
         is_record = _Grammar(listings).holds
         for name, index in _merged(listings) if listings else ():
             while pin_key > name:  # a pin's key is its second, which sorts below the names of that second
@@ -327,21 +317,21 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                 yield text_line(row) if as_lines else row
                 pin_at += 1
                 pin_key = pins[pin_at][0] if pin_at < len(pins) else ""
-            # The common case inlined (this runs once per record): a file the listing says is regular, opened
-            # without following a link or waiting on a FIFO, read by one pread(2), which a FIFO, a socket or
-            # a directory put there since the listing refuses (ESPIPE, EISDIR) without giving a byte.
+            # The common case inlined (this runs once per record): opened without following a link or waiting
+            # on a FIFO, confirmed by fstat to be a regular file (design §2a: never a FIFO, even one with a
+            # writer, nor a device), read by one read(2); anything else goes to the careful read, which names it.
             try:
                 fd = open_(name, flags, dir_fd=fds[index])
             except OSError:
                 data = b""
             else:
                 try:
-                    data = pread(fd, _FIRST_READ, 0)
+                    data = read(fd, _FIRST_READ) if regular(fstat(fd).st_mode) else b""
                 except OSError:
                     data = b""
                 finally:
                     close_(fd)
-            if not 0 < len(data) < _FIRST_READ or (any_odd and name in odds[index]):
+            if not 0 < len(data) < _FIRST_READ:
                 if not is_record(name, index):
                     continue  # not a record's name: never read further, never named
                 try:  # anything but a small regular file: the careful read (fstat, bounded), which names it
@@ -370,8 +360,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                         continue
                     if not is_record(name, index):
                         continue
-                    # the task line as `records.render` writes it (a task met before costs a lookup); the
-                    # matching line alone is decoded
+                    # the task line as `records.render` writes it (a task met before costs a lookup)
                     raw, quote, _rest = head.partition(_TASK_LINE)[2].partition(b'"')
                     owner = known.get(raw) if quote and head[:4] == b"---\n" else None
                     if owner is None and quote:  # a task not met yet, or not as `records.render` writes it

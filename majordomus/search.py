@@ -298,7 +298,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                 fds.append(fd)
                 listings.append(_names(fd))
                 shown.append((kind_name, ws.display(ws.paths.directory(directory)) + os.sep))
-        padded = [f"{kind_name:<10}" for kind_name, _where in shown]
+        kind_path = [f"{kind_name:<10}  {where}" for kind_name, where in shown]  # as `text_line` pads the kind
         pins = _pin_hits(ws, query, task, skipped) if kind in (None, "pin") else []
         # A pin goes out before the first record older than it: `pin_key` is the next pin's sort key ("" when
         # none is left, which no record name is below), so a record costs one comparison for the pins.
@@ -379,12 +379,12 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                             matched = first
                         day = days.get(name[:8])
                         if day is None:
-                            day = days[name[:8]] = f"{name[0:4]}-{name[4:6]}-{name[6:8]}"
+                            day = days[name[:8]] = f"{name[0:4]}-{name[4:6]}-{name[6:8]}T"
                         if as_lines:  # `text_line` of the row, in one format
-                            yield (f"{day}T{name[9:11]}:{name[11:13]}:{name[13:15]}Z  {owner}  {padded[index]}  "
-                                   f"{shown[index][1]}{name}  {matched.strip()}")
+                            yield (f"{day}{name[9:11]}:{name[11:13]}:{name[13:15]}Z  {owner}  {kind_path[index]}{name}  "
+                                   f"{matched.strip()}")
                         else:
-                            yield (owner, shown[index][0], f"{day}T{name[9:11]}:{name[11:13]}:{name[13:15]}Z",
+                            yield (owner, shown[index][0], f"{day}{name[9:11]}:{name[11:13]}:{name[13:15]}Z",
                                    shown[index][1] + name, matched)
                         continue
             # anything else (a text that is not ASCII, a record not as `records.render` writes it, -E, a word

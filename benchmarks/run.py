@@ -15,6 +15,7 @@ scratch stores are generated through the installed majordomus modules (benchmark
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import re
@@ -133,11 +134,14 @@ def plan(bench: Bench) -> list[tuple[str, Callable[[], list[Row]]]]:
                                                                    COPILOT_SESSION_START)))]
 
     def search_rows() -> list[Row]:
-        # The same files grep reads: every record directory and the continuity of each task.
+        # grep reads the files search reads, no more: every record directory and each task's continuity.json
+        # (where the pins are), not the rest of context/ (continuity.md, the compaction journals).
         cwd = bench.store(large_n)
         state = os.path.join(cwd, ".ai", "local", "state")
         at = f"{fmt(large_n)} records"
-        dirs = " ".join(d for d in ("checkpoints", "handoffs", "runs", "context") if os.path.isdir(os.path.join(state, d)))
+        dirs = " ".join(d for d in ("checkpoints", "handoffs", "runs") if os.path.isdir(os.path.join(state, d)))
+        if glob.glob(os.path.join(state, "context", "*", "continuity.json")):
+            dirs += " context/*/continuity.json"
 
         def grep(word: str) -> Cmd:  # exit 1 (no match) is an answer, not a failure
             return bench.shell(state, f"grep -rli {word} {dirs} >/dev/null; test $? -le 1")

@@ -4,26 +4,28 @@ Built to cost about what `grep -rli` costs over the same files: names are listed
 name begins with its UTC second, so name order is time order); each file is read once, bounded and without
 following links, by one `read` in the common case; the words are looked for in the bytes before anything
 is decoded or parsed; and matches are yielded as they are found, so memory holds the names and one record.
+A search of a small store is mostly the interpreter starting, so this module loads little: what only
+`-E`, `--task`, an odd record or a pin needs is imported where it is needed.
 """
 
 from __future__ import annotations
 
 import errno
-import heapq
 import itertools
 import os
-import re
 import stat
-from collections.abc import Iterator
-from typing import Any
 
-from majordomus import continuity, regexbound, tasks
+from majordomus import search_names
 from majordomus.errors import EnvironmentProblem, UsageError
 from majordomus.lite import names, safeio
-from majordomus.lite.lazyre import LazyRe
 from majordomus.search_query import Query as Query  # the query is part of this module's face
-from majordomus.store import records
-from majordomus.workspace import Workspace
+
+TYPE_CHECKING = False  # typing is not loaded at run time (see above)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Any
+
+    from majordomus.workspace import Workspace
 
 KINDS = ("checkpoint", "handoff", "run", "pin")
 DIRECTORIES = (("checkpoint", "checkpoints"), ("handoff", "handoffs"), ("run", "runs"))
@@ -46,6 +48,8 @@ class Hit:
 
 def check_task(ws: Workspace, task_id: str) -> str:
     """`--task T` refused as `task show` refuses it: a bad id or no such task is exit 2."""
+    from majordomus import tasks
+
     tasks.load(ws, tasks.validate_id(task_id))
     return task_id
 
@@ -68,31 +72,28 @@ def _open_dir(path: str) -> int | None:
         raise EnvironmentProblem(f"cannot open {path}: {exc.strerror}", "check the state directory") from exc
 
 
-# A listing joined by newlines whose every line is of the record-name grammar: 100,000 names in one C call.
-_NAME = re.sub(r"\((?!\?)", "(?:", names.RECORD_NAME.pattern)
-_NAME_LINES = LazyRe(f"(?:{_NAME}\n)*{_NAME}")
-_CHUNK = 4096  # names a match: its memory stays small (a repeat keeps state per name)
-
-
-def _names(dir_fd: int, index: int) -> Iterator[tuple[str, int]]:
-    """(record name, index of its directory), newest first; only names of the one record-name grammar."""
+def _names(dir_fd: int) -> list[str]:
+    """Every name in a directory, newest first. Whether a name is a record's is asked only of a file that
+    is reported, as a match or as skipped: the rest are read once, bounded, and never named."""
     listed = os.listdir(dir_fd)
-    match = names.RECORD_NAME.fullmatch
-    found: list[str] = []
-    for at in range(0, len(listed), _CHUNK):
-        chunk = listed[at:at + _CHUNK]
-        joined = "\n".join(chunk)
-        # The common case in one C call a chunk: no name holds a line break and every one is a record's name.
-        if joined.count("\n") == len(chunk) - 1 and _NAME_LINES.fullmatch(joined) is not None:
-            found += chunk
-        else:
-            found += [n for n in chunk if match(n)]
-    found.sort(reverse=True)  # strings sort faster than tuples: pair them up only as they are merged
-    return zip(found, itertools.repeat(index))
+    listed.sort(reverse=True)  # strings sort faster than tuples: pair them up only as they are merged
+    return listed
+
+
+def _merged(listings: list[list[str]]) -> Iterable[tuple[str, int]]:
+    """(name, index of its directory) of every listing, newest first (the same name in two directories:
+    the later directory first). One sort in C: each listing is a sorted run, which the sort merges."""
+    if len(listings) == 1:
+        return zip(listings[0], itertools.repeat(0))
+    pairs = [pair for index, found in enumerate(listings) for pair in zip(found, itertools.repeat(index))]
+    pairs.sort(reverse=True)
+    return pairs
 
 
 def _read(name: str, dir_fd: int) -> bytes:
     """The record's bytes through the one safe open (no link, no FIFO, bounded), in one read when it can."""
+    from majordomus.store import records
+
     fd = safeio.open_regular(name, records.MAX_RECORD_BYTES, dir_fd=dir_fd)
     try:
         data = os.read(fd, _FIRST_READ)
@@ -117,6 +118,8 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 
 def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str]) -> list[tuple[str, Row]]:
     """(sort key, row) of every matching pin: pins are few, so they are gathered, then merged in."""
+    from majordomus import search_pins
+
     try:
         ids = sorted(n for n in os.listdir(ws.paths.contexts) if names.is_task_id(n))
     except FileNotFoundError:
@@ -126,17 +129,17 @@ def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str])
         if task is not None and task_id != task:
             continue
         try:
-            doc = continuity.load(ws, task_id)
+            doc = search_pins.load(ws, task_id)  # as continuity.load trusts it
         except EnvironmentProblem as exc:
             skipped.append(f"the pins of `{task_id}`: {exc.message}")
             continue
-        shown = ws.display(continuity.path_of(ws, task_id))
-        for key in continuity.PIN_KEYS:
+        shown = ws.display(search_pins.path_of(ws, task_id))
+        for key in search_pins.PIN_KEYS:
             for pin in (doc or {}).get(key, []):
                 try:
                     line = query.line(pin["text"])
-                except regexbound.TooSlow as exc:
-                    raise exc.at(f"a pin in {shown}") from None
+                except UsageError as exc:  # -E past its deadline (regexbound.TooSlow): where
+                    raise _where(exc, f"a pin in {shown}") from None
                 if line is not None:
                     at = str(pin["createdAt"])
                     out.append((at.replace("-", "").replace(":", ""), (task_id, "pin", at, shown, line)))
@@ -152,7 +155,7 @@ def _task_and_start(data: bytes, known: dict[bytes, str]) -> tuple[str, int] | N
     A match costs this for each of up to 100,000 records, so the task line is taken as written (a task id
     never needs escaping; `known` holds the ids checked already); anything else is for `records.split`."""
     end = data.find(b"\n---\n", 3)
-    at = data.find(_TASK_LINE, 0, end)
+    at = data.find(_TASK_LINE, 0, end) if end > 0 else -1  # no closed front matter: for `records.split`
     close = data.find(b'"', at + len(_TASK_LINE), end) if at >= 0 else -1
     if close < 0 or not data.startswith(b"---\n"):
         return None
@@ -171,11 +174,20 @@ def _task_and_body(data: bytes, known: dict[bytes, str]) -> tuple[str, str] | No
             return head[0], data[head[1]:].decode("utf-8").removesuffix("\n")
         except UnicodeDecodeError:
             return None
+    from majordomus.store import records
+
     try:
         meta, body = records.split(data)
     except ValueError:  # UnicodeDecodeError included
         return None
     return str(meta.get("task")), body
+
+
+def _where(exc: UsageError, where: str) -> UsageError:
+    """A `TooSlow` named by the record or pin it ran past its deadline on; any other error as it is."""
+    from majordomus import regexbound  # loaded already: only -E raises it
+
+    return exc.at(where) if isinstance(exc, regexbound.TooSlow) else exc
 
 
 def search(ws: Workspace, query: Query, task: str | None = None, kind: str | None = None,
@@ -213,92 +225,101 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
         for kind_name, directory in wanted:
             fd = _open_dir(ws.paths.directory(directory))
             if fd is not None:
-                listings.append(_names(fd, len(fds)))
-                shown.append((kind_name, ws.display(ws.paths.directory(directory)) + os.sep))
                 fds.append(fd)
-        padded = [f"{kind_name:<10}" for kind_name, _where in shown]
+                listings.append(_names(fd))
+                shown.append((kind_name, ws.display(ws.paths.directory(directory)) + os.sep))
+        kind_path = [f"{kind_name:<10}  {where}" for kind_name, where in shown]  # as `text_line` pads the kind
         pins = _pin_hits(ws, query, task, skipped) if kind in (None, "pin") else []
-        # (key, index): a record's index is its directory's (>= 0), a pin's is -1 - its place in `pins`.
-        pin_items = [(key, -1 - n) for n, (key, _row) in enumerate(pins)]
+        # A pin goes out before the first record older than it: `pin_key` is the next pin's sort key ("" when
+        # none is left, which no record name is below), so a record costs one comparison for the pins.
+        pin_at, pin_key = 0, pins[0][0] if pins else ""
         maybe, line_of = query.maybe, query.line
         known: dict[bytes, str] = {}
         days: dict[str, str] = {}
         fast = query.pattern is None and len(query.ascii_words) == len(query.words)
-        words = query.ascii_words
+        words = query.ascii_words  # lower-cased
         one = words[0] if fast and len(words) == 1 else None  # the common case: one plain word
-        sources = [*listings, iter(pin_items)] if pin_items else listings
-        merged = sources[0] if len(sources) == 1 else heapq.merge(*sources, reverse=True)
         open_, read, close_, flags, fstat, regular = os.open, os.read, os.close, _OPEN_FLAGS, os.fstat, stat.S_ISREG
-        for name, index in merged:
-            if index < 0:
-                row = pins[-1 - index][1]
+        is_record = search_names.Grammar(listings).holds
+        for name, index in _merged(listings) if listings else ():
+            while pin_key > name:  # a pin's key is its second, which sorts below the names of that second
+                row = pins[pin_at][1]
                 yield text_line(row) if as_lines else row
-                continue
-            # `_read_small`, inlined: this runs once per record
+                pin_at += 1
+                pin_key = pins[pin_at][0] if pin_at < len(pins) else ""
+            # The common case inlined (this runs once per record): opened without following a link or waiting
+            # on a FIFO, confirmed by fstat to be a regular file (design §2a: never a FIFO, even one with a
+            # writer, nor a device), read by one read(2); anything else goes to the careful read, which names it.
             try:
                 fd = open_(name, flags, dir_fd=fds[index])
             except OSError:
                 data = b""
             else:
-                try:  # a regular file only (never a FIFO, even one with a writer): else the careful read refuses it
+                try:
                     data = read(fd, _FIRST_READ) if regular(fstat(fd).st_mode) else b""
                 except OSError:
                     data = b""
                 finally:
                     close_(fd)
-            if not 0 < len(data) < _FIRST_READ:  # anything but a small plain file: the careful read
-                try:
+            if not 0 < len(data) < _FIRST_READ:
+                if not is_record(name, index):
+                    continue  # not a record's name: never read further, never named
+                try:  # anything but a small regular file: the careful read (fstat, bounded), which names it
                     data = _read(name, fds[index])
                 except FileNotFoundError:
                     continue  # removed by retention since the listing
                 except EnvironmentProblem as exc:
                     skipped.append(shown[index][1] + exc.message)
                     continue
-            if needle is not None and needle not in data:
+            # (`bytes.find`, not `in`: `x in data` first asks whether x is an int, and raises and clears a
+            # TypeError for every record it is not)
+            if needle is not None and data.find(needle) < 0:
                 continue
-            if fast and data.isascii():  # all in the bytes: a lower-cased copy, then the line alone decoded
-                low = data.lower()
-                if one is not None:
-                    pos = low.find(one)
-                    if pos < 0:
-                        continue
-                elif not all(w in low for w in words):
-                    continue
-                # `_task_and_start`, inlined with `_iso` and the matching line: this runs once per match
-                end = data.find(b"\n---\n", 3)
-                at = data.find(_TASK_LINE, 0, end)
-                close = data.find(b'"', at + 8, end) if at >= 0 else -1
-                owner = known.get(data[at + 8:close]) if close >= 0 and data.startswith(b"---\n") else None
-                if owner is None:  # a task not met yet, or not as `records.render` writes it (then None)
-                    head = _task_and_start(data, known)
-                    owner = None if head is None else head[0]
-                if owner is not None:
-                    if task is not None and owner != task:
-                        continue
-                    begin = end + 5
-                    if one is None:
-                        line = query.ascii_line(data, low, begin)
-                        if line is None:
+            if fast:
+                # Only a record's text is searched (after its front matter), so only the text is lower-cased,
+                # when it is ASCII (there bytes.lower() is str.lower()); no word in it: nothing more is done.
+                # (`find`, not `in`: `x in bytes` first tries x as an int, and raises for it.)
+                head, closed, raw_text = data.partition(b"\n---\n")
+                if closed and raw_text.isascii():
+                    low = raw_text.lower()
+                    if one is not None:
+                        pos = low.find(one)
+                        if pos < 0:
                             continue
-                    else:
-                        if pos < begin:  # the word is in the front matter too: its first place in the text
-                            pos = low.find(one, begin)
-                            if pos < 0:
+                    elif not all(low.find(w) >= 0 for w in words):
+                        continue
+                    if not is_record(name, index):
+                        continue
+                    # the task line as `records.render` writes it (a task met before costs a lookup)
+                    raw, quote, _rest = head.partition(_TASK_LINE)[2].partition(b'"')
+                    owner = known.get(raw) if quote and head[:4] == b"---\n" else None
+                    if owner is None and quote:  # a task not met yet, or not as `records.render` writes it
+                        start = _task_and_start(data, known)
+                        owner = None if start is None else start[0]
+                    if owner is not None:
+                        if task is not None and owner != task:
+                            continue
+                        text = raw_text.decode("ascii")  # a copy: the text is ASCII
+                        if one is not None:  # the line of the word's first place
+                            matched = text[text.rfind("\n", 0, pos) + 1:].partition("\n")[0]
+                        else:
+                            first = line_of(text)
+                            if first is None:
                                 continue
-                        stop = low.find(b"\n", pos)
-                        # `begin` follows a newline, so the line starts at or after it
-                        line = data[low.rfind(b"\n", 0, pos) + 1:stop if stop >= 0 else len(data)].decode("ascii")
-                    day = days.get(name[:8])
-                    if day is None:
-                        day = days[name[:8]] = f"{name[0:4]}-{name[4:6]}-{name[6:8]}"
-                    if as_lines:  # `text_line` of the row, in one format
-                        yield (f"{day}T{name[9:11]}:{name[11:13]}:{name[13:15]}Z  {owner}  {padded[index]}  "
-                               f"{shown[index][1]}{name}  {line.strip()}")
-                    else:
-                        yield (owner, shown[index][0], f"{day}T{name[9:11]}:{name[11:13]}:{name[13:15]}Z",
-                               shown[index][1] + name, line)
-                    continue
-            elif not maybe(data):
+                            matched = first
+                        day = days.get(name[:8])
+                        if day is None:
+                            day = days[name[:8]] = f"{name[0:4]}-{name[4:6]}-{name[6:8]}T"
+                        if as_lines:  # `text_line` of the row, in one format
+                            yield (f"{day}{name[9:11]}:{name[11:13]}:{name[13:15]}Z  {owner}  {kind_path[index]}{name}  "
+                                   f"{matched.strip()}")
+                        else:
+                            yield (owner, shown[index][0], f"{day}{name[9:11]}:{name[11:13]}:{name[13:15]}Z",
+                                   shown[index][1] + name, matched)
+                        continue
+            # anything else (a text that is not ASCII, a record not as `records.render` writes it, -E, a word
+            # that is not ASCII): the text decoded, as it is parsed everywhere
+            if not maybe(data) or not is_record(name, index):
                 continue
             found = _task_and_body(data, known)
             if found is None:
@@ -308,11 +329,13 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                 continue
             try:
                 line = line_of(found[1])
-            except regexbound.TooSlow as exc:
-                raise exc.at(shown[index][1] + name) from None
+            except UsageError as exc:  # -E past its deadline (regexbound.TooSlow): where
+                raise _where(exc, shown[index][1] + name) from None
             if line is not None:
                 row = (found[0], shown[index][0], _iso(name), shown[index][1] + name, line)
                 yield text_line(row) if as_lines else row
+        for _key, row in pins[pin_at:]:
+            yield text_line(row) if as_lines else row
     finally:
         for fd in fds:
             os.close(fd)
@@ -326,6 +349,8 @@ TOOL_DESCRIPTION = ("Find the records and pins whose text holds every word (case
 def tool(ws: Workspace, words: list[str], regex: bool = False, task: str | None = None,
          kind: str | None = None) -> dict[str, Any]:
     """The MCP `search` tool: the newest TOOL_MAX matches, as `majordomus search --json` gives them."""
+    from majordomus import regexbound
+
     if kind is not None and kind not in KINDS:
         raise UsageError(f"`{kind}` is not a kind to search", f"use one of: {', '.join(KINDS)}")
     query = Query(words, regex)

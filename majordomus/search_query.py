@@ -3,11 +3,12 @@ under a deadline (`regexbound`), and which line of a text shows the match."""
 
 from __future__ import annotations
 
-import re
-from typing import AnyStr
-
-from majordomus import regexbound
 from majordomus.errors import UsageError
+
+TYPE_CHECKING = False  # on the path of every search: typing and the regex deadline are loaded only for -E
+if TYPE_CHECKING:
+    import re
+    from typing import AnyStr
 
 
 class Query:
@@ -26,6 +27,8 @@ class Query:
             if len(words) != 1:
                 raise UsageError(f"-E takes one regular expression, not {len(words)} words",
                                  "quote it as one argument: majordomus search -E 'parser|lexer'")
+            from majordomus import regexbound
+
             self.pattern = regexbound.compile_pattern(words[0])  # any failure a usage error
             self.ascii_words = []
 
@@ -33,27 +36,23 @@ class Query:
         """False only when the record cannot match: checked on its bytes, before any decoding."""
         if not self.ascii_words or not data.isascii():
             return True
-        low = data.lower()
+        low = data.lower()  # (`find`, not `in`: `x in bytes` first tries x as an int, and raises for it)
         if len(self.ascii_words) == 1:  # the common case, without a generator per record
-            return self.ascii_words[0] in low
-        return all(w in low for w in self.ascii_words)
+            return low.find(self.ascii_words[0]) >= 0
+        return all(low.find(w) >= 0 for w in self.ascii_words)
 
     def line(self, text: str) -> str | None:
         """The matching line of `text`: the first that holds every word (else the first that holds the
         first word), or the line where the expression matches first; None when `text` does not match."""
         if self.pattern is not None:
+            from majordomus import regexbound
+
             found = regexbound.search(self.pattern, text)  # under a deadline: TooSlow past it
             return None if found is None else _line_at(text, found.start())
         low = text.lower()
         if len(low) != len(text):  # lower-casing changed the length (a rare letter): go line by line
             return self._line_by_line(text)
         return _matching_line(low, text, self.words, "\n", 0)
-
-    def ascii_line(self, data: bytes, low: bytes, begin: int) -> str | None:
-        """`line` on the bytes of an ASCII record whose text starts at `begin`: nothing is decoded but the
-        line itself (a search where every record matches pays this 100,000 times)."""
-        found = _matching_line(low, data, self.ascii_words, b"\n", begin)
-        return None if found is None else found.decode("ascii")
 
     def _line_by_line(self, text: str) -> str | None:
         lines = text.split("\n")

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import HANDOFF_BODY, assert_refused, on_a_terminal, run, start_task, state_dir
+from helpers import HANDOFF_BODY, assert_refused, import_probe, on_a_terminal, run, start_task, state_dir
 
-from majordomus import search
+from majordomus import search, search_names
 from majordomus.workspace import Workspace
 
 
@@ -206,3 +206,117 @@ def test_odd_names_among_the_records(cli, repo):
     result = cli("search", "real")
     assert result.exit_code == 0 and result.stdout.count("the real one") == 1, result
     assert result.stderr.count("majordomus: skipped") == 1 and "is a directory" in result.stderr
+
+
+# ---------------------------------------------------------------- what the fast path must not change
+
+
+def test_a_search_loads_no_click_pygit2_or_yaml_but_help_is_clicks(store):
+    """design §16: a search is held to grep's cost, so its path loads none of them (the probe can fail:
+    `--help` and a usage error are click's and load it)."""
+    assert import_probe(store, "search", "parser", "--kind", "pin") == {"code": 0, "heavy": []}
+    assert import_probe(store, "search", "nowhere", "-E", "--json") == {"code": 1, "heavy": []}
+    assert "click" in import_probe(store, "search", "--help")["heavy"]
+    assert "click" in import_probe(store, "search", "x", "--kind", "note")["heavy"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["x"], ["x", "y", "-E"], ["--json", "x", "--task", "alpha"], ["x", "--task=alpha", "--kind=run"],
+    ["--kind", "pin", "x"], ["--", "-E", "--json"], ["-", "x", "--regexp"], ["x", "--task", "a", "--task", "b"],
+    ["x", "--task="],
+])
+def test_the_own_parser_reads_what_click_reads(argv):
+    from majordomus.cli import search as command
+
+    ctx = command.click_command().make_context("search", list(argv))
+    p = ctx.params
+    assert command.parse(list(argv)) == (list(p["words"]), p["regex"], p["task_id"], p["kind"], p["as_json"])
+
+
+@pytest.mark.parametrize("argv", [[], ["-h"], ["x", "--help"], ["x", "--kind", "note"], ["x", "--task"], ["x", "-Z"],
+                                  ["x", "--json=1"], ["x", "--task", "-E"], ["-Ex"]])
+def test_anything_else_goes_to_click(argv):
+    from majordomus.cli import search as command
+
+    assert command.parse(list(argv)) is None
+
+
+def test_the_lazy_name_grammar_is_the_one_grammar():
+    from majordomus.lite import names
+
+    stamp, tail = "20260903T100000Z", "--0123abc--0123456789abcdef.md"
+    candidates = [stamp + "--main" + tail, stamp + "--a--b--c" + tail, stamp + "--" + "s" * 64 + tail,
+                  stamp + "--" + "s" * 65 + tail, stamp + "--" + tail, stamp + "--x--0123abc" + tail,
+                  stamp + "--main--0123ABC--0123456789abcdef.md", stamp + "--main" + tail + "\n",
+                  "2026090XT100000Z--main" + tail, stamp + "--ma/in" + tail, stamp + "--main--0123abc--0123.md"]
+    for name in candidates:
+        assert bool(search_names.RECORD_NAME.fullmatch(name)) == bool(names.RECORD_NAME.fullmatch(name)), name
+
+
+def test_a_record_whose_front_matter_never_closes_is_skipped_and_named(cli, repo):
+    start_task(cli, "t1")
+    assert cli("checkpoint", input="the real one").exit_code == 0
+    broken = state_dir(repo) / "checkpoints" / "20990101T000000Z--main--0000000--0000000000000000.md"
+    broken.write_bytes(b'---\ntask: "t1"\nkind: "checkpoint"\nthe one that never closes\n')
+    result = cli("search", "one")
+    assert result.exit_code == 0 and result.stdout.count("\n") == 1 and "the real one" in result.stdout
+    assert f"skipped .ai/local/state/checkpoints/{broken.name} has no readable front matter" in result.stderr
+
+
+def test_pins_are_trusted_exactly_as_continuity_trusts_them(cli, store):
+    """The search reads pins without loading `continuity`: every way `continuity.examine` finds a
+    document wrong, as written and with its hash made to fit, `search_pins.intact` refuses too."""
+    import copy
+
+    from majordomus import continuity, search_pins
+
+    ws = Workspace.open(str(store))
+    path = Path(continuity.path_of(ws, "alpha"))
+    good = json.loads(path.read_text())
+    assert search_pins.intact(good, "alpha") and continuity.examine(ws, "alpha")[1] == []
+
+    def set_(key: str, value: Any) -> Any:
+        return lambda d: d.__setitem__(key, value)
+
+    def on_pin(key: str, value: Any) -> Any:
+        return lambda d: d["constraints"][0].__setitem__(key, value)
+
+    changes = ([(lambda d, k=k: d.pop(k)) for k in (*search_pins.KEYS, "integrity")]
+               + [set_("task", "beta"), set_("objective", 1), set_("constraints", "x"), set_("constraints", [1]),
+                  set_("integrity", "x"), set_("integrity", {"sha256": 1}), set_("note", "added"),
+                  on_pin("source", "nobody"), on_pin("text", 1), set_("objective", "changed")]
+               + [(lambda d, k=k: d["constraints"][0].pop(k)) for k in search_pins.PIN_FIELDS]
+               + [lambda d: d["decisions"].append(dict(d["constraints"][0], id="0" * 8))])  # a pin more: fine
+    for n, change in enumerate(changes):
+        for rehash in (False, True):
+            doc = copy.deepcopy(good)
+            change(doc)
+            if rehash and isinstance(doc.get("integrity"), dict):
+                doc["integrity"]["sha256"] = continuity.digest(doc)
+            path.write_text(json.dumps(doc))
+            findings = continuity.examine(ws, "alpha")[1]
+            assert search_pins.intact(json.loads(path.read_text()), "alpha") == (not findings), (n, rehash, findings)
+
+
+def test_a_changed_continuity_is_named_and_its_pins_not_shown(cli, store):
+    path = state_dir(store) / "context" / "alpha" / "continuity.json"
+    path.write_text(path.read_text().replace("never buffer", "always buffer"))
+    result = cli("search", "buffer")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "skipped the pins of `alpha`: the continuity of task `alpha` cannot be trusted" in result.stderr
+    assert "integrity mismatch" in result.stderr
+
+
+def test_the_names_checked_a_column_at_a_time_are_the_grammars():
+    """`_not_records` checks a listing of names of one length column by column: each name that changes one
+    character of a record's name (to a character its place does not take) is found, alone or among many."""
+    from majordomus.lite import names
+
+    good = "20260903T100000Z--main--0123abc--0123456789abcdef.md"
+    variants = [good[:p] + c + good[p + 1:] for p in range(len(good)) for c in "X!-a5"]
+    for name in variants:
+        assert search_names._not_records([name]) == ({name} if names.RECORD_NAME.fullmatch(name) is None else set()), name
+    assert search_names._not_records([good] * 100 + variants) == {v for v in variants if not names.RECORD_NAME.fullmatch(v)}
+    assert search_names._not_records(["20260903T100000Z--" + "s" * n + good[-30:] for n in (1, 64)]) == set()
+    too_long = "20260903T100000Z--" + "s" * 65 + good[-30:]
+    assert search_names._not_records([too_long]) == {too_long}

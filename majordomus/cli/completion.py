@@ -116,7 +116,8 @@ class Node:
 
 def command_node(name: str, commands: dict[str, str], lookup: Callable[[str], Any]) -> Node | None:
     """The node of a top-level command, from what the module that serves it declares: a click command, an
-    `argv.Spec` (`OPTIONS`), or one Spec per subcommand (`SUBCOMMANDS`)."""
+    `argv.Spec` (`OPTIONS`), one Spec per subcommand (`SUBCOMMANDS`), or a function that builds its click
+    command (`click_command`)."""
     if name not in commands:
         return None
     if name == "completion":
@@ -130,6 +131,9 @@ def command_node(name: str, commands: dict[str, str], lookup: Callable[[str], An
     subcommands = getattr(module, "SUBCOMMANDS", None)
     if subcommands is not None:
         return specs_node(subcommands)
+    make = getattr(module, "click_command", None)  # a click command built only when asked for (`search`)
+    if make is not None:
+        return click_node(make())
     import click
 
     for value in vars(module).values():

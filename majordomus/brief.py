@@ -287,9 +287,9 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
     for key, title in continuity.SECTIONS:
         pins = doc.get(key) if key != "objective" else [{"id": "objective", "text": doc.get("objective") or ""}]
         for pin in pins or []:
-            if pin.get("text"):
-                keyed[f"pin:{pin.get('id')}"] = (f"\n# {title}\n",
-                                                 f"- {pin['text']}\n" if key != "objective" else f"{pin['text']}\n")
+            line = continuity.entry_line(key, pin.get("text") or "")
+            if line is not None:  # as the render shows it: the update repeats exactly that
+                keyed[f"pin:{pin.get('id')}"] = (f"\n# {title}\n", line)
 
     if latest_handoff is not None:
         m = latest_handoff.meta

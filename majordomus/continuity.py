@@ -354,6 +354,20 @@ def unpin_landed(ws: Workspace, pin_id: str) -> tuple[str, dict[str, Any], bool]
     return kind, removed, completed
 
 
+def entry_line(key: str, text: str) -> str | None:
+    """How one pin, or the objective, is rendered (None: not at all). Every stored text is framed, a pin as
+    a bullet and the objective as a quote, so that none starts a line of the agent's context (design §2a);
+    the objective is collapsed as at ingest (one stored before that rule may hold line breaks), and the
+    interactive sentinel renders nothing."""
+    if not text:
+        return None
+    if key == "objective":
+        if text == clean_text(tasks.INTERACTIVE_OBJECTIVE):
+            return None
+        return f"> {textrules.escape(textrules.collapse(text))}\n"
+    return f"- {textrules.escape(text)}\n"
+
+
 def blocks(doc: dict[str, Any], level: int) -> tuple[list[budget.Block], list[tuple[int, int]]]:
     """The render's sections as blocks (headings at `level`) and the cut order over their entries."""
     mark = "#" * level
@@ -362,15 +376,12 @@ def blocks(doc: dict[str, Any], level: int) -> tuple[list[budget.Block], list[tu
     for key, title in SECTIONS:
         block = budget.Block(heading=f"\n{mark} {title}\n")
         if key == "objective":
-            objective = doc.get("objective") or ""
-            if objective and objective != clean_text(tasks.INTERACTIVE_OBJECTIVE):
-                # Collapsed as at ingest (an objective stored before that rule may hold line breaks), and quoted:
-                # a stored field never starts a line of the agent's context (design §2a), whatever it says.
-                block.entries.append(budget.Entry(f"> {textrules.escape(textrules.collapse(objective))}\n",
-                                                  "the objective", whole=True))
+            line = entry_line(key, doc.get("objective") or "")
+            if line is not None:
+                block.entries.append(budget.Entry(line, "the objective", whole=True))
         else:
-            block.entries.extend(budget.Entry(f"- {textrules.escape(p['text'])}\n", LABELS[key])
-                                 for p in doc.get(key, []))
+            block.entries.extend(budget.Entry(line, LABELS[key]) for p in doc.get(key, [])
+                                 if (line := entry_line(key, p["text"])) is not None)
         index[key] = len(out)
         out.append(block)
     # Within a section the oldest entry goes first: pins are kept in the order they were made.

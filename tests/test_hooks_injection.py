@@ -228,3 +228,16 @@ def test_a_claude_fork_is_traced_by_the_stop_hooks_own_clock_when_another_answer
     again = hook(repo, payload("claude-session-start-fork.json", session_id="fork-2", seconds_since_last_response=3),
                  "claude", console=False)
     assert_once([again], "PIN-TWO", "CHECKPOINT-B")  # not guessed between: the whole briefing
+
+
+def test_a_resume_with_nothing_changed_says_unchanged_for_a_task_without_an_objective(repo: Path) -> None:
+    """A task started without --objective renders no Objective at startup; the first resume must not send
+    the interactive sentinel as a change (each stored text is compared as the briefing renders it)."""
+    for runtime, start, resume in (("claude", "claude-session-start-startup.json", "claude-session-start-resume.json"),
+                                   ("codex", "codex-session-start-startup.json", "codex-session-start-resume.json")):
+        assert run_here("task", "start", f"t-{runtime}", cwd=repo).returncode == 0
+        assert run_here("checkpoint", cwd=repo, input="note1\n").returncode == 0
+        whole = hook(repo, payload(start, session_id=f"S-{runtime}"), runtime, console=False)
+        assert "Briefing for task" in whole and "# Objective" not in whole
+        again = hook(repo, payload(resume, session_id=f"S-{runtime}"), runtime, console=False)
+        assert "is unchanged since" in again and "interactive" not in again, again

@@ -99,7 +99,7 @@ def test_limits_bytes_and_characters(repo):
     context = session_start(repo)
     assert len(context) <= 400 and len(context.encode()) <= 900
     assert context.startswith("Rule 0: é never breaks the build.\nRule 1:")
-    assert "[majordomus: the profile was cut to fit the context limit]" in context
+    assert "[majordomus: the profile was cut to half of the context limit" in context  # a task is active
     init(repo, "continuity:\n  render_max_bytes: 300\nhooks:\n  max_context_chars: 10000\n")
     context = session_start(repo)
     assert len(context.encode()) <= 300
@@ -254,3 +254,22 @@ def test_a_long_briefing_is_cut_in_its_own_order_within_both_limits(repo):
     (repo / ".ai" / "config.yaml").write_text("continuity:\n  render_max_bytes: 1500\n")
     context = session_start(repo)
     assert len(context.encode()) <= 1500 and context.startswith(PROFILE)
+
+
+@pytest.mark.parametrize("runtime", ["claude", "codex", "gemini", "copilot"])
+def test_a_profile_as_large_as_the_budget_leaves_the_briefing_half_of_it(repo, runtime):
+    """A profile near its 64 KiB read bound must not take the whole context: with an active task it keeps
+    half of the runtime's room, and the briefing, its task named and its closing line, the other half."""
+    init(repo)
+    (repo / ".ai" / "profiles" / "default.md").write_text(("Role line. " * 8 + "\n") * 600)  # 53 KiB
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("checkpoint", cwd=repo, input="the note the agent must see\n").returncode == 0
+    fixture = {"claude": "claude-session-start-startup.json", "codex": "codex-session-start-startup.json",
+               "gemini": "gemini-session-start-startup.json", "copilot": "copilot-session-start-new.json"}[runtime]
+    done = run_here("hook", "session-start", "--runtime", runtime, cwd=repo,
+                    input=(PAYLOADS / fixture).read_bytes())
+    assert done.returncode == 0, done
+    answer = json.loads(done.stdout)
+    context = (answer.get("hookSpecificOutput") or {}).get("additionalContext") or json.dumps(answer)
+    assert "the profile was cut to half of the context limit" in context
+    assert "Briefing for task `t1`" in context and "the note the agent must see" in context

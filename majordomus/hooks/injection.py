@@ -109,6 +109,22 @@ def _identity(session: Session) -> str:
         return f"majordomus: identity not loaded: {type(exc).__name__}: {exc}. Run `majordomus doctor`."
 
 
+PROFILE_CUT = "[majordomus: the profile was cut to fit the context limit]"
+PROFILE_HALVED = ("[majordomus: the profile was cut to half of the context limit, so that the briefing of the "
+                  "active task keeps the other half]")
+
+
+def _cut_profile(first: str, room: Any, task: Any) -> str:
+    """The problems and the profile within the room; with an active task, within half of it: a profile as
+    large as the runtime's budget would otherwise leave the briefing nothing, not even its closing line."""
+    if task is None:
+        return str(room.cut_lines(first, PROFILE_CUT))
+    from majordomus import budget
+
+    half = budget.Room(room.max_bytes // 2, room.max_units // 2 if room.max_units is not None else None)
+    return str(half.cut_lines(first, PROFILE_HALVED))
+
+
 def _compose(session: Session, room: Any) -> Any:
     from majordomus import brief
 
@@ -132,7 +148,7 @@ def whole_context(session: Session, runtime: str = "claude") -> Given:
     identity = _identity(session)
     given = {"profile": _digest(identity)}
     first = "\n\n".join(part for part in ("\n".join(escape(p) for p in session.problems), identity) if part)
-    first = room.cut_lines(first, "[majordomus: the profile was cut to fit the context limit]")
+    first = _cut_profile(first, room, task)
     if task is None:
         rest = NO_TASK_LINE.format(where=escape(ws.where()))
     else:
@@ -208,7 +224,7 @@ def update_context(session: Session, runtime: str, before: dict[str, Any]) -> Gi
         del given[key]
     update = "\n".join(lines) + "\n\n" + FRAME + "\n" + escape("".join(body).rstrip(), body=True)
     first = "\n\n".join(p for p in (head, identity if profile_changed else "") if p)
-    first = room.cut_lines(first, "[majordomus: the profile was cut to fit the context limit]")
+    first = _cut_profile(first, room, task)
     rest = room.after(first + "\n\n").cut_lines(
         update, "[majordomus: the update was cut to fit; run `majordomus brief` for all of it]")
     return Given("\n\n".join(p for p in (first, rest) if p), given, whole=False)

@@ -252,8 +252,12 @@ def _output_failed(exc: OSError) -> int:
     failing streams are pointed at /dev/null: the interpreter's last flush must not fail a second time."""
     failing = [sys.stdout]
     try:
-        sys.stderr.write(f"majordomus: cannot write the output: {exc.strerror}; what was printed is incomplete "
-                         "(free space where the output goes, then run the command again)\n")
+        # A command prints after it stores: what it stored is stored, and running a write again would store
+        # it twice (a checkpoint a second later, a second pin). Say so rather than "run it again".
+        sys.stderr.write(f"majordomus: cannot write the output: {exc.strerror}; what was printed is incomplete, "
+                         "but whatever the command stored before printing is stored\n"
+                         "hint: free space where the output goes; `majordomus ledger | tail -3` shows what was "
+                         "stored (running a write command again would store it a second time)\n")
         sys.stderr.flush()
     except OSError:
         failing.append(sys.stderr)

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import MAJORDOMUS, start_task_at
+from helpers import MAJORDOMUS, run_here, start_task_at
 
 from majordomus import main
 
@@ -45,7 +45,7 @@ def test_a_listing_to_a_full_disk_is_exit_12_with_one_line(repo: Path, buffered:
     for args in (("ledger",), ("ledger", "--json"), ("task", "show", "t1"), ("--version",)):
         code, err = _to_full(repo, *args, buffered=buffered)
         assert code == 12, (args, err)
-        assert err.startswith(MESSAGE) and err.count(b"\n") == 1, (args, err)
+        assert err.startswith(MESSAGE) and err.count(b"\n") == 2 and b"\nhint: " in err, (args, err)
         assert b"Traceback" not in err and b"Exception ignored" not in err, (args, err)
 
 
@@ -76,3 +76,15 @@ def test_only_an_error_from_writing_output_is_taken_for_one() -> None:
     assert not main._writing_output(raised(OSError(errno.ENOSPC, "full", "/some/file")))  # a path: not ours
     assert not main._writing_output(raised(OSError(errno.EACCES, "denied")))
     assert not main._writing_output(raised(FileNotFoundError(errno.ENOENT, "gone")))
+
+
+def test_a_write_whose_output_fails_says_it_is_stored_and_a_retry_would_store_it_twice(repo: Path) -> None:
+    """The checkpoint and the pin land before their output: the message says so, and never sends the user to
+    run the write again (which would store a second record, or a second pin)."""
+    start_task_at(repo)
+    for args, stdin in ((("checkpoint",), b"stored even so\n"), (("context", "pin", "decision", "--", "once"), b"")):
+        code, err = _to_full(repo, *args, stdin=stdin)
+        assert code == 12 and b"whatever the command stored before printing is stored" in err, (args, err)
+        assert b"would store it a second time" in err and b"then run the command again" not in err, err
+    assert "stored even so" in run_here("checkpoint", "--show", cwd=repo).stdout.decode()
+    assert run_here("context", "show", cwd=repo).stdout.decode().count("once") == 1

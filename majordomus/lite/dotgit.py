@@ -91,6 +91,20 @@ def _text(path: str) -> str | None:
     return None if data is None else data.decode("utf-8", "replace")
 
 
+def _head(path: str) -> str:
+    """HEAD's text. A HEAD that cannot be read (an I/O error, a link) is exit 12 naming it: taken for a
+    detached HEAD, every command would say that no task is active, and an agent would start a second one."""
+    try:
+        data = safeio.read_optional(path, _SMALL)
+    except OSError as exc:
+        from majordomus.errors import EnvironmentProblem
+
+        raise EnvironmentProblem(f"cannot read {path}: {exc.strerror}",
+                                 statepaths.unwritable_hint(os.path.dirname(path), exc.errno)
+                                 if exc.errno == 5 else "check that git can read it (`git status`)") from exc
+    return "" if data is None else data.decode("utf-8", "replace").strip()
+
+
 def _gitdir_of(dotgit: str) -> str | None:
     """The git directory a `.git` entry names, or None when it is not a usable one."""
     if os.path.isdir(dotgit):
@@ -195,7 +209,7 @@ def locate(start: str, environ: dict[str, str] | None = None) -> Place | None:
     if worktree is None:
         return None
     git_env = {"GIT_DIR": gitdir, "GIT_WORK_TREE": worktree} if (env_dir or env_tree) else {}
-    head = (_text(os.path.join(gitdir, "HEAD")) or "").strip()
+    head = _head(os.path.join(gitdir, "HEAD"))
     branch = head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else rebasing(gitdir)
     if common == gitdir:
         main: str | None = worktree

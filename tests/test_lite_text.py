@@ -120,7 +120,13 @@ LOOK_ALIKES = [
     ("\u202eowner: x", "owner"),
     ("\u2068\u200downer\u2069: x", "owner"),
     ("\uff4f\uff57\uff4e\uff45\uff52: x", "owner"),  # full-width letters
-    ("\u041e\u0432ner: x", None),  # Cyrillic В is not a w: not a key
+    # Cyrillic В is no w, but a key's length with non-ASCII letters in the place of the others is taken for
+    # the key (the backstop of the skeleton table): refusing an odd line costs less than missing a look-alike
+    ("\u041e\u0432ner: x", "owner"),
+    # look-alikes the skeleton table does not list (UTS #39 has thousands): Coptic o, Greek lunate sigma,
+    # Coptic ro, a Devanagari visarga in the colon's place
+    ("\u2c9fwner: x", "owner"), ("bran\u03f2h: x", "branch"), ("\u2ca3rofile: x", "profile"),
+    ("owner\u0903 x", "owner"), ("> **bran\u03f2h**: x", "branch"),
     ("W\u043erktree: x", "worktree"),
     ("ch\u0430nged\u2010files: x", "changed_files"),  # Cyrillic а, a hyphen look-alike
     ("sch\u0435ma version: x", "schema_version"),
@@ -151,6 +157,7 @@ def test_identity_look_alikes_and_markers(line, key):
     "headline: fine", "kinder: fine", "http://owner@host:8080/x", "ownership: shared",
     "a <b>bold</b> move: yes", "AT&T said: ok", "10: ten", "x < y: true", "C:\\path\\to: here",
     "&lt;owner&gt; said: hi", "10. fix the head: later",
+    "naïve: fine", "café: open", "the \u2c9fwner: said", "\u2c9fwner is a word here",  # one past the backstop
 ])
 def test_prose_that_mentions_keys_still_passes(line):
     assert records.identity_field(line) is None, line

@@ -205,16 +205,48 @@ def identity_key(line: str, keys: frozenset[str]) -> tuple[str, str] | None:
         folded = unicodedata.normalize("NFKC", bare).casefold().translate(_SKELETON)
     rest = _MARKERS.sub("", folded, count=1)
     colon = rest.find(":")
-    if colon <= 0:
-        return None
-    words = rest[:colon].strip(_EMPHASIS).translate(_DIGIT_SKELETON)  # after the markers: `1.` stays a marker
-    key = "_".join(_JOINERS.split(words))  # a joiner at an edge leaves an empty word
+    key = None
+    if colon > 0:
+        words = rest[:colon].strip(_EMPHASIS).translate(_DIGIT_SKELETON)  # after the markers: `1.` stays one
+        key = "_".join(_JOINERS.split(words))  # a joiner at an edge leaves an empty word
     if key not in keys:
+        key = None if rendered.isascii() else _shaped_like(rendered, keys)
+    if key is None:
         return None
     # As written, for the hint: the original text up to its first colon or look-alike, without markers.
     original = line.lstrip()
     end = _ANY_COLON.search(original)
     return key, (original[: end.start()] if end is not None else original).strip()
+
+
+def _shaped_like(rendered: str, keys: frozenset[str]) -> str | None:
+    """The backstop of the skeleton table, which cannot list every look-alike of UTS #39: a first word of a
+    key's length whose ASCII characters are the key's, every other one a non-ASCII character in its place
+    (`ⲟwner`, `branϲh`), followed by a colon, a look-alike of one, or a non-ASCII mark that is not a letter
+    (`ownerः`), is taken for that key. A line meant as prose has no reason to spell a key so."""
+    import unicodedata
+
+    plain = unicodedata.normalize("NFKC", _IGNORED_IN_KEYS.sub("", rendered)).casefold()
+    word = _FIRST_WORD.match(_MARKERS.sub("", plain, count=1).lstrip(_EMPHASIS))
+    if word is None:
+        return None
+    text, after = word.group(1), word.group(2)
+    if not after and text and ord(text[-1]) > 0x7F and not unicodedata.category(text[-1]).startswith("L"):
+        text, after = text[:-1], text[-1]  # a spacing mark in the colon's place
+    if not after:
+        return None
+    text = "_".join(_JOINERS.split(text.translate(_DIGIT_SKELETON)))
+    for key in keys:
+        if len(key) == len(text) and all(
+                a == k or (ord(a) > 0x7F and k.isalpha()) for a, k in zip(text, key)):
+            return key
+    return None
+
+
+# A first word (letters, digits, joiners and any non-ASCII character but a space), then a colon or a
+# look-alike of one.
+_FIRST_WORD = LazyRe(r"((?:[\w\-]|[^\x00-\x7f\s])+?)[*_`~\"'\s]*([:\u02d0\u02f8\u0589\u05c3\u0703\u0704\u16ec\u1803\u1809"
+                     r"\u205a\u2236\ua4fd\ua789\ufe30\uff1a\ufe13\ufe55]|$|(?=\s))")
 
 
 def as_rendered(line: str) -> str:

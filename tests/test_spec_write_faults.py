@@ -103,15 +103,29 @@ def _landed_unpin(repo: Path) -> None:
     assert "Keep it." not in (state_dir(repo) / "context" / "t1" / "continuity.md").read_text()
 
 
+def _paused_once(repo: Path, task: str, pauses: int) -> None:
+    """The task the command replaced here: paused, its claim ended, and its pauses each logged once."""
+    replaced = _task(repo, task)
+    assert replaced["status"] == "paused", replaced["status"]
+    assert not [c for c in replaced.get("claims", []) if c.get("ended_at") is None], replaced["claims"]
+    assert [e["task"] for e in events_named(repo, "task.pause")] == [task] * pauses
+
+
 def _landed_start(repo: Path) -> None:
     assert _task(repo, "t2")["status"] == "active" and _active_here(repo) == "t2"
     assert len(events_named(repo, "task.start")) == 2  # t1's and t2's, once each
+    _paused_once(repo, "t1", 1)
+    assert json.loads(run_here("task", "show", "--json", cwd=repo).stdout)["id"] == "t2"  # what checkpoint uses
 
 
 def _landed_resume(repo: Path) -> None:
     assert _task(repo, "t1")["status"] == "active" and _active_here(repo) == "t1"
-    assert _task(repo, "t2")["status"] == "paused"
     assert [e["task"] for e in events_named(repo, "task.resume")] == ["t1"]
+    # the setup's `task start t2` paused t1 once; this resume pauses t2 once
+    assert [e["task"] for e in events_named(repo, "task.pause")] == ["t1", "t2"]
+    replaced = _task(repo, "t2")
+    assert replaced["status"] == "paused"
+    assert not [c for c in replaced.get("claims", []) if c.get("ended_at") is None], replaced["claims"]
 
 
 def _landed_release(repo: Path) -> None:
@@ -226,9 +240,12 @@ def test_every_write_step_failing_in_turn(repo: Path, tmp_path: Path, name: str)
                     again = run_here(*args, cwd=repo, input=stdin)
                     if again.returncode != 0:
                         # Only a change that had landed whole (its last directory fsync reported the error)
-                        # leaves the retry nothing to do: then it refuses, writing nothing.
+                        # leaves the retry nothing to do: then it refuses, writing nothing, and the failure's
+                        # message said that it had landed, never to run it again (design §2b).
                         assert whole and again.returncode in (10, 11), \
                             f"the retry exits {again.returncode}: {again.stderr.decode()[:300]}"
+                        assert "landed" in err and "run the same command again" not in err, \
+                            f"the retry refuses, but the message asked for it: {err[:300]}"
                     landed(repo)
                 doctor = run_here("doctor", "--strict", "--json", cwd=repo)
                 findings = [(f["code"], f.get("path")) for f in json.loads(doctor.stdout)["findings"]

@@ -280,7 +280,7 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
         task = tasks.load(ws, task_id)
         here = (ws.worktree, ws.branch)
         index = tasks.read_index(ws)
-        if task.status == "active" and (task.worktree, task.branch) == here and _unlogged(ws, task):
+        if _unfinished_resume(ws, task):
             return _finish_resume(ws, task, index, at)
         held = tasks.where_active(ws, task, index)
         if held == "here":
@@ -325,6 +325,23 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
         events.append(("task.resume", extra))
         _log(ws, at, paused, task_id, *events)
     return task
+
+
+def _unfinished_resume(ws: Workspace, task: tasks.Task) -> bool:
+    """A resume here whose task record landed and whose index or events did not: the record is active
+    here, and its last change has no event — by time, or (within the same second) because the claim this
+    machine took at that change is named by no `task.claim` event."""
+    if task.status != "active" or (task.worktree, task.branch) != (ws.worktree, ws.branch):
+        return False
+    if _unlogged(ws, task):
+        return True
+    ours = claims.mine(ws).get(task.id)
+    if ours is None or ours.get("at") != task.updated_at or ours["id"] not in {c["id"] for c in claims.live(task.claims)}:
+        return False
+    if [c["id"] for c in task.claims] == [ours["id"]] and ours["at"] == task.started_at:
+        return False  # the start's own claim, which its `task.start` event stands for
+    last = ledger.last_event(ws.paths.ledger, task.id, events=("task.claim",))
+    return last is None or (last.get("claim") or {}).get("id") != ours["id"]
 
 
 def _finish_resume(ws: Workspace, task: tasks.Task, index: dict[str, str], at: str) -> tasks.Task:

@@ -21,10 +21,38 @@ def check_index(ws: Workspace) -> list[Finding]:
     """`active.json` is the one place that says which task is active: corrupt or odd, every write refuses."""
     path = ws.paths.active_index
     try:
-        active.read(ws.paths.root)
+        index = active.read(ws.paths.root)
     except MajordomusError as exc:
         return [Finding(FAIL, "active.corrupt", exc.message, ws.display(path), exc.hint)]
-    return []
+    found = []
+    for key, task_id in sorted(index.items()):
+        place = active.unslot(key)
+        problem = _not_active(ws, task_id, place)
+        if problem is None or place is None:
+            continue
+        where = f"{escape(place[0])} on " + (f"branch {escape(place[1])}" if place[1] else "a detached HEAD")
+        found.append(Finding(FAIL, "active.not-active", f"{ws.display(path)} names task `{task_id}` as the active "
+                             f"task in {where}, but {problem}: every command there says no task is active",
+                             ws.display(path), "a task command that failed part way left it so: run it again "
+                             "(`majordomus task start|resume ID`), or resume the task you work on there with "
+                             "`majordomus task resume ID`"))
+    return found
+
+
+def _not_active(ws: Workspace, task_id: str, place: tuple[str, str | None] | None) -> str | None:
+    """Why the index's task for `place` is not active there, or None when it is (or cannot be told:
+    an unreadable record is check_tasks' finding)."""
+    try:
+        if not tasks.exists(ws, task_id):
+            return "there is no such task record"
+        task = tasks.load(ws, task_id)
+    except MajordomusError:
+        return None
+    if task.status != "active":
+        return f"its record says it is {task.status}"
+    if place is not None and (task.worktree, task.branch) != place:
+        return "its record says it is active somewhere else"
+    return None
 
 
 def check_profiles(ws: Workspace) -> list[Finding]:

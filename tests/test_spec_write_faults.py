@@ -41,7 +41,10 @@ def _start(repo: Path, *more: str) -> None:
 
 
 def _task(repo: Path, task: str = "t1") -> dict[str, Any]:
-    return dict(json.loads(run_here("task", "show", task, "--json", cwd=repo).stdout))
+    """The task record as stored (read directly: the walk reads it a few times per case)."""
+    import yaml
+
+    return dict(yaml.safe_load((state_dir(repo) / "tasks" / f"{task}.yaml").read_text()))
 
 
 def _active_here(repo: Path) -> str | None:
@@ -143,6 +146,37 @@ def _landed_run(repo: Path) -> None:
     _logged_once(repo, "task.run", pointer)
 
 
+def _setup_pull(repo: Path) -> None:
+    """A remote that another clone (B) pushed records to: a task with a checkpoint and a handoff, and a
+    second task. This clone has a task of its own and pulls."""
+    from helpers import git
+
+    remote, other = repo.parent / "remote.git", repo.parent / "B"
+    git(repo.parent, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "HEAD")
+    git(repo.parent, "clone", "-q", str(remote), str(other))
+    assert run_here("task", "start", "b", cwd=other).returncode == 0
+    assert run_here("checkpoint", cwd=other, input="B's note\n").returncode == 0
+    assert run_here("handoff", cwd=other, input=HANDOFF_BODY).returncode == 0
+    assert run_here("task", "start", "b2", cwd=other).returncode == 0
+    assert run_here("sync", "push", "origin", "--checkpoints", cwd=other).returncode == 0
+    _start(repo)
+
+
+def _landed_pull(repo: Path) -> None:
+    other = state_dir(repo.parent / "B")
+    for directory in ("checkpoints", "handoffs"):
+        for record in sorted((other / directory).iterdir()):
+            path = f"{directory}/{record.name}"
+            assert (state_dir(repo) / path).read_bytes() == record.read_bytes(), path
+            _logged_once(repo, "sync.import", path)
+    for task in ("b", "b2"):
+        assert _task(repo, task)["id"] == task
+        _logged_once(repo, "sync.import", f"tasks/{task}.yaml")
+    assert "Finish normalise()" in run_here("handoff", "--show", "b", cwd=repo).stdout.decode()
+
+
 def _landed_init(repo: Path) -> None:
     from majordomus import scaffold
 
@@ -162,7 +196,9 @@ COMMANDS: dict[str, tuple[Callable[[Path], None], tuple[str, ...], str, Callable
     "task done": (_start, ("task", "done"), "", _landed_done),
     "run": (_start, ("run", "--", "true"), "", _landed_run),
     "init": (lambda repo: None, ("init",), "", _landed_init),
+    "sync pull": (_setup_pull, ("sync", "pull", "origin"), "", _landed_pull),
 }
+TOUCHES_GIT = {"sync pull"}  # it moves refs too: each case starts from the refs of the setup
 
 
 def _argv(repo: Path, argv: tuple[str, ...]) -> tuple[str, ...]:
@@ -182,11 +218,18 @@ def _cases(counts: dict[str, int]) -> Iterator[tuple[str, int, str]]:
                 yield op, nth, "short"
 
 
-def _restore(pristine: Path, repo: Path) -> None:
-    """Put `.ai` back as it was before the command (none of these commands writes anywhere else)."""
+def _restore(pristine: Path, repo: Path, refs: Path | None = None) -> None:
+    """Put `.ai` back as it was before the command (and, for a command that moves refs, `.git`'s refs:
+    no other command writes anywhere else)."""
     shutil.rmtree(repo / ".ai", ignore_errors=True)
     if any(pristine.iterdir()):
         shutil.copytree(pristine, repo / ".ai", symlinks=True)
+    if refs is not None:
+        shutil.rmtree(repo / ".git" / "refs")
+        shutil.copytree(refs / "refs", repo / ".git" / "refs", symlinks=True)
+        (repo / ".git" / "packed-refs").unlink(missing_ok=True)
+        if (refs / "packed-refs").exists():
+            shutil.copy2(refs / "packed-refs", repo / ".git" / "packed-refs")
 
 
 def _holds(check: Callable[[Path], None], repo: Path) -> bool:
@@ -209,6 +252,11 @@ def test_every_write_step_failing_in_turn(repo: Path, tmp_path: Path, name: str)
         setup(repo)
         pristine = tmp_path / "pristine"
         shutil.copytree(repo / ".ai", pristine, symlinks=True) if (repo / ".ai").exists() else pristine.mkdir()
+        refs = tmp_path / "pristine-refs" if name in TOUCHES_GIT else None
+        if refs is not None:
+            shutil.copytree(repo / ".git" / "refs", refs / "refs", symlinks=True)
+            if (repo / ".git" / "packed-refs").exists():
+                shutil.copy2(repo / ".git" / "packed-refs", refs / "packed-refs")
         args = _argv(repo, argv)
 
         clock.move_to("2026-12-01T09:01:00Z")
@@ -221,7 +269,7 @@ def test_every_write_step_failing_in_turn(repo: Path, tmp_path: Path, name: str)
         problems = []
         walked = 0
         for op, nth, how in _cases(counting.counts):
-            _restore(pristine, repo)
+            _restore(pristine, repo, refs)
             clock.move_to("2026-12-01T09:01:00Z")
             with Faults(repo, op, nth, how).active() as faults:
                 failed = run_here(*args, cwd=repo, input=stdin)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from majordomus import lifecycle
+from majordomus import tasks as tasks_mod
 from majordomus.git import odb
 from majordomus.lite import safeio
 from majordomus.store import files, ledger, records
@@ -43,11 +44,11 @@ def import_records(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Im
     with ThreadPoolExecutor(WORKERS) as pool:
         for start in range(0, len(plan.records), BATCH):
             batch = plan.records[start:start + BATCH]
-            done = list(pool.map(lambda r: files.link_in(ws.paths.directory(r.directory), r.name, r.data,
-                                                         sync_dir=False)[1], batch))
+            done = list(pool.map(lambda r: r.present or files.link_in(ws.paths.directory(r.directory), r.name,
+                                                                      r.data, sync_dir=False)[1], batch))
             logged: list[tuple[str, dict[str, Any]]] = []
             for item, created in zip(batch, done):
-                if not created:
+                if not created:  # here already with its event (linked in between): nothing to log
                     continue
                 kind = rules.RECORD_KINDS[item.directory]
                 path = f"{item.directory}/{item.name}"
@@ -63,10 +64,15 @@ def import_records(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Im
 
 
 def import_tasks(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Imported], released: list[str]) -> None:
-    """Replace task records under the lock, unless one changed here since it was planned."""
-    if not plan.tasks:
-        return
-    ws.ensure_state("tasks")
+    """Replace task records under the lock, unless one changed here since it was planned.
+
+    Each one's `sync.import` event first, then the file: a pull that fails in between is completed by the
+    same pull run again, which finds the event of that very version and only replaces the file (design
+    §10): the event is written once, and never for a version that did not come."""
+    if plan.tasks:
+        ws.ensure_state("tasks")
+    elif not tasks_mod.read_index(ws):
+        return  # nothing to import and nothing active here to let go of
     with files.locked(ws.paths.lock):
         for item in plan.tasks:
             file = ws.paths.task_file(item.task)
@@ -77,19 +83,51 @@ def import_tasks(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Impo
             if now != item.disk:
                 plan.settled.pop(item.task, None)  # changed here while we synced: the next sync merges it
                 continue
+            digest = records.sha256(item.data)
+            if not _imported(ws, item.task, digest):
+                updated = records.parse_yaml(item.data.decode("utf-8")).get("updated_at")
+                ws.event("sync.import", item.task, at, remote=remote, machine=item.ref, kind="task",
+                         path=f"tasks/{item.task}.yaml", sha256=digest, updated_at=updated,
+                         replaced=now is not None, **({"claims_only": True} if item.ours else {}))
             files.replace(file, item.data)
-            updated = records.parse_yaml(item.data.decode("utf-8")).get("updated_at")
-            ws.event("sync.import", item.task, at, remote=remote, machine=item.ref, kind="task",
-                     path=f"tasks/{item.task}.yaml", sha256=records.sha256(item.data), updated_at=updated,
-                     replaced=now is not None, **({"claims_only": True} if item.ours else {}))
             out.append(Imported("task", f"tasks/{item.task}.yaml", item.task, item.ref, replaced=now is not None))
-            if item.ours:
-                continue
-            # Whoever changed the task on another machine holds it now: two workers never hold one unnoticed.
-            if lifecycle.release(ws, item.task):
-                ws.event("task.pause", item.task, at, by="sync",
-                         reason=f"a newer record of the task came from {remote}: it is held elsewhere now")
-                released.append(item.task)
+            if not item.ours:
+                _release(ws, item.task, remote, at, released)
+        complete_releases(ws, remote, at, released)
+
+
+def _imported(ws: Workspace, task_id: str, digest: str) -> bool:
+    """Whether the task's last `sync.import` is of this very version (a pull that failed after it)."""
+    last = ledger.last_event(ws.paths.ledger, task_id, events=("sync.import",))
+    return last is not None and last.get("path") == f"tasks/{task_id}.yaml" and last.get("sha256") == digest
+
+
+def _release(ws: Workspace, task_id: str, remote: str, at: str, released: list[str]) -> None:
+    # Whoever changed the task on another machine holds it now: two workers never hold one unnoticed.
+    if lifecycle.release(ws, task_id):
+        ws.event("task.pause", task_id, at, by="sync",
+                 reason=f"a newer record of the task came from {remote}: it is held elsewhere now")
+        released.append(task_id)
+
+
+def complete_releases(ws: Workspace, remote: str, at: str, released: list[str]) -> None:
+    """A pull that failed after a task record came in and before it let go of the task here: the index
+    still names a task whose record, as imported, says it is active somewhere else. Let go of it now.
+    The caller holds the lock."""
+    from majordomus.errors import MajordomusError
+    from majordomus.lite import active
+
+    for key, task_id in sorted(tasks_mod.read_index(ws).items()):
+        place = active.unslot(key)
+        try:
+            task = tasks_mod.load(ws, task_id)
+            data = safeio.read(ws.paths.task_file(task_id), TASK_MAX_BYTES)
+        except (MajordomusError, OSError):
+            continue
+        if task_id in released or place is None or (task.status == "active" and (task.worktree, task.branch) == place):
+            continue
+        if _imported(ws, task_id, records.sha256(data)):
+            _release(ws, task_id, remote, at, released)
 
 
 def record_conflicts(ws: Workspace, remote: str, plan: Plan, at: str) -> None:

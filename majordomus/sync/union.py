@@ -48,6 +48,7 @@ class RecordIn:
     data: bytes
     ref: str
     task: str | None  # as its front matter says
+    present: bool = False  # linked in already by a pull that failed before its event: only the event is due
 
 
 @dataclass
@@ -119,6 +120,7 @@ def _local(path: str, limit: int) -> bytes | None:
 
 
 def plan_records(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None, plan: Plan) -> None:
+    held: list[RecordIn] = []  # new since the last pull, and here already: some may lack their event
     for directory in rules.RECORD_KINDS:
         full = ws.paths.directory(directory)
         try:
@@ -129,13 +131,72 @@ def plan_records(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None
         for ref in refs:
             walk_refused: list[Refusal] = []
             for found in layout.new_records(ref.view, ref.fmt, base, directory, walk_refused):
-                _consider(ws, ref, found, present, decided, plan)
+                _consider(ws, ref, found, present, decided, plan, held)
             for r in walk_refused:
                 _refuse(plan, ref, r.path, r.reason)
+    _complete_unlogged(ws, held, plan)
+
+
+def _complete_unlogged(ws: Workspace, held: list[RecordIn], plan: Plan) -> None:
+    """A record a pull linked in before it failed (design §10) is here with no event: the same pull run
+    again writes its `sync.import`, as a checkpoint's retry writes its own event. Looked for in one
+    backwards read of the ledger, down to the oldest of them."""
+    if not held:
+        return
+    stamps = {id(item): _timestamp(item.data) for item in held}
+    since = min(stamps.values())
+    named = _named_since(ws, since)
+    if named is None:
+        return  # the ledger cannot tell (unreadable, rotated, or too far back): never log on a guess
+    for item in held:
+        if f"{item.directory}/{item.name}" not in named:
+            plan.records.append(item)
+
+
+def _timestamp(data: bytes) -> str:
+    try:
+        meta, _text = records.split(data)
+    except Exception:
+        return ""
+    stamp = meta.get("timestamp")
+    return stamp if isinstance(stamp, str) else ""
+
+
+def _named_since(ws: Workspace, since: str) -> set[str] | None:
+    """The paths that the ledger's events name, from the end back to the first event older than `since`;
+    None when the ledger cannot tell (unreadable, or `since` is further back than the look-back bound,
+    or it begins later than `since`)."""
+    from majordomus.errors import EnvironmentProblem
+    from majordomus.store import ledger
+
+    try:
+        fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
+    except FileNotFoundError:
+        return set()
+    except (OSError, EnvironmentProblem):
+        return None
+    named: set[str] = set()
+    try:
+        read, first = 0, None
+        for line in ledger.lines_backwards(fd, os.fstat(fd).st_size):
+            read += len(line) + 1
+            if read > ledger.EVENT_LOOK_BACK:
+                return None
+            event = ledger.parse_line(line) if line.strip() else None
+            if event is None:
+                continue
+            if str(event.get("at", "")) < since:
+                return named
+            if isinstance(event.get("path"), str):
+                named.add(event["path"])
+            first = event
+        return named if first is None or first.get("seq") == 1 else None
+    finally:
+        os.close(fd)
 
 
 def _consider(ws: Workspace, ref: RemoteRef, found: Found, present: set[str], decided: dict[str, str],
-              plan: Plan) -> None:
+              plan: Plan, held: list[RecordIn]) -> None:
     name, oid = found.name, found.entry.oid
     if decided.get(name) == oid:
         return
@@ -144,6 +205,12 @@ def _consider(ws: Workspace, ref: RemoteRef, found: Found, present: set[str], de
         if local is not None and odb.blob_id(local) == oid:
             decided[name] = oid
             plan.known.append((found.directory, name, oid))
+            try:
+                task = records.split(local)[0].get("task")
+            except Exception:
+                task = None  # doctor reports an unreadable record; its event still names its path
+            held.append(RecordIn(found.directory, name, oid, local, ref.name, task if isinstance(task, str) else None,
+                                 present=True))
             return
     data, reason = read_entry(ws, found.entry, rules.MAX_RECORD_BYTES)
     meta: dict[str, object] = {}

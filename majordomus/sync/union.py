@@ -313,8 +313,13 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeVi
         # A version whose machine held ours before it is later than ours, whatever the clocks say (the same
         # second, or a clock behind): it counts as the newest, so that every machine settles on it.
         local_key = key(local)
-        after = [v for v in found
-                 if v.oid != local_oid and v.key <= local_key and _follows(ws, v, name, local_oid, local_key)]
+        earlier = [v for v in found if v.oid != local_oid and v.key <= local_key]
+        after = [v for v in earlier if _follows(ws, v, name, local_oid, local_key)]
+        if earlier and len(after) < len(earlier):
+            # Or one written by a machine that had seen the push carrying ours (its ref descends from that
+            # push): a later change, though a clock running ahead here stamped ours later (design §13).
+            seen = _History(ws, my_ref, name, local_oid, min(v.key for v in earlier))
+            after += [v for v in earlier if v not in after and seen.seen_by(v.ref)]
         if after and not any(v.key > local_key for v in fresh):
             chosen = max(after, key=lambda v: v.key)
             _take(plan, task_id, chosen.data, [v.data for v in found if v is not chosen] + [local],

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from majordomus import claims
 from majordomus.git import odb
-from majordomus.lite import safeio
+from majordomus.lite import names, safeio
 from majordomus.store import records
 from majordomus.sync import layout, rules
 from majordomus.sync.layout import Found, Refusal
@@ -329,7 +329,7 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeVi
     # their claims are merged in whichever version is kept (design §18). Older ones are history.
     current = [v for v in found if v.oid != local_oid and (floor is None or v.key[0] >= floor[0])]
     if not fresh:
-        kept = claims.merge_task_data(local, [v.data for v in current]) if local is not None and current else local
+        kept = _ours_kept(ws, local, [v.data for v in current], plan) if local is not None and current else local
         if kept is not None and kept != local:
             plan.tasks.append(TaskIn(task_id, odb.blob_id(kept), kept, current[0].ref.name, local_oid, ours=True))
             plan.settled[task_id] = odb.blob_id(kept)
@@ -353,10 +353,42 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeVi
     if newest.key > local_key:
         _take(plan, task_id, newest.data, others, newest.ref.name, local_oid)
         return
-    kept = claims.merge_task_data(local, [v.data for v in current])
-    if kept != local:  # ours stays, with the claims the other versions carry (design §18)
+    kept = _ours_kept(ws, local, [v.data for v in current], plan)
+    if kept != local:  # ours stays, with the claims (and a later handoff) the other versions carry (design §18)
         plan.tasks.append(TaskIn(task_id, odb.blob_id(kept), kept, newest.ref.name, local_oid, ours=True))
     plan.settled[task_id] = odb.blob_id(kept)
+
+
+def _ours_kept(ws: Workspace, local: bytes, others: list[bytes], plan: Plan) -> bytes:
+    """This machine's version, kept, with the claims of the others merged in, and pointing at the latest
+    handoff any of them names when that one is later than its own: a handoff written on another machine
+    is part of what happened to the task, which a briefing must show (design §9), even when the task
+    record that carried it lost to ours."""
+    kept = claims.merge_task_data(local, others)
+    try:
+        doc = records.parse_yaml(kept.decode("utf-8"))
+    except Exception:
+        return kept
+    own = doc.get("handoff_at")
+    mine: str = own if isinstance(own, str) else ""
+    coming = {f"{r.directory}/{r.name}" for r in plan.records if r.directory == "handoffs"}
+    best: tuple[str, str] | None = None
+    for data in others:
+        try:
+            theirs = records.parse_yaml(data.decode("utf-8"))
+        except Exception:
+            continue
+        pointer, at = theirs.get("handoff"), theirs.get("handoff_at")
+        if (not isinstance(pointer, str) or not isinstance(at, str) or pointer == doc.get("handoff")
+                or not names.is_record_pointer(pointer, "handoffs") or at <= mine
+                or not (pointer in coming or os.path.lexists(ws.paths.absolute(pointer)))):
+            continue  # not later than ours, or a record this machine neither has nor takes in now
+        if best is None or (at, pointer) > best:
+            best = (at, pointer)
+    if best is None:
+        return kept
+    doc["handoff_at"], doc["handoff"] = best
+    return records.emit_yaml(doc.items()).encode("utf-8")
 
 
 def _take(plan: Plan, task_id: str, chosen: bytes, others: list[bytes], ref: str, disk: str | None) -> None:

@@ -167,6 +167,8 @@ def settle(ws: Workspace, remote: str, plan: Plan, refs: list[RemoteRef]) -> str
         if task.task in plan.settled:
             odb.write_blob(repo, task.data)
     for task_id, oid in plan.settled.items():
+        if oid in plan.kept:  # ours, kept: written unless a push wrote it already (the same bytes, one id)
+            odb.write_blob(repo, plan.kept[oid])
         writer.put(("tasks", f"{task_id}.yaml"), odb.Entry(oid, odb.BLOB))
     tree = writer.write() if writer.changed else (base.oid if base is not None else None)
     previous = odb.commit(repo, own) if own else None

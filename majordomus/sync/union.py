@@ -67,6 +67,7 @@ class Plan:
     known: list[tuple[str, str, str]] = field(default_factory=list)  # (dir, name, oid) held here already
     tasks: list[TaskIn] = field(default_factory=list)
     settled: dict[str, str] = field(default_factory=dict)  # task id -> blob id this machine settles on
+    kept: dict[str, bytes] = field(default_factory=dict)  # blob id -> bytes of a version of ours settled on
     conflicts: list[Conflict] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
 
@@ -357,6 +358,7 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeVi
     if kept != local:  # ours stays, with the claims (and a later handoff) the other versions carry (design §18)
         plan.tasks.append(TaskIn(task_id, odb.blob_id(kept), kept, newest.ref.name, local_oid, ours=True))
     plan.settled[task_id] = odb.blob_id(kept)
+    plan.kept[plan.settled[task_id]] = kept  # a version of ours that no push carried yet is in no object store
 
 
 def _ours_kept(ws: Workspace, local: bytes, others: list[bytes], plan: Plan) -> bytes:

@@ -123,3 +123,10 @@ def test_a_version_of_ours_kept_over_a_conflict_and_never_pushed_is_settled_on(c
     assert [e["kept"] for e in events(repo, "sync.conflict")] == ["local"] * 3
     settled = git(repo, "rev-parse", "refs/majordomus/synced:tasks/s.yaml")
     assert git(repo, "cat-file", "-t", settled) == "blob"
+    # A works on a task whose record names B's claim as the live one: doctor says two workers hold it
+    # (on B, which holds it by its claim, nothing is wrong)
+    held = [f for f in json.loads(cli("doctor", "--json").stdout)["findings"] if f["code"] == "task.held-elsewhere"]
+    assert len(held) == 1 and held[0]["level"] == "fail" and "`s`" in held[0]["message"]
+    assert "task.held-elsewhere" not in cli("doctor", "--json", cwd=b).stdout
+    assert cli("task", "release", "s").exit_code == 0
+    assert "task.held-elsewhere" not in cli("doctor", "--json").stdout

@@ -7,7 +7,7 @@ import os
 import stat
 from collections.abc import Iterator
 
-from majordomus import tasks
+from majordomus import claims, tasks
 from majordomus.doctor.findings import FAIL, OK, WARN, Finding
 from majordomus.errors import MajordomusError
 from majordomus.lite import active, safeio
@@ -27,16 +27,41 @@ def check_index(ws: Workspace) -> list[Finding]:
     found = []
     for key, task_id in sorted(index.items()):
         place = active.unslot(key)
-        problem = _not_active(ws, task_id, place)
-        if problem is None or place is None:
+        if place is None:
             continue
         where = f"{escape(place[0])} on " + (f"branch {escape(place[1])}" if place[1] else "a detached HEAD")
-        found.append(Finding(FAIL, "active.not-active", f"{ws.display(path)} names task `{task_id}` as the active "
-                             f"task in {where}, but {problem}: every command there says no task is active",
-                             ws.display(path), "a task command that failed part way left it so: run it again "
-                             "(`majordomus task start|resume ID`), or resume the task you work on there with "
-                             "`majordomus task resume ID`"))
+        problem = _not_active(ws, task_id, place)
+        if problem is not None:
+            found.append(Finding(FAIL, "active.not-active", f"{ws.display(path)} names task `{task_id}` as the "
+                                 f"active task in {where}, but {problem}: every command there says no task is active",
+                                 ws.display(path), "a task command that failed part way left it so: run it again "
+                                 "(`majordomus task start|resume ID`), or resume the task you work on there with "
+                                 "`majordomus task resume ID`"))
+            continue
+        holder = _held_by_another(ws, task_id)
+        if holder is not None:
+            found.append(Finding(FAIL, "task.held-elsewhere", f"task `{task_id}` is active in {where}, but this "
+                                 f"machine's claim on it was ended and {escape(holder)} holds it: two workers "
+                                 "hold one task", ws.display(ws.paths.task_file(task_id)),
+                                 f"agree who continues; if it is the other, let it go here with `majordomus task "
+                                 f"release {task_id}` and sync; if it is you, the other releases it and you take "
+                                 f"it over with `majordomus task resume {task_id} --force` after a sync"))
     return found
+
+
+def _held_by_another(ws: Workspace, task_id: str) -> str | None:
+    """Who holds a task that is active here by its record while its live claims are all another worker's
+    (a takeover elsewhere that a kept record of ours outlived). None when a claim of ours is live, or when
+    the record has no live claim at all (written before claims were kept)."""
+    try:
+        task = tasks.load(ws, task_id)
+    except MajordomusError:
+        return None
+    live = claims.live(task.claims)
+    ours = claims.mine(ws).get(task_id)
+    if not live or (ours is not None and ours["id"] in {c["id"] for c in live}):
+        return None
+    return claims.describe(live[-1])
 
 
 def _not_active(ws: Workspace, task_id: str, place: tuple[str, str | None] | None) -> str | None:

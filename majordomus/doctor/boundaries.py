@@ -32,11 +32,11 @@ def check_index(ws: Workspace) -> list[Finding]:
         where = f"{escape(place[0])} on " + (f"branch {escape(place[1])}" if place[1] else "a detached HEAD")
         problem = _not_active(ws, task_id, place)
         if problem is not None:
+            status, why = problem
             found.append(Finding(FAIL, "active.not-active", f"{ws.display(path)} names task `{task_id}` as the "
-                                 f"active task in {where}, but {problem}: every command there says no task is active",
-                                 ws.display(path), "a task command that failed part way left it so: run it again "
-                                 "(`majordomus task start|resume ID`), or resume the task you work on there with "
-                                 "`majordomus task resume ID`"))
+                                 f"active task in {where}, but {why}: every command there says no task is active",
+                                 ws.display(path), "a command that failed part way left it so: "
+                                 + _AGAIN.get(status, _AGAIN["paused"]).format(id=task_id)))
             continue
         holder = _held_by_another(ws, task_id)
         if holder is not None:
@@ -64,19 +64,27 @@ def _held_by_another(ws: Workspace, task_id: str) -> str | None:
     return claims.describe(live[-1])
 
 
-def _not_active(ws: Workspace, task_id: str, place: tuple[str, str | None] | None) -> str | None:
-    """Why the index's task for `place` is not active there, or None when it is (or cannot be told:
-    an unreadable record is check_tasks' finding)."""
+_AGAIN = {  # by the status the index's task has: the command whose rerun completes the change
+    "paused": "run the `majordomus task start` or `task resume` that failed again (it completes), or resume the "
+              "task you work on there with `majordomus task resume ID`",
+    "handed-off": "run the same `majordomus handoff` again (it completes), or `majordomus task resume {id}`",
+    "done": "run `majordomus task done {id}` again (it completes)",
+}
+
+
+def _not_active(ws: Workspace, task_id: str, place: tuple[str, str | None]) -> tuple[str, str] | None:
+    """(status, why) when the index's task for `place` is not active there, or None when it is (or cannot
+    be told: an unreadable record is check_tasks' finding)."""
     try:
         if not tasks.exists(ws, task_id):
-            return "there is no such task record"
+            return "paused", "there is no such task record"
         task = tasks.load(ws, task_id)
     except MajordomusError:
         return None
     if task.status != "active":
-        return f"its record says it is {task.status}"
-    if place is not None and (task.worktree, task.branch) != place:
-        return "its record says it is active somewhere else"
+        return task.status, f"its record says it is {task.status}"
+    if (task.worktree, task.branch) != place:
+        return "paused", "its record says it is active somewhere else"
     return None
 
 

@@ -148,19 +148,30 @@ def _fail_once(repo: Path, op: str, only: str, *argv: str) -> bytes:
     return failed.stderr
 
 
+@pytest.mark.parametrize("step", ["index", "pause"])
 @pytest.mark.parametrize("argv, new, old", [(("task", "start", "t2"), "t2", "t1"),
                                             (("task", "resume", "t1"), "t1", "t2")])
-def test_a_task_change_whose_index_write_fails_is_flagged_by_doctor_and_its_rerun_completes_it(repo, argv, new, old):
-    """The replaced task is paused in its record, the index still names it: doctor flags the index entry
-    (every command here says no task is active); the same command again makes `new` active and logs the
-    pause once."""
+def test_a_task_change_failing_part_way_is_flagged_by_doctor_and_its_rerun_completes_it(repo, argv, new, old, step):
+    """The new task's record has landed. Failing at the index (the replaced task already paused in its
+    record, the index still naming it): every command here says no task is active, and doctor flags the
+    index entry. Failing one step earlier, at the replaced task's pause (it is still the active one here):
+    doctor flags the new task, active by its record and this machine's claim but named by no index entry.
+    Either way the same command again makes `new` active and logs the pause once."""
     for task in ("t1", "t2") if new == "t1" else ("t1",):
         assert run_here("task", "start", task, cwd=repo).returncode == 0
     pauses = len(events_named(repo, "task.pause"))
-    _fail_once(repo, "rename", "active.json", *argv)
-    assert _status(repo, old) == "paused"
-    assert run_here("checkpoint", cwd=repo, input="x\n").returncode == 11
-    assert _not_ok(repo) == ["active.not-active"]
+    _fail_once(repo, "rename", "active.json" if step == "index" else f"tasks/{old}.yaml", *argv)
+    assert _status(repo, new) == "active"
+    if step == "index":
+        assert _status(repo, old) == "paused"
+        assert run_here("checkpoint", cwd=repo, input="x\n").returncode == 11
+        assert _not_ok(repo) == ["active.not-active", "active.not-active"]  # the index's entry, and `new`
+    else:
+        assert _status(repo, old) == "active"
+        report = json.loads(run_here("doctor", "--json", cwd=repo).stdout)
+        [found] = [f for f in report["findings"] if f["level"] != "ok"]
+        assert found["code"] == "active.not-active" and f"task `{new}`" in found["message"]
+        assert found["path"].endswith(f"tasks/{new}.yaml")
     again = run_here(*argv, cwd=repo)
     assert again.returncode == 0, again.stderr
     assert _status(repo, new) == "active" and _status(repo, old) == "paused"

@@ -204,8 +204,30 @@ def check_branches(ws: Workspace, task_ids: list[str]) -> list[Finding]:
     return found
 
 
+def check_unindexed(ws: Workspace, task_ids: list[str]) -> list[Finding]:
+    """A task active by its record in a worktree of this machine, under this machine's live claim, that the
+    index does not name there: a `task start` or `resume` that failed after the task's record (design
+    §10). `task list` shows it as active on another machine; the same command run again completes it."""
+    found = []
+    mine = claims.mine(ws)
+    for task_id, task, held in _held(ws, task_ids):
+        ours = mine.get(task_id)
+        if held != "remote" or ours is None or (ours["worktree"], ours["branch"]) != (task.worktree, task.branch):
+            continue
+        if ours["id"] not in {c["id"] for c in claims.live(task.claims)}:
+            continue
+        where = f"{escape(task.worktree or '')} on " + (f"branch {escape(task.branch)}" if task.branch
+                                                        else "a detached HEAD")
+        found.append(Finding(FAIL, "active.not-active", f"task `{task_id}` is active in {where} by its record and "
+                             f"this machine's claim, but {ws.display(ws.paths.active_index)} does not name it "
+                             "there", ws.display(ws.paths.task_file(task_id)),
+                             "a command that failed part way left it so: run the `majordomus task start` or "
+                             f"`task resume {task_id}` that failed again there (it completes)"))
+    return found
+
+
 def run(ws: Workspace, task_ids: list[str]) -> list[Finding]:
-    found = (check_index(ws) + check_profiles(ws) + check_profile_names(ws, task_ids) + check_owners(ws)
+    found = (check_index(ws) + check_unindexed(ws, task_ids) + check_profiles(ws) + check_profile_names(ws, task_ids) + check_owners(ws)
              + check_orphans(ws, task_ids) + check_branches(ws, task_ids))
     return found or [Finding(OK, "boundaries", "active index, profiles and ownership are sound; no orphaned task, "
                              "no task on a missing branch")]

@@ -344,6 +344,16 @@ def _unfinished_resume(ws: Workspace, task: tasks.Task) -> bool:
     return last is None or (last.get("claim") or {}).get("id") != ours["id"]
 
 
+def unfinished(ws: Workspace, task: tasks.Task) -> str | None:
+    """`task start` or `task resume` when that change of `task` (active here) landed without its events,
+    which the same command run again writes; None otherwise (for doctor)."""
+    if _unfinished_start(ws, task):
+        return "task start"
+    if _unfinished_resume(ws, task):
+        return "task resume"
+    return None
+
+
 def _finish_resume(ws: Workspace, task: tasks.Task, index: dict[str, str], at: str) -> tasks.Task:
     """A resume here whose task record landed and whose index or events did not: complete them."""
     paused = _previous_here(ws, index, task.id, task.updated_at)

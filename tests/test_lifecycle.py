@@ -254,3 +254,19 @@ def test_doctor_flags_an_index_entry_whose_task_is_not_active_there(repo, status
     report = json.loads(run_here("doctor", "--json", cwd=repo).stdout)
     [found] = [f for f in report["findings"] if f["code"] == "active.not-active"]
     assert found["level"] == "fail" and "`t1`" in found["message"] and found["path"].endswith("active.json")
+
+
+@pytest.mark.parametrize("argv", [("task", "start", "t2"), ("task", "resume", "t1")])
+def test_doctor_flags_a_task_active_here_whose_change_has_no_event(repo, argv):
+    """Everything but the one append of the change's events landed: the new task works, and doctor says
+    its events are missing (task.no-event, naming the command); the same command again writes them and
+    doctor is clean. At the edge, the change whose events landed: nothing to say."""
+    for task in ("t1", "t2") if argv[1] == "resume" else ("t1",):
+        assert run_here("task", "start", task, cwd=repo).returncode == 0
+    assert _not_ok(repo) == []
+    _fail_once(repo, "write", "ledger.jsonl", *argv)
+    report = json.loads(run_here("doctor", "--json", cwd=repo).stdout)
+    [found] = [f for f in report["findings"] if f["level"] != "ok"]
+    assert found["code"] == "task.no-event" and f"majordomus {argv[0]} {argv[1]} {argv[2]}" in found["hint"]
+    assert run_here(*argv, cwd=repo).returncode == 0
+    assert _not_ok(repo) == []

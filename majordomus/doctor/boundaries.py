@@ -226,8 +226,53 @@ def check_unindexed(ws: Workspace, task_ids: list[str]) -> list[Finding]:
     return found
 
 
+def check_unlogged(ws: Workspace) -> list[Finding]:
+    """A task active here whose start or resume landed without its events (the one append that carries
+    them, and the replaced task's `task.pause`, failed): the same command run again writes them. Only
+    asked of a ledger that begins at its first event (one rotated by hand cannot tell)."""
+    from majordomus import lifecycle
+
+    try:
+        index = active.read(ws.paths.root)
+        if not index or not _ledger_whole(ws):
+            return []
+    except (MajordomusError, OSError):
+        return []  # a corrupt index or an unreadable ledger: their own findings say so
+    found = []
+    for key, task_id in sorted(index.items()):
+        place = active.unslot(key)
+        try:
+            task = tasks.load(ws, task_id)
+        except MajordomusError:
+            continue
+        if place is None or task.status != "active" or (task.worktree, task.branch) != place:
+            continue
+        if place != (ws.worktree, ws.branch):
+            continue  # the rule reads this worktree's claims and slot: asked where the task is active
+        try:
+            command = lifecycle.unfinished(ws, task)
+        except (MajordomusError, OSError):
+            continue
+        if command is not None:
+            found.append(Finding(FAIL, "task.no-event", f"task `{task_id}` is active here, but the ledger has "
+                                 f"no event of the `{command}` that made it so", ws.display(ws.paths.ledger),
+                                 f"its events did not land (a write that failed): run `majordomus {command} "
+                                 f"{task_id}` again to write them"))
+    return found
+
+
+def _ledger_whole(ws: Workspace) -> bool:
+    """Whether the ledger begins at its first event (seq 1)."""
+    from majordomus.store import ledger
+
+    for line in ledger.iter_lines(ws.paths.ledger):  # its first line only: the generator closes the file
+        first = ledger.parse_line(line) if line.strip() else None
+        return first is not None and first.get("seq") == 1
+    return False
+
+
 def run(ws: Workspace, task_ids: list[str]) -> list[Finding]:
-    found = (check_index(ws) + check_unindexed(ws, task_ids) + check_profiles(ws) + check_profile_names(ws, task_ids) + check_owners(ws)
+    found = (check_index(ws) + check_unindexed(ws, task_ids) + check_unlogged(ws) + check_profiles(ws) + check_profile_names(ws, task_ids) + check_owners(ws)
              + check_orphans(ws, task_ids) + check_branches(ws, task_ids))
     return found or [Finding(OK, "boundaries", "active index, profiles and ownership are sound; no orphaned task, "
                              "no task on a missing branch")]

@@ -333,12 +333,18 @@ def _unfinished_resume(ws: Workspace, task: tasks.Task) -> bool:
     machine took at that change is named by no `task.claim` event."""
     if task.status != "active" or (task.worktree, task.branch) != (ws.worktree, ws.branch):
         return False
-    if _unlogged(ws, task):
-        return True
+    return _unlogged(ws, task) or _claim_unlogged(ws, task)
+
+
+def _claim_unlogged(ws: Workspace, task: tasks.Task) -> bool:
+    """The claim this machine took at the task's last change is named by no `task.claim` event (and is
+    not the start's own): a resume whose events did not land, told without comparing clocks."""
     ours = claims.mine(ws).get(task.id)
     if ours is None or ours.get("at") != task.updated_at or ours["id"] not in {c["id"] for c in claims.live(task.claims)}:
         return False
-    if [c["id"] for c in task.claims] == [ours["id"]] and ours["at"] == task.started_at:
+    earlier_here = any(c["id"] != ours["id"] and c.get("ended_at") is not None and c.get("host") == ours.get("host")
+                       and c.get("worktree") == ours.get("worktree") for c in task.claims)
+    if ours["at"] == task.started_at and not earlier_here:
         return False  # the start's own claim, which its `task.start` event stands for
     last = ledger.last_event(ws.paths.ledger, task.id, events=("task.claim",))
     return last is None or (last.get("claim") or {}).get("id") != ours["id"]
@@ -349,7 +355,8 @@ def unfinished(ws: Workspace, task: tasks.Task) -> str | None:
     which the same command run again writes; None otherwise (for doctor)."""
     if _unfinished_start(ws, task):
         return "task start"
-    if _unfinished_resume(ws, task):
+    if task.status == "active" and (task.worktree, task.branch) == (ws.worktree, ws.branch) \
+            and _claim_unlogged(ws, task):
         return "task resume"
     return None
 

@@ -74,6 +74,7 @@ def import_tasks(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Impo
     elif not tasks_mod.read_index(ws):
         return  # nothing to import and nothing active here to let go of
     with files.locked(ws.paths.lock):
+        recent = _recent_imports(ws)
         for item in plan.tasks:
             file = ws.paths.task_file(item.task)
             try:
@@ -84,7 +85,7 @@ def import_tasks(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Impo
                 plan.settled.pop(item.task, None)  # changed here while we synced: the next sync merges it
                 continue
             digest = records.sha256(item.data)
-            if not _imported(ws, item.task, digest):
+            if recent.get(item.task) != digest:
                 updated = records.parse_yaml(item.data.decode("utf-8")).get("updated_at")
                 ws.event("sync.import", item.task, at, remote=remote, machine=item.ref, kind="task",
                          path=f"tasks/{item.task}.yaml", sha256=digest, updated_at=updated,
@@ -96,10 +97,33 @@ def import_tasks(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Impo
         complete_releases(ws, remote, at, released)
 
 
-def _imported(ws: Workspace, task_id: str, digest: str) -> bool:
-    """Whether the task's last `sync.import` is of this very version (a pull that failed after it)."""
-    last = ledger.last_event(ws.paths.ledger, task_id, events=("sync.import",))
-    return last is not None and last.get("path") == f"tasks/{task_id}.yaml" and last.get("sha256") == digest
+def _recent_imports(ws: Workspace) -> dict[str, str]:
+    """Task id -> the digest its latest `sync.import` of a task record names, among the ledger's last
+    `EVENT_LOOK_BACK` bytes: one backwards read for the whole pull (a pull that failed part way is the
+    ledger's end when the same pull runs again)."""
+    import os
+
+    from majordomus.errors import EnvironmentProblem
+
+    found: dict[str, str] = {}
+    try:
+        fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
+    except (OSError, EnvironmentProblem):
+        return found
+    try:
+        read = 0
+        for line in ledger.lines_backwards(fd, os.fstat(fd).st_size):
+            read += len(line) + 1
+            if read > ledger.EVENT_LOOK_BACK:
+                break
+            event = ledger.parse_line(line) if b'"sync.import"' in line else None
+            task, path = (event.get("task"), event.get("path")) if event is not None else (None, None)
+            if (event is not None and event["event"] == "sync.import" and isinstance(task, str)
+                    and path == f"tasks/{task}.yaml" and task not in found):
+                found[task] = str(event.get("sha256"))
+    finally:
+        os.close(fd)
+    return found
 
 
 def _release(ws: Workspace, task_id: str, remote: str, at: str, released: list[str]) -> None:
@@ -117,6 +141,7 @@ def complete_releases(ws: Workspace, remote: str, at: str, released: list[str]) 
     from majordomus.errors import MajordomusError
     from majordomus.lite import active
 
+    recent: dict[str, str] | None = None
     for key, task_id in sorted(tasks_mod.read_index(ws).items()):
         place = active.unslot(key)
         try:
@@ -126,7 +151,9 @@ def complete_releases(ws: Workspace, remote: str, at: str, released: list[str]) 
             continue
         if task_id in released or place is None or (task.status == "active" and (task.worktree, task.branch) == place):
             continue
-        if _imported(ws, task_id, records.sha256(data)):
+        if recent is None:
+            recent = _recent_imports(ws)
+        if recent.get(task_id) == records.sha256(data):
             _release(ws, task_id, remote, at, released)
 
 

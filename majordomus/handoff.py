@@ -127,6 +127,8 @@ def write(ws: Workspace, stdin: BinaryIO) -> commit.Committed:
     if done.created or done.completed:  # after its event: this machine's claim and the slot here (§10)
         try:
             lifecycle.release_after_handoff(ws, done.record)
+        except lifecycle.Landed:
+            raise  # it says that everything landed: no rerun to ask for
         except EnvironmentProblem as exc:
             raise commit.incomplete(ws, "handoff", done.path, exc, " and logged, but releasing the task here failed") from exc
     if done.completed and _body_of(done.path) != body.text:

@@ -6,8 +6,10 @@ together, and appends its ledger event.
 
 from __future__ import annotations
 
+import os
+
 from majordomus import claims, clock, continuity, secretscan, tasks
-from majordomus.errors import NoActiveTask, NotFound, Refused
+from majordomus.errors import EnvironmentProblem, MajordomusError, NoActiveTask, NotFound, Refused
 from majordomus.lite import active as active_index
 from majordomus.lite import names, textrules
 from majordomus.store import files, ledger, listing
@@ -19,17 +21,66 @@ if TYPE_CHECKING:
 
 
 
-def _pause_current_here(ws: Workspace, index: dict[str, str], keep: str, at: str) -> None:
+def _paused_for(keep: str) -> str:
+    return f"paused: task `{keep}` became active here"
+
+
+def _previous_here(ws: Workspace, index: dict[str, str], keep: str, at: str) -> tasks.Task | None:
+    """The task that a change making `keep` active here (at `at`) pauses, while that pause is unfinished:
+    the index's task here while it is still active, or one the change already paused (at `at`, here)
+    whose `task.pause` event did not land. When the index already names `keep` (only the events failed),
+    the paused one is found among the task records."""
     current = index.get(active_index.slot(ws.worktree, ws.branch))
-    if current is None or current == keep or not tasks.exists(ws, current):
-        return
-    task = tasks.load(ws, current)
+    if current is None:
+        return None
+    here = (ws.worktree, ws.branch)
+    if current != keep:
+        task = tasks.load(ws, current) if tasks.exists(ws, current) else None
+        if task is not None and (task.status == "active" or _unfinished_pause(ws, task, at, here)):
+            return task
+        return None
+    # A retry only (a fresh change never finds its own task in the index): the paused one is unnamed now.
+    for task_id in _task_ids(ws):
+        if task_id == keep:
+            continue
+        try:
+            task = tasks.load(ws, task_id)
+        except MajordomusError:
+            continue  # doctor reports it; it is not the one this change paused
+        if _unfinished_pause(ws, task, at, here):
+            return task
+    return None
+
+
+def _task_ids(ws: Workspace) -> list[str]:
+    try:
+        return sorted(n[: -len(".yaml")] for n in os.listdir(ws.paths.tasks) if n.endswith(".yaml"))
+    except OSError:
+        return []
+
+
+def _unfinished_pause(ws: Workspace, task: tasks.Task, at: str, here: tuple[str, str | None]) -> bool:
+    return (task.status == "paused" and task.updated_at == at and (task.worktree, task.branch) == here
+            and not _pause_logged(ws, task, at))
+
+
+def _pause_logged(ws: Workspace, task: tasks.Task, at: str) -> bool:
+    last = ledger.last_event(ws.paths.ledger, task.id)
+    return last is not None and last.get("event") == "task.pause" and str(last.get("at", "")) >= at
+
+
+def _pause_in_record(ws: Workspace, task: tasks.Task, keep: str, at: str) -> None:
+    """Pause `task` in its record (a no-op when a change that failed part way did so already)."""
     if task.status == "active":
         task.status = "paused"
         task.updated_at = at
-        _end_mine(ws, task, at, f"paused: task `{keep}` became active here")
+        _end_mine_in_record(ws, task, at, _paused_for(keep))
         tasks.save(ws, task)
-        ws.event("task.pause", task.id, at, reason=f"task `{keep}` became active here")
+
+
+def _pause_event(ws: Workspace, task: tasks.Task, keep: str) -> tuple[str, dict[str, Any]]:
+    return ("task.pause", {"task": task.id, "worktree": ws.worktree, "branch": ws.branch,
+                           "reason": f"task `{keep}` became active here"})
 
 
 # Claims (design §18): who holds a task; see `majordomus.claims`.
@@ -154,15 +205,17 @@ def start(
             updated_at=at,
         )
         index = tasks.read_index(ws)  # refused whole when corrupt, before anything is written
+        previous = _previous_here(ws, index, task_id, at)
         continuity.seed(ws, task, from_task)
         listing.start_index(ws, task_id)
-        _pause_current_here(ws, index, task_id, at)
         _claim(ws, task, at, task.owner)  # the starter holds it: task.start (owner, worktree, branch) is its event
+        # The new task's record first, the events last: a failure at any step between leaves what the same
+        # command run again finds (`_unfinished_start`) and completes, each event written once (design §10).
         tasks.save(ws, task)
-        index[active_index.slot(ws.worktree, ws.branch)] = task_id
-        tasks.write_index(ws, index)
-        ws.event("task.start", task_id, at, title=task.title, profile=task.profile, owner=task.owner,
-              **({"from": from_task} if from_task else {}))
+        _make_active_here(ws, index, task_id, previous, at, write=True)
+        _log(ws, at, previous, task_id, ("task.start", {"title": task.title, "profile": task.profile,
+                                                        "owner": task.owner,
+                                                        **({"from": from_task} if from_task else {})}))
     return task
 
 
@@ -175,12 +228,35 @@ def _unfinished_start(ws: Workspace, task: tasks.Task) -> bool:
 
 def _finish_start(ws: Workspace, task: tasks.Task, at: str) -> tasks.Task:
     index = tasks.read_index(ws)
-    _pause_current_here(ws, index, task.id, at)
-    index[active_index.slot(ws.worktree, ws.branch)] = task.id
-    tasks.write_index(ws, index)
-    _event(ws, task.id, task.started_at, ("task.start", {"title": task.title, "profile": task.profile,
-                                                          "owner": task.owner, "completed": True}))
+    previous = _previous_here(ws, index, task.id, task.started_at)
+    _make_active_here(ws, index, task.id, previous, task.started_at)
+    _log(ws, task.started_at, previous, task.id, ("task.start", {"title": task.title, "profile": task.profile,
+                                                                 "owner": task.owner, "completed": True}))
     return task
+
+
+def _make_active_here(ws: Workspace, index: dict[str, str], keep: str, previous: tasks.Task | None, at: str,
+                      *, write: bool = False) -> None:
+    """After `keep`'s record: pause the task it replaces here (its record), point the index here at
+    `keep`, and let this machine's claim file forget the paused one. Each step is a no-op when a change
+    that failed part way did it already; the events follow (`_log`)."""
+    if previous is not None:
+        _pause_in_record(ws, previous, keep, at)
+    slot = active_index.slot(ws.worktree, ws.branch)
+    if write or index.get(slot) != keep:
+        index[slot] = keep
+        tasks.write_index(ws, index)
+    if previous is not None:
+        _forget_mine(ws, previous, at, _paused_for(keep))
+
+
+def _log(ws: Workspace, at: str, previous: tasks.Task | None, task_id: str,
+         *items: tuple[str, dict[str, Any]]) -> None:
+    """The events of one change, the pause of the task it replaced first, in one append: all or none."""
+    base = {"task": task_id, "worktree": ws.worktree, "branch": ws.branch}
+    events = [_pause_event(ws, previous, task_id)] if previous is not None else []
+    events += [(name, dict(base, **extra)) for name, extra in items]
+    ledger.append_many(ws.paths.ledger, events, at)
 
 
 def _where(task: tasks.Task) -> str:
@@ -204,7 +280,7 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
         task = tasks.load(ws, task_id)
         here = (ws.worktree, ws.branch)
         index = tasks.read_index(ws)
-        if task.status == "active" and (task.worktree, task.branch) == here and _unlogged(ws, task):
+        if _unfinished_resume(ws, task):
             return _finish_resume(ws, task, index, at)
         held = tasks.where_active(ws, task, index)
         if held == "here":
@@ -226,7 +302,7 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
         previous = {"worktree": task.worktree, "branch": task.branch, "status": task.status}
         if held in ("elsewhere", "orphaned"):
             index.pop(active_index.slot(task.worktree or "", task.branch), None)
-        _pause_current_here(ws, index, task_id, at)
+        paused = _previous_here(ws, index, task_id, at)
         task.status = "active"
         task.worktree, task.branch = here
         task.updated_at = at
@@ -234,9 +310,8 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
         taken = claims.end(task.claims, {c["id"] for c in claims.live(task.claims)}, at,
                            f"taken over by {ws.owner()} in {ws.where()}") if held is not None else []
         claim = _claim(ws, task, at)
-        tasks.save(ws, task)
-        index[active_index.slot(*here)] = task_id
-        tasks.write_index(ws, index)
+        tasks.save(ws, task)  # first, the events last: a retry finds it unlogged here (`_finish_resume`)
+        _make_active_here(ws, index, task_id, paused, at, write=True)
         events: list[tuple[str, dict[str, Any]]] = []
         if previous["status"] == "done":
             events.append(("task.reopen", {"by": ws.owner()}))
@@ -248,19 +323,51 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
         # The claim first: `task.resume` stays the last event of a resume, as before claims existed.
         events.append(("task.claim", {"claim": claim, "ended": [i for i in [replaced, *taken] if i is not None]}))
         events.append(("task.resume", extra))
-        _event(ws, task_id, at, *events)
+        _log(ws, at, paused, task_id, *events)
     return task
+
+
+def _unfinished_resume(ws: Workspace, task: tasks.Task) -> bool:
+    """A resume here whose task record landed and whose index or events did not: the record is active
+    here, and its last change has no event — by time, or (within the same second) because the claim this
+    machine took at that change is named by no `task.claim` event."""
+    if task.status != "active" or (task.worktree, task.branch) != (ws.worktree, ws.branch):
+        return False
+    return _unlogged(ws, task) or _claim_unlogged(ws, task)
+
+
+def _claim_unlogged(ws: Workspace, task: tasks.Task) -> bool:
+    """The claim this machine took at the task's last change is named by no `task.claim` event (and is
+    not the start's own): a resume whose events did not land, told without comparing clocks."""
+    ours = claims.mine(ws).get(task.id)
+    if ours is None or ours.get("at") != task.updated_at or ours["id"] not in {c["id"] for c in claims.live(task.claims)}:
+        return False
+    earlier_here = any(c["id"] != ours["id"] and c.get("ended_at") is not None and c.get("host") == ours.get("host")
+                       and c.get("worktree") == ours.get("worktree") for c in task.claims)
+    if ours["at"] == task.started_at and not earlier_here:
+        return False  # the start's own claim, which its `task.start` event stands for
+    last = ledger.last_event(ws.paths.ledger, task.id, events=("task.claim",))
+    return last is None or (last.get("claim") or {}).get("id") != ours["id"]
+
+
+def unfinished(ws: Workspace, task: tasks.Task) -> str | None:
+    """`task start` or `task resume` when that change of `task` (active here) landed without its events,
+    which the same command run again writes; None otherwise (for doctor)."""
+    if _unfinished_start(ws, task):
+        return "task start"
+    if task.status == "active" and (task.worktree, task.branch) == (ws.worktree, ws.branch) \
+            and _claim_unlogged(ws, task):
+        return "task resume"
+    return None
 
 
 def _finish_resume(ws: Workspace, task: tasks.Task, index: dict[str, str], at: str) -> tasks.Task:
     """A resume here whose task record landed and whose index or events did not: complete them."""
-    _pause_current_here(ws, index, task.id, at)
-    if index.get(active_index.slot(ws.worktree, ws.branch)) != task.id:
-        index[active_index.slot(ws.worktree, ws.branch)] = task.id
-        tasks.write_index(ws, index)
+    paused = _previous_here(ws, index, task.id, task.updated_at)
+    _make_active_here(ws, index, task.id, paused, task.updated_at)
     claim = claims.mine(ws).get(task.id)
-    _event(ws, task.id, task.updated_at, ("task.claim", {"claim": claim, "ended": [], "completed": True}),
-           ("task.resume", {"by": ws.owner(), "completed": True}))
+    _log(ws, task.updated_at, paused, task.id, ("task.claim", {"claim": claim, "ended": [], "completed": True}),
+         ("task.resume", {"by": ws.owner(), "completed": True}))
     return task
 
 
@@ -288,7 +395,7 @@ def done(ws: Workspace, task_id: str | None, *, force: bool = False) -> tasks.Ta
         # Then the event, then the slot: a retry of a `done` that failed after its task record finds it here.
         _event(ws, task.id, at, ("task.done", {"takeover": True} if held in ("elsewhere", "remote") else {}))
         _forget_mine(ws, task, at, "task done")
-        _leave_slot(ws, task)
+        _leave_slot_last(ws, task, f"task `{task.id}` is done")
     return task
 
 
@@ -308,6 +415,30 @@ def _leave_slot(ws: Workspace, task: tasks.Task) -> None:
     if index.get(slot) == task.id:
         index.pop(slot)
         tasks.write_index(ws, index)
+
+
+class Landed(EnvironmentProblem):
+    """A change whose every step landed, whose last step's durability the disk could not confirm: exit 12
+    with a message that says it landed (the same command run again would find nothing to do)."""
+
+
+def _leave_slot_last(ws: Workspace, task: tasks.Task, what: str) -> None:
+    """The last step of a change: leave the slot. When it fails after the index was replaced (the state
+    directory's fsync), everything has landed and the same command run again would find nothing to do:
+    the message says so instead of asking for a rerun (design §2b)."""
+    try:
+        _leave_slot(ws, task)
+    except EnvironmentProblem as exc:
+        try:
+            left = tasks.read_index(ws).get(active_index.slot(task.worktree or "", task.branch)) != task.id
+        except MajordomusError:
+            left = False
+        if not left:
+            raise  # the slot is still there: the same command run again leaves it
+        raise Landed(
+            f"{what}: every step of it landed, but then {exc.message}",
+            "the change is complete and needs no rerun; the disk reported an error while making it durable: "
+            "check it (`dmesg`) and `majordomus doctor`") from exc
 
 
 def release(ws: Workspace, task_id: str) -> bool:
@@ -357,7 +488,7 @@ def release_claim(ws: Workspace, task_id: str | None) -> tuple[tasks.Task, bool]
         _event(ws, task.id, at, ("task.release", {"claim": ended, "status": task.status, "by": ws.owner()}))
         _forget_mine(ws, task, at, "released")
         if paused:
-            _leave_slot(ws, task)
+            _leave_slot_last(ws, task, f"task `{task.id}` is released (paused)")
     return task, paused
 
 
@@ -382,4 +513,4 @@ def release_after_handoff(ws: Workspace, task: tasks.Task) -> None:
         ended = next((c for c in task.claims if c["id"] == held["id"]),
                      dict(held, ended_at=task.handoff_at, ended_by="handed off"))
         claims.remember(ws, task.id, None, ended=ended)
-    _leave_slot(ws, task)
+    _leave_slot_last(ws, task, f"task `{task.id}` is handed off")

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import commit_file, events_named, git, start_task
+from helpers import commit_file, events_named, git, run_here, start_task, state_dir
 
 
 def _meta(repo: Path, printed: str) -> dict:
@@ -125,3 +125,148 @@ def test_an_unborn_branch_is_not_missing(cli, unborn_repo):
     assert cli("task", "start", "t1", cwd=unborn_repo).exit_code == 0
     doc = json.loads(cli("doctor", "--json", cwd=unborn_repo).stdout)
     assert "task.branch-missing" not in {f["code"] for f in doc["findings"]}
+
+
+# ---------------------------------------------------------------- a change that fails part way (design §10)
+
+def _status(repo: Path, task: str) -> str:
+    return str(json.loads(run_here("task", "show", task, "--json", cwd=repo).stdout)["status"])
+
+
+def _not_ok(repo: Path) -> list[str]:
+    report = json.loads(run_here("doctor", "--strict", "--json", cwd=repo).stdout)
+    return [f["code"] for f in report["findings"] if f["level"] != "ok"]
+
+
+def _fail_once(repo: Path, op: str, only: str, *argv: str) -> bytes:
+    from majordomus.store.fault import Faults
+
+    with Faults(repo, op, 1, only=only).active() as faults:
+        failed = run_here(*argv, cwd=repo)
+    assert faults.fired and failed.returncode == 12, failed.stderr
+    assert failed.stderr.startswith(b"majordomus: ") and b"\nhint: " in failed.stderr
+    return failed.stderr
+
+
+@pytest.mark.parametrize("step", ["index", "pause"])
+@pytest.mark.parametrize("argv, new, old", [(("task", "start", "t2"), "t2", "t1"),
+                                            (("task", "resume", "t1"), "t1", "t2")])
+def test_a_task_change_failing_part_way_is_flagged_by_doctor_and_its_rerun_completes_it(repo, argv, new, old, step):
+    """The new task's record has landed. Failing at the index (the replaced task already paused in its
+    record, the index still naming it): every command here says no task is active, and doctor flags the
+    index entry. Failing one step earlier, at the replaced task's pause (it is still the active one here):
+    doctor flags the new task, active by its record and this machine's claim but named by no index entry.
+    Either way the same command again makes `new` active and logs the pause once."""
+    for task in ("t1", "t2") if new == "t1" else ("t1",):
+        assert run_here("task", "start", task, cwd=repo).returncode == 0
+    pauses = len(events_named(repo, "task.pause"))
+    _fail_once(repo, "rename", "active.json" if step == "index" else f"tasks/{old}.yaml", *argv)
+    assert _status(repo, new) == "active"
+    if step == "index":
+        assert _status(repo, old) == "paused"
+        assert run_here("checkpoint", cwd=repo, input="x\n").returncode == 11
+        assert _not_ok(repo) == ["active.not-active", "active.not-active"]  # the index's entry, and `new`
+    else:
+        assert _status(repo, old) == "active"
+        report = json.loads(run_here("doctor", "--json", cwd=repo).stdout)
+        [found] = [f for f in report["findings"] if f["level"] != "ok"]
+        assert found["code"] == "active.not-active" and f"task `{new}`" in found["message"]
+        assert found["path"].endswith(f"tasks/{new}.yaml")
+    again = run_here(*argv, cwd=repo)
+    assert again.returncode == 0, again.stderr
+    assert _status(repo, new) == "active" and _status(repo, old) == "paused"
+    assert [e["task"] for e in events_named(repo, "task.pause")][pauses:] == [old]
+    assert _not_ok(repo) == []
+
+
+@pytest.mark.parametrize("argv, new, old", [(("task", "start", "t2"), "t2", "t1"),
+                                            (("task", "resume", "t1"), "t1", "t2")])
+def test_a_task_change_whose_events_fail_writes_the_pause_of_the_replaced_task_on_the_rerun(repo, argv, new, old):
+    """Everything landed but the one append of the change's events (the pause of the replaced task among
+    them): the rerun finds the paused task, though the index no longer names it, and writes it once."""
+    for task in ("t1", "t2") if new == "t1" else ("t1",):
+        assert run_here("task", "start", task, cwd=repo).returncode == 0
+    pauses = len(events_named(repo, "task.pause"))
+    err = _fail_once(repo, "write", "ledger.jsonl", *argv)
+    assert b"the event was not written" in err
+    assert [e["task"] for e in events_named(repo, "task.pause")][pauses:] == []
+    again = run_here(*argv, cwd=repo)
+    assert again.returncode == 0, again.stderr
+    assert [e["task"] for e in events_named(repo, "task.pause")][pauses:] == [old]
+    assert len([e for e in events_named(repo, f"task.{argv[1]}") if e["task"] == new]) == 1
+    third = run_here(*argv, cwd=repo)  # past the edge: nothing left to complete, nothing written twice
+    assert [e["task"] for e in events_named(repo, "task.pause")][pauses:] == [old]
+    assert third.returncode == (0 if argv[1] == "resume" else 10)
+    assert _not_ok(repo) == []
+
+
+@pytest.mark.parametrize("argv", [("task", "release"), ("task", "done")])
+def test_a_change_whose_last_directory_fsync_fails_says_it_landed(repo, tmp_path, argv):
+    """The last step (the index without the slot) is in place and only its directory fsync failed: exit
+    12, and the message says it landed rather than asking for a rerun that would find no task (exit 11).
+    One fsync earlier the slot is not left yet: the message asks for the rerun, which completes it."""
+    import shutil
+
+    from majordomus.store.fault import Faults
+
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    pristine = tmp_path / "pristine"
+    shutil.copytree(repo / ".ai", pristine, symlinks=True)
+
+    def restore() -> None:
+        shutil.rmtree(repo / ".ai")
+        shutil.copytree(pristine, repo / ".ai", symlinks=True)
+
+    with Faults(repo).active() as counting:  # how many fsyncs a clean run makes: the last is the one
+        assert run_here(*argv, cwd=repo).returncode == 0
+    last = counting.counts["fsync"]
+    restore()
+    with Faults(repo, "fsync", last, "EIO").active() as faults:
+        failed = run_here(*argv, cwd=repo)
+    err = failed.stderr.decode()
+    assert faults.fired and failed.returncode == 12, err
+    assert "every step of it landed" in err and "needs no rerun" in err and "run the same command" not in err
+    assert run_here(*argv, cwd=repo).returncode == 11  # what the message said: nothing was left to do
+    assert _not_ok(repo) == []
+    restore()
+    with Faults(repo, "fsync", last - 1, "EIO").active() as faults:
+        failed = run_here(*argv, cwd=repo)
+    assert faults.fired and failed.returncode == 12 and b"landed" not in failed.stderr
+    assert run_here(*argv, cwd=repo).returncode == 0
+    assert len(events_named(repo, f"task.{argv[1]}")) == 1 and _not_ok(repo) == []
+
+
+@pytest.mark.parametrize("status", ["paused", "missing", "elsewhere"])
+def test_doctor_flags_an_index_entry_whose_task_is_not_active_there(repo, status):
+    """Past the edge: the index names a task that is paused, that has no record, or whose record says it
+    is active in another worktree. At the edge (the index and the record agree) doctor is clean."""
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    assert _not_ok(repo) == []
+    record = state_dir(repo) / "tasks" / "t1.yaml"
+    if status == "missing":
+        record.unlink()
+    else:
+        text = record.read_text()
+        text = (text.replace('status: "active"', 'status: "paused"') if status == "paused"
+                else text.replace(f'worktree: "{repo}"', 'worktree: "/elsewhere"'))
+        assert text != record.read_text()
+        record.write_text(text)
+    report = json.loads(run_here("doctor", "--json", cwd=repo).stdout)
+    [found] = [f for f in report["findings"] if f["code"] == "active.not-active"]
+    assert found["level"] == "fail" and "`t1`" in found["message"] and found["path"].endswith("active.json")
+
+
+@pytest.mark.parametrize("argv", [("task", "start", "t2"), ("task", "resume", "t1")])
+def test_doctor_flags_a_task_active_here_whose_change_has_no_event(repo, argv):
+    """Everything but the one append of the change's events landed: the new task works, and doctor says
+    its events are missing (task.no-event, naming the command); the same command again writes them and
+    doctor is clean. At the edge, the change whose events landed: nothing to say."""
+    for task in ("t1", "t2") if argv[1] == "resume" else ("t1",):
+        assert run_here("task", "start", task, cwd=repo).returncode == 0
+    assert _not_ok(repo) == []
+    _fail_once(repo, "write", "ledger.jsonl", *argv)
+    report = json.loads(run_here("doctor", "--json", cwd=repo).stdout)
+    [found] = [f for f in report["findings"] if f["level"] != "ok"]
+    assert found["code"] == "task.no-event" and f"majordomus {argv[0]} {argv[1]} {argv[2]}" in found["hint"]
+    assert run_here(*argv, cwd=repo).returncode == 0
+    assert _not_ok(repo) == []

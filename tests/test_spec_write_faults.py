@@ -41,7 +41,10 @@ def _start(repo: Path, *more: str) -> None:
 
 
 def _task(repo: Path, task: str = "t1") -> dict[str, Any]:
-    return dict(json.loads(run_here("task", "show", task, "--json", cwd=repo).stdout))
+    """The task record as stored (read directly: the walk reads it a few times per case)."""
+    import yaml
+
+    return dict(yaml.safe_load((state_dir(repo) / "tasks" / f"{task}.yaml").read_text()))
 
 
 def _active_here(repo: Path) -> str | None:
@@ -103,15 +106,29 @@ def _landed_unpin(repo: Path) -> None:
     assert "Keep it." not in (state_dir(repo) / "context" / "t1" / "continuity.md").read_text()
 
 
+def _paused_once(repo: Path, task: str, pauses: int) -> None:
+    """The task the command replaced here: paused, its claim ended, and its pauses each logged once."""
+    replaced = _task(repo, task)
+    assert replaced["status"] == "paused", replaced["status"]
+    assert not [c for c in replaced.get("claims", []) if c.get("ended_at") is None], replaced["claims"]
+    assert [e["task"] for e in events_named(repo, "task.pause")] == [task] * pauses
+
+
 def _landed_start(repo: Path) -> None:
     assert _task(repo, "t2")["status"] == "active" and _active_here(repo) == "t2"
     assert len(events_named(repo, "task.start")) == 2  # t1's and t2's, once each
+    _paused_once(repo, "t1", 1)
+    assert json.loads(run_here("task", "show", "--json", cwd=repo).stdout)["id"] == "t2"  # what checkpoint uses
 
 
 def _landed_resume(repo: Path) -> None:
     assert _task(repo, "t1")["status"] == "active" and _active_here(repo) == "t1"
-    assert _task(repo, "t2")["status"] == "paused"
     assert [e["task"] for e in events_named(repo, "task.resume")] == ["t1"]
+    # the setup's `task start t2` paused t1 once; this resume pauses t2 once
+    assert [e["task"] for e in events_named(repo, "task.pause")] == ["t1", "t2"]
+    replaced = _task(repo, "t2")
+    assert replaced["status"] == "paused"
+    assert not [c for c in replaced.get("claims", []) if c.get("ended_at") is None], replaced["claims"]
 
 
 def _landed_release(repo: Path) -> None:
@@ -127,6 +144,37 @@ def _landed_done(repo: Path) -> None:
 def _landed_run(repo: Path) -> None:
     [pointer] = _task(repo)["runs"]
     _logged_once(repo, "task.run", pointer)
+
+
+def _setup_pull(repo: Path) -> None:
+    """A remote that another clone (B) pushed records to: a task with a checkpoint and a handoff, and a
+    second task. This clone has a task of its own and pulls."""
+    from helpers import git
+
+    remote, other = repo.parent / "remote.git", repo.parent / "B"
+    git(repo.parent, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "HEAD")
+    git(repo.parent, "clone", "-q", str(remote), str(other))
+    assert run_here("task", "start", "b", cwd=other).returncode == 0
+    assert run_here("checkpoint", cwd=other, input="B's note\n").returncode == 0
+    assert run_here("handoff", cwd=other, input=HANDOFF_BODY).returncode == 0
+    assert run_here("task", "start", "b2", cwd=other).returncode == 0
+    assert run_here("sync", "push", "origin", "--checkpoints", cwd=other).returncode == 0
+    _start(repo)
+
+
+def _landed_pull(repo: Path) -> None:
+    other = state_dir(repo.parent / "B")
+    for directory in ("checkpoints", "handoffs"):
+        for record in sorted((other / directory).iterdir()):
+            path = f"{directory}/{record.name}"
+            assert (state_dir(repo) / path).read_bytes() == record.read_bytes(), path
+            _logged_once(repo, "sync.import", path)
+    for task in ("b", "b2"):
+        assert _task(repo, task)["id"] == task
+        _logged_once(repo, "sync.import", f"tasks/{task}.yaml")
+    assert "Finish normalise()" in run_here("handoff", "--show", "b", cwd=repo).stdout.decode()
 
 
 def _landed_init(repo: Path) -> None:
@@ -148,7 +196,9 @@ COMMANDS: dict[str, tuple[Callable[[Path], None], tuple[str, ...], str, Callable
     "task done": (_start, ("task", "done"), "", _landed_done),
     "run": (_start, ("run", "--", "true"), "", _landed_run),
     "init": (lambda repo: None, ("init",), "", _landed_init),
+    "sync pull": (_setup_pull, ("sync", "pull", "origin"), "", _landed_pull),
 }
+TOUCHES_GIT = {"sync pull"}  # it moves refs too: each case starts from the refs of the setup
 
 
 def _argv(repo: Path, argv: tuple[str, ...]) -> tuple[str, ...]:
@@ -168,11 +218,18 @@ def _cases(counts: dict[str, int]) -> Iterator[tuple[str, int, str]]:
                 yield op, nth, "short"
 
 
-def _restore(pristine: Path, repo: Path) -> None:
-    """Put `.ai` back as it was before the command (none of these commands writes anywhere else)."""
+def _restore(pristine: Path, repo: Path, refs: Path | None = None) -> None:
+    """Put `.ai` back as it was before the command (and, for a command that moves refs, `.git`'s refs:
+    no other command writes anywhere else)."""
     shutil.rmtree(repo / ".ai", ignore_errors=True)
     if any(pristine.iterdir()):
         shutil.copytree(pristine, repo / ".ai", symlinks=True)
+    if refs is not None:
+        shutil.rmtree(repo / ".git" / "refs")
+        shutil.copytree(refs / "refs", repo / ".git" / "refs", symlinks=True)
+        (repo / ".git" / "packed-refs").unlink(missing_ok=True)
+        if (refs / "packed-refs").exists():
+            shutil.copy2(refs / "packed-refs", repo / ".git" / "packed-refs")
 
 
 def _holds(check: Callable[[Path], None], repo: Path) -> bool:
@@ -195,6 +252,11 @@ def test_every_write_step_failing_in_turn(repo: Path, tmp_path: Path, name: str)
         setup(repo)
         pristine = tmp_path / "pristine"
         shutil.copytree(repo / ".ai", pristine, symlinks=True) if (repo / ".ai").exists() else pristine.mkdir()
+        refs = tmp_path / "pristine-refs" if name in TOUCHES_GIT else None
+        if refs is not None:
+            shutil.copytree(repo / ".git" / "refs", refs / "refs", symlinks=True)
+            if (repo / ".git" / "packed-refs").exists():
+                shutil.copy2(repo / ".git" / "packed-refs", refs / "packed-refs")
         args = _argv(repo, argv)
 
         clock.move_to("2026-12-01T09:01:00Z")
@@ -207,7 +269,7 @@ def test_every_write_step_failing_in_turn(repo: Path, tmp_path: Path, name: str)
         problems = []
         walked = 0
         for op, nth, how in _cases(counting.counts):
-            _restore(pristine, repo)
+            _restore(pristine, repo, refs)
             clock.move_to("2026-12-01T09:01:00Z")
             with Faults(repo, op, nth, how).active() as faults:
                 failed = run_here(*args, cwd=repo, input=stdin)
@@ -226,9 +288,12 @@ def test_every_write_step_failing_in_turn(repo: Path, tmp_path: Path, name: str)
                     again = run_here(*args, cwd=repo, input=stdin)
                     if again.returncode != 0:
                         # Only a change that had landed whole (its last directory fsync reported the error)
-                        # leaves the retry nothing to do: then it refuses, writing nothing.
+                        # leaves the retry nothing to do: then it refuses, writing nothing, and the failure's
+                        # message said that it had landed, never to run it again (design §2b).
                         assert whole and again.returncode in (10, 11), \
                             f"the retry exits {again.returncode}: {again.stderr.decode()[:300]}"
+                        assert "landed" in err and "run the same command again" not in err, \
+                            f"the retry refuses, but the message asked for it: {err[:300]}"
                     landed(repo)
                 doctor = run_here("doctor", "--strict", "--json", cwd=repo)
                 findings = [(f["code"], f.get("path")) for f in json.loads(doctor.stdout)["findings"]

@@ -161,6 +161,12 @@ def test_killed_after_the_ledger_write_leaves_record_and_event_and_doctor_clean(
     task = json.loads(run_here("task", "show", "t1", "--json", cwd=repo).stdout)
     assert task[kind] == f"{directory}/{new}"
     assert temp_files(repo) == []
+    if kind == "handoff":  # killed before it left the slot here: doctor says so, and the same handoff completes it
+        code, found = doctor(repo)
+        assert code == 1 and [f["code"] for f in found] == ["active.not-active"], found
+        assert "`majordomus handoff` again" in found[0]["hint"]
+        again = run_here(kind, cwd=repo, input=body)  # it completes, and says so
+        assert again.returncode == 0 and b"complete now" in again.stderr, again.stderr
     assert doctor(repo) == (0, [])
     assert run_here("doctor", "--strict", cwd=repo).returncode == 0
     assert_consistent(repo)

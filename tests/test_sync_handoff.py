@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from freezegun import freeze_time
 from helpers import state_dir
 from helpers.sync import clone, events, git_view, machine_ref, remote_refs
@@ -85,3 +86,37 @@ def test_handoff_without_shared_checkpoints_still_briefs(cli, repo, remote, tmp_
     assert brief.exit_code == 0 and "Register the redirect URI with the IdP" in brief.stdout
     assert "kept on A only" not in brief.stdout
     assert cli("checkpoint", "--show", cwd=b).stdout == ""
+
+
+@pytest.mark.parametrize("wrote", ["handoff", "checkpoint"])
+def test_a_handoff_from_a_version_that_lost_a_conflict_is_still_briefed(cli, repo, remote, tmp_path, wrote):
+    """B takes the task over and hands it off; A, not having seen that, checkpoints a minute later and
+    pulls: the task changed on two machines and A's record (newer) is kept. B's handoff is part of what
+    happened: A's record now points at it, and the briefing shows it and A's later checkpoint. At the edge,
+    B only checkpointed: A's record names no handoff, as before."""
+    b = clone(tmp_path, remote, "b")
+    with freeze_time("2026-03-02T09:00:00Z"):
+        assert cli("task", "start", "s").exit_code == 0
+        assert cli("checkpoint", input="c1 by A").exit_code == 0
+        assert cli("sync", "push").exit_code == 0
+        assert cli("sync", "pull", cwd=b).exit_code == 0
+    with freeze_time("2026-03-02T09:01:00Z"):
+        assert cli("task", "resume", "s", "--force", cwd=b).exit_code == 0
+        body = HANDOFF.replace("tests pass locally", "HANDOFF-BY-B")
+        written = cli("handoff", input=body, cwd=b) if wrote == "handoff" else cli("checkpoint", input="by B", cwd=b)
+        assert written.exit_code == 0, written.output
+        assert cli("sync", "push", "--checkpoints", cwd=b).exit_code == 0
+    with freeze_time("2026-03-02T09:02:00Z"):
+        assert cli("checkpoint", input="c2 by A").exit_code == 0
+        pulled = cli("sync", "pull")
+        assert pulled.exit_code == 0, pulled.output
+        brief = cli("brief").stdout
+    assert [e["kept"] for e in events(repo, "sync.conflict")] == ["local"]
+    task = json.loads(cli("task", "show", "s", "--json").stdout)
+    assert task["status"] == "active" and "c2 by A" in brief
+    if wrote == "handoff":
+        assert task["handoff"] == json.loads(cli("task", "show", "s", "--json", cwd=b).stdout)["handoff"]
+        assert "HANDOFF-BY-B" in brief
+        assert "HANDOFF-BY-B" in cli("handoff", "--show", "s").stdout
+    else:
+        assert task["handoff"] is None and "HANDOFF-BY-B" not in brief

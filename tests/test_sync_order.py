@@ -176,3 +176,41 @@ def test_a_same_second_change_made_on_top_of_ours_elsewhere_is_taken(cli, repo, 
     assert cli("sync", "pull", cwd=b).exit_code == 0
     assert (state_dir(b) / "tasks" / "s1.yaml").read_bytes() == theirs
 
+
+
+@pytest.mark.parametrize("saw_ours", [True, False], ids=["taken-over-after-seeing-ours", "changed-concurrently"])
+def test_a_takeover_made_after_seeing_a_clock_ahead_version_replaces_it_there(cli, repo, remote, tmp_path, saw_ours):
+    """B's clock runs an hour ahead. B takes the task over and pushes; A pulls B's version, takes it back and
+    pushes. A's version is stamped earlier, but A wrote it having seen B's: on B's next pull it replaces B's,
+    and B lets go of the task (one worker holds it, as on A). Past the edge, A changed the task without having
+    pulled B's version: that is a change on two machines, a `sync.conflict`, and the clocks decide."""
+    b = clone(tmp_path, remote, "b")
+    with freeze_time("2026-03-01T09:00:00Z"):
+        assert cli("task", "start", "s1").exit_code == 0
+        assert cli("checkpoint", input="A first").exit_code == 0
+        assert cli("sync", "push", "--checkpoints").exit_code == 0
+        assert cli("sync", "pull", cwd=b).exit_code == 0
+    with freeze_time("2026-03-01T10:01:00Z"):  # B's clock: real time 09:01
+        assert cli("task", "resume", "s1", "--force", cwd=b).exit_code == 0
+        assert cli("checkpoint", input="B ahead", cwd=b).exit_code == 0
+        assert cli("sync", "push", "--checkpoints", cwd=b).exit_code == 0
+    with freeze_time("2026-03-01T09:02:00Z"):
+        if saw_ours:
+            assert cli("sync", "pull").exit_code == 0
+            assert cli("task", "resume", "s1", "--force").exit_code == 0
+        assert cli("checkpoint", input="A after B").exit_code == 0
+        assert cli("sync", "push", "--checkpoints").exit_code == 0
+    with freeze_time("2026-03-01T10:03:00Z"):
+        result = cli("sync", "pull", cwd=b)
+        assert result.exit_code == 0, result.output
+        shown = cli("checkpoint", "--show", cwd=b)
+        doctor = json.loads(cli("doctor", "--json", cwd=b).stdout)
+    double = [f for f in doctor["findings"] if f["code"] in ("task.double-claim", "active.not-active")]
+    if saw_ours:
+        assert _task(cli, b)["checkpoint"] == _task(cli, repo)["checkpoint"]  # A's note, the later one
+        assert "no longer active here" in result.stdout
+        assert shown.exit_code == 11  # not active here any more
+        assert events(b, "sync.conflict") == [] and double == []
+    else:
+        assert [e["kept"] for e in events(b, "sync.conflict")] == ["local"]
+        assert shown.exit_code == 0 and "B ahead" in shown.stdout

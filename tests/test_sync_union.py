@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from freezegun import freeze_time
-from helpers import state_dir
+from helpers import git, state_dir
 from helpers.sync import both_resume, clone, events, machine_ref, read_remote
 
 
@@ -99,3 +99,34 @@ def test_a_stale_copy_on_an_idle_machine_never_wins(cli, repo, remote, b, tmp_pa
     cli("sync", "pull")
     assert _updated_at(repo) == "2026-03-01T12:00:00Z"
     assert events(repo, "sync.conflict") == [] and events(b, "sync.conflict") == []
+
+
+def test_a_version_of_ours_kept_over_a_conflict_and_never_pushed_is_settled_on(cli, repo, remote, b):
+    """A keeps checkpointing a task B took over; each pull keeps A's newer record (a conflict). The first
+    such pull settles on a version A had pushed; from the second on, A's version is one no push carried,
+    in no object store yet: the pull writes it, and never fails for an object it does not have."""
+    with freeze_time("2026-03-01T09:00:00Z"):
+        assert cli("task", "start", "s").exit_code == 0
+        assert cli("checkpoint", input="a0").exit_code == 0
+        assert cli("sync", "push", "--checkpoints").exit_code == 0
+        assert cli("sync", "pull", cwd=b).exit_code == 0
+        assert cli("task", "resume", "s", "--force", cwd=b).exit_code == 0
+    for n in range(1, 4):
+        with freeze_time(f"2026-03-01T09:0{n}:00Z"):
+            assert cli("checkpoint", input=f"b{n}", cwd=b).exit_code == 0
+            assert cli("sync", "push", "--checkpoints", cwd=b).exit_code == 0
+        with freeze_time(f"2026-03-01T09:0{n}:30Z"):
+            assert cli("checkpoint", input=f"a{n}").exit_code == 0
+            pulled = cli("sync", "pull")
+        assert pulled.exit_code == 0, (n, pulled.output)
+        assert f"a{n}" in cli("checkpoint", "--show").stdout
+    assert [e["kept"] for e in events(repo, "sync.conflict")] == ["local"] * 3
+    settled = git(repo, "rev-parse", "refs/majordomus/synced:tasks/s.yaml")
+    assert git(repo, "cat-file", "-t", settled) == "blob"
+    # A works on a task whose record names B's claim as the live one: doctor says two workers hold it
+    # (on B, which holds it by its claim, nothing is wrong)
+    held = [f for f in json.loads(cli("doctor", "--json").stdout)["findings"] if f["code"] == "task.held-elsewhere"]
+    assert len(held) == 1 and held[0]["level"] == "fail" and "`s`" in held[0]["message"]
+    assert "task.held-elsewhere" not in cli("doctor", "--json", cwd=b).stdout
+    assert cli("task", "release", "s").exit_code == 0
+    assert "task.held-elsewhere" not in cli("doctor", "--json").stdout

@@ -7,7 +7,7 @@ import os
 import stat
 from collections.abc import Iterator
 
-from majordomus import tasks
+from majordomus import claims, tasks
 from majordomus.doctor.findings import FAIL, OK, WARN, Finding
 from majordomus.errors import MajordomusError
 from majordomus.lite import active, safeio
@@ -21,10 +21,71 @@ def check_index(ws: Workspace) -> list[Finding]:
     """`active.json` is the one place that says which task is active: corrupt or odd, every write refuses."""
     path = ws.paths.active_index
     try:
-        active.read(ws.paths.root)
+        index = active.read(ws.paths.root)
     except MajordomusError as exc:
         return [Finding(FAIL, "active.corrupt", exc.message, ws.display(path), exc.hint)]
-    return []
+    found = []
+    for key, task_id in sorted(index.items()):
+        place = active.unslot(key)
+        if place is None:
+            continue
+        where = f"{escape(place[0])} on " + (f"branch {escape(place[1])}" if place[1] else "a detached HEAD")
+        problem = _not_active(ws, task_id, place)
+        if problem is not None:
+            status, why = problem
+            found.append(Finding(FAIL, "active.not-active", f"{ws.display(path)} names task `{task_id}` as the "
+                                 f"active task in {where}, but {why}: every command there says no task is active",
+                                 ws.display(path), "a command that failed part way left it so: "
+                                 + _AGAIN.get(status, _AGAIN["paused"]).format(id=task_id)))
+            continue
+        holder = _held_by_another(ws, task_id)
+        if holder is not None:
+            found.append(Finding(FAIL, "task.held-elsewhere", f"task `{task_id}` is active in {where}, but this "
+                                 f"machine's claim on it was ended and {escape(holder)} holds it: two workers "
+                                 "hold one task", ws.display(ws.paths.task_file(task_id)),
+                                 f"agree who continues; if it is the other, let it go here with `majordomus task "
+                                 f"release {task_id}` and sync; if it is you, the other releases it and you take "
+                                 f"it over with `majordomus task resume {task_id} --force` after a sync"))
+    return found
+
+
+def _held_by_another(ws: Workspace, task_id: str) -> str | None:
+    """Who holds a task that is active here by its record while its live claims are all another worker's
+    (a takeover elsewhere that a kept record of ours outlived). None when a claim of ours is live, or when
+    the record has no live claim at all (written before claims were kept)."""
+    try:
+        task = tasks.load(ws, task_id)
+    except MajordomusError:
+        return None
+    live = claims.live(task.claims)
+    ours = claims.mine(ws).get(task_id)
+    if not live or (ours is not None and ours["id"] in {c["id"] for c in live}):
+        return None
+    return claims.describe(live[-1])
+
+
+_AGAIN = {  # by the status the index's task has: the command whose rerun completes the change
+    "paused": "run the `majordomus task start` or `task resume` that failed again (it completes), or resume the "
+              "task you work on there with `majordomus task resume ID`",
+    "handed-off": "run the same `majordomus handoff` again (it completes), or `majordomus task resume {id}`",
+    "done": "run `majordomus task done {id}` again (it completes)",
+}
+
+
+def _not_active(ws: Workspace, task_id: str, place: tuple[str, str | None]) -> tuple[str, str] | None:
+    """(status, why) when the index's task for `place` is not active there, or None when it is (or cannot
+    be told: an unreadable record is check_tasks' finding)."""
+    try:
+        if not tasks.exists(ws, task_id):
+            return "paused", "there is no such task record"
+        task = tasks.load(ws, task_id)
+    except MajordomusError:
+        return None
+    if task.status != "active":
+        return task.status, f"its record says it is {task.status}"
+    if (task.worktree, task.branch) != place:
+        return "paused", "its record says it is active somewhere else"
+    return None
 
 
 def check_profiles(ws: Workspace) -> list[Finding]:
@@ -143,8 +204,75 @@ def check_branches(ws: Workspace, task_ids: list[str]) -> list[Finding]:
     return found
 
 
+def check_unindexed(ws: Workspace, task_ids: list[str]) -> list[Finding]:
+    """A task active by its record in a worktree of this machine, under this machine's live claim, that the
+    index does not name there: a `task start` or `resume` that failed after the task's record (design
+    §10). `task list` shows it as active on another machine; the same command run again completes it."""
+    found = []
+    mine = claims.mine(ws)
+    for task_id, task, held in _held(ws, task_ids):
+        ours = mine.get(task_id)
+        if held != "remote" or ours is None or (ours["worktree"], ours["branch"]) != (task.worktree, task.branch):
+            continue
+        if ours["id"] not in {c["id"] for c in claims.live(task.claims)}:
+            continue
+        where = f"{escape(task.worktree or '')} on " + (f"branch {escape(task.branch)}" if task.branch
+                                                        else "a detached HEAD")
+        found.append(Finding(FAIL, "active.not-active", f"task `{task_id}` is active in {where} by its record and "
+                             f"this machine's claim, but {ws.display(ws.paths.active_index)} does not name it "
+                             "there", ws.display(ws.paths.task_file(task_id)),
+                             "a command that failed part way left it so: run the `majordomus task start` or "
+                             f"`task resume {task_id}` that failed again there (it completes)"))
+    return found
+
+
+def check_unlogged(ws: Workspace) -> list[Finding]:
+    """A task active here whose start or resume landed without its events (the one append that carries
+    them, and the replaced task's `task.pause`, failed): the same command run again writes them. Only
+    asked of a ledger that begins at its first event (one rotated by hand cannot tell)."""
+    from majordomus import lifecycle
+
+    try:
+        index = active.read(ws.paths.root)
+        if not index or not _ledger_whole(ws):
+            return []
+    except (MajordomusError, OSError):
+        return []  # a corrupt index or an unreadable ledger: their own findings say so
+    found = []
+    for key, task_id in sorted(index.items()):
+        place = active.unslot(key)
+        try:
+            task = tasks.load(ws, task_id)
+        except MajordomusError:
+            continue
+        if place is None or task.status != "active" or (task.worktree, task.branch) != place:
+            continue
+        if place != (ws.worktree, ws.branch):
+            continue  # the rule reads this worktree's claims and slot: asked where the task is active
+        try:
+            command = lifecycle.unfinished(ws, task)
+        except (MajordomusError, OSError):
+            continue
+        if command is not None:
+            found.append(Finding(FAIL, "task.no-event", f"task `{task_id}` is active here, but the ledger has "
+                                 f"no event of the `{command}` that made it so", ws.display(ws.paths.ledger),
+                                 f"its events did not land (a write that failed): run `majordomus {command} "
+                                 f"{task_id}` again to write them"))
+    return found
+
+
+def _ledger_whole(ws: Workspace) -> bool:
+    """Whether the ledger begins at its first event (seq 1)."""
+    from majordomus.store import ledger
+
+    for line in ledger.iter_lines(ws.paths.ledger):  # its first line only: the generator closes the file
+        first = ledger.parse_line(line) if line.strip() else None
+        return first is not None and first.get("seq") == 1
+    return False
+
+
 def run(ws: Workspace, task_ids: list[str]) -> list[Finding]:
-    found = (check_index(ws) + check_profiles(ws) + check_profile_names(ws, task_ids) + check_owners(ws)
+    found = (check_index(ws) + check_unindexed(ws, task_ids) + check_unlogged(ws) + check_profiles(ws) + check_profile_names(ws, task_ids) + check_owners(ws)
              + check_orphans(ws, task_ids) + check_branches(ws, task_ids))
     return found or [Finding(OK, "boundaries", "active index, profiles and ownership are sound; no orphaned task, "
                              "no task on a missing branch")]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from majordomus import lifecycle
+from majordomus import tasks as tasks_mod
 from majordomus.git import odb
 from majordomus.lite import safeio
 from majordomus.store import files, ledger, records
@@ -43,11 +44,11 @@ def import_records(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Im
     with ThreadPoolExecutor(WORKERS) as pool:
         for start in range(0, len(plan.records), BATCH):
             batch = plan.records[start:start + BATCH]
-            done = list(pool.map(lambda r: files.link_in(ws.paths.directory(r.directory), r.name, r.data,
-                                                         sync_dir=False)[1], batch))
+            done = list(pool.map(lambda r: r.present or files.link_in(ws.paths.directory(r.directory), r.name,
+                                                                      r.data, sync_dir=False)[1], batch))
             logged: list[tuple[str, dict[str, Any]]] = []
             for item, created in zip(batch, done):
-                if not created:
+                if not created:  # here already with its event (linked in between): nothing to log
                     continue
                 kind = rules.RECORD_KINDS[item.directory]
                 path = f"{item.directory}/{item.name}"
@@ -63,11 +64,17 @@ def import_records(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Im
 
 
 def import_tasks(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Imported], released: list[str]) -> None:
-    """Replace task records under the lock, unless one changed here since it was planned."""
-    if not plan.tasks:
-        return
-    ws.ensure_state("tasks")
+    """Replace task records under the lock, unless one changed here since it was planned.
+
+    Each one's `sync.import` event first, then the file: a pull that fails in between is completed by the
+    same pull run again, which finds the event of that very version and only replaces the file (design
+    §10): the event is written once, and never for a version that did not come."""
+    if plan.tasks:
+        ws.ensure_state("tasks")
+    elif not tasks_mod.read_index(ws):
+        return  # nothing to import and nothing active here to let go of
     with files.locked(ws.paths.lock):
+        recent = _recent_imports(ws)
         for item in plan.tasks:
             file = ws.paths.task_file(item.task)
             try:
@@ -77,19 +84,77 @@ def import_tasks(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Impo
             if now != item.disk:
                 plan.settled.pop(item.task, None)  # changed here while we synced: the next sync merges it
                 continue
+            digest = records.sha256(item.data)
+            if recent.get(item.task) != digest:
+                updated = records.parse_yaml(item.data.decode("utf-8")).get("updated_at")
+                ws.event("sync.import", item.task, at, remote=remote, machine=item.ref, kind="task",
+                         path=f"tasks/{item.task}.yaml", sha256=digest, updated_at=updated,
+                         replaced=now is not None, **({"claims_only": True} if item.ours else {}))
             files.replace(file, item.data)
-            updated = records.parse_yaml(item.data.decode("utf-8")).get("updated_at")
-            ws.event("sync.import", item.task, at, remote=remote, machine=item.ref, kind="task",
-                     path=f"tasks/{item.task}.yaml", sha256=records.sha256(item.data), updated_at=updated,
-                     replaced=now is not None, **({"claims_only": True} if item.ours else {}))
             out.append(Imported("task", f"tasks/{item.task}.yaml", item.task, item.ref, replaced=now is not None))
-            if item.ours:
-                continue
-            # Whoever changed the task on another machine holds it now: two workers never hold one unnoticed.
-            if lifecycle.release(ws, item.task):
-                ws.event("task.pause", item.task, at, by="sync",
-                         reason=f"a newer record of the task came from {remote}: it is held elsewhere now")
-                released.append(item.task)
+            if not item.ours:
+                _release(ws, item.task, remote, at, released)
+        complete_releases(ws, remote, at, released)
+
+
+def _recent_imports(ws: Workspace) -> dict[str, str]:
+    """Task id -> the digest its latest `sync.import` of a task record names, among the ledger's last
+    `EVENT_LOOK_BACK` bytes: one backwards read for the whole pull (a pull that failed part way is the
+    ledger's end when the same pull runs again)."""
+    import os
+
+    from majordomus.errors import EnvironmentProblem
+
+    found: dict[str, str] = {}
+    try:
+        fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
+    except (OSError, EnvironmentProblem):
+        return found
+    try:
+        read = 0
+        for line in ledger.lines_backwards(fd, os.fstat(fd).st_size):
+            read += len(line) + 1
+            if read > ledger.EVENT_LOOK_BACK:
+                break
+            event = ledger.parse_line(line) if b'"sync.import"' in line else None
+            task, path = (event.get("task"), event.get("path")) if event is not None else (None, None)
+            if (event is not None and event["event"] == "sync.import" and isinstance(task, str)
+                    and path == f"tasks/{task}.yaml" and task not in found):
+                found[task] = str(event.get("sha256"))
+    finally:
+        os.close(fd)
+    return found
+
+
+def _release(ws: Workspace, task_id: str, remote: str, at: str, released: list[str]) -> None:
+    # Whoever changed the task on another machine holds it now: two workers never hold one unnoticed.
+    if lifecycle.release(ws, task_id):
+        ws.event("task.pause", task_id, at, by="sync",
+                 reason=f"a newer record of the task came from {remote}: it is held elsewhere now")
+        released.append(task_id)
+
+
+def complete_releases(ws: Workspace, remote: str, at: str, released: list[str]) -> None:
+    """A pull that failed after a task record came in and before it let go of the task here: the index
+    still names a task whose record, as imported, says it is active somewhere else. Let go of it now.
+    The caller holds the lock."""
+    from majordomus.errors import MajordomusError
+    from majordomus.lite import active
+
+    recent: dict[str, str] | None = None
+    for key, task_id in sorted(tasks_mod.read_index(ws).items()):
+        place = active.unslot(key)
+        try:
+            task = tasks_mod.load(ws, task_id)
+            data = safeio.read(ws.paths.task_file(task_id), TASK_MAX_BYTES)
+        except (MajordomusError, OSError):
+            continue
+        if task_id in released or place is None or (task.status == "active" and (task.worktree, task.branch) == place):
+            continue
+        if recent is None:
+            recent = _recent_imports(ws)
+        if recent.get(task_id) == records.sha256(data):
+            _release(ws, task_id, remote, at, released)
 
 
 def record_conflicts(ws: Workspace, remote: str, plan: Plan, at: str) -> None:
@@ -129,6 +194,8 @@ def settle(ws: Workspace, remote: str, plan: Plan, refs: list[RemoteRef]) -> str
         if task.task in plan.settled:
             odb.write_blob(repo, task.data)
     for task_id, oid in plan.settled.items():
+        if oid in plan.kept:  # ours, kept: written unless a push wrote it already (the same bytes, one id)
+            odb.write_blob(repo, plan.kept[oid])
         writer.put(("tasks", f"{task_id}.yaml"), odb.Entry(oid, odb.BLOB))
     tree = writer.write() if writer.changed else (base.oid if base is not None else None)
     previous = odb.commit(repo, own) if own else None

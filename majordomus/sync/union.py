@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from majordomus import claims
 from majordomus.git import odb
-from majordomus.lite import safeio
+from majordomus.lite import names, safeio
 from majordomus.store import records
 from majordomus.sync import layout, rules
 from majordomus.sync.layout import Found, Refusal
@@ -48,6 +48,7 @@ class RecordIn:
     data: bytes
     ref: str
     task: str | None  # as its front matter says
+    present: bool = False  # linked in already by a pull that failed before its event: only the event is due
 
 
 @dataclass
@@ -66,6 +67,7 @@ class Plan:
     known: list[tuple[str, str, str]] = field(default_factory=list)  # (dir, name, oid) held here already
     tasks: list[TaskIn] = field(default_factory=list)
     settled: dict[str, str] = field(default_factory=dict)  # task id -> blob id this machine settles on
+    kept: dict[str, bytes] = field(default_factory=dict)  # blob id -> bytes of a version of ours settled on
     conflicts: list[Conflict] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
 
@@ -119,6 +121,7 @@ def _local(path: str, limit: int) -> bytes | None:
 
 
 def plan_records(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None, plan: Plan) -> None:
+    held: list[RecordIn] = []  # new since the last pull, and here already: some may lack their event
     for directory in rules.RECORD_KINDS:
         full = ws.paths.directory(directory)
         try:
@@ -129,13 +132,72 @@ def plan_records(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None
         for ref in refs:
             walk_refused: list[Refusal] = []
             for found in layout.new_records(ref.view, ref.fmt, base, directory, walk_refused):
-                _consider(ws, ref, found, present, decided, plan)
+                _consider(ws, ref, found, present, decided, plan, held)
             for r in walk_refused:
                 _refuse(plan, ref, r.path, r.reason)
+    _complete_unlogged(ws, held, plan)
+
+
+def _complete_unlogged(ws: Workspace, held: list[RecordIn], plan: Plan) -> None:
+    """A record a pull linked in before it failed (design §10) is here with no event: the same pull run
+    again writes its `sync.import`, as a checkpoint's retry writes its own event. Looked for in one
+    backwards read of the ledger, down to the oldest of them."""
+    if not held:
+        return
+    stamps = {id(item): _timestamp(item.data) for item in held}
+    since = min(stamps.values())
+    named = _named_since(ws, since)
+    if named is None:
+        return  # the ledger cannot tell (unreadable, rotated, or too far back): never log on a guess
+    for item in held:
+        if f"{item.directory}/{item.name}" not in named:
+            plan.records.append(item)
+
+
+def _timestamp(data: bytes) -> str:
+    try:
+        meta, _text = records.split(data)
+    except Exception:
+        return ""
+    stamp = meta.get("timestamp")
+    return stamp if isinstance(stamp, str) else ""
+
+
+def _named_since(ws: Workspace, since: str) -> set[str] | None:
+    """The paths that the ledger's events name, from the end back to the first event older than `since`;
+    None when the ledger cannot tell (unreadable, or `since` is further back than the look-back bound,
+    or it begins later than `since`)."""
+    from majordomus.errors import EnvironmentProblem
+    from majordomus.store import ledger
+
+    try:
+        fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
+    except FileNotFoundError:
+        return set()
+    except (OSError, EnvironmentProblem):
+        return None
+    named: set[str] = set()
+    try:
+        read, first = 0, None
+        for line in ledger.lines_backwards(fd, os.fstat(fd).st_size):
+            read += len(line) + 1
+            if read > ledger.EVENT_LOOK_BACK:
+                return None
+            event = ledger.parse_line(line) if line.strip() else None
+            if event is None:
+                continue
+            if str(event.get("at", "")) < since:
+                return named
+            if isinstance(event.get("path"), str):
+                named.add(event["path"])
+            first = event
+        return named if first is None or first.get("seq") == 1 else None
+    finally:
+        os.close(fd)
 
 
 def _consider(ws: Workspace, ref: RemoteRef, found: Found, present: set[str], decided: dict[str, str],
-              plan: Plan) -> None:
+              plan: Plan, held: list[RecordIn]) -> None:
     name, oid = found.name, found.entry.oid
     if decided.get(name) == oid:
         return
@@ -144,6 +206,12 @@ def _consider(ws: Workspace, ref: RemoteRef, found: Found, present: set[str], de
         if local is not None and odb.blob_id(local) == oid:
             decided[name] = oid
             plan.known.append((found.directory, name, oid))
+            try:
+                task = records.split(local)[0].get("task")
+            except Exception:
+                task = None  # doctor reports an unreadable record; its event still names its path
+            held.append(RecordIn(found.directory, name, oid, local, ref.name, task if isinstance(task, str) else None,
+                                 present=True))
             return
     data, reason = read_entry(ws, found.entry, rules.MAX_RECORD_BYTES)
     meta: dict[str, object] = {}
@@ -246,8 +314,13 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeVi
         # A version whose machine held ours before it is later than ours, whatever the clocks say (the same
         # second, or a clock behind): it counts as the newest, so that every machine settles on it.
         local_key = key(local)
-        after = [v for v in found
-                 if v.oid != local_oid and v.key <= local_key and _follows(ws, v, name, local_oid, local_key)]
+        earlier = [v for v in found if v.oid != local_oid and v.key <= local_key]
+        after = [v for v in earlier if _follows(ws, v, name, local_oid, local_key)]
+        if earlier and len(after) < len(earlier):
+            # Or one written by a machine that had seen the push carrying ours (its ref descends from that
+            # push): a later change, though a clock running ahead here stamped ours later (design §13).
+            seen = _History(ws, my_ref, name, local_oid, min(v.key for v in earlier))
+            after += [v for v in earlier if v not in after and seen.seen_by(v.ref)]
         if after and not any(v.key > local_key for v in fresh):
             chosen = max(after, key=lambda v: v.key)
             _take(plan, task_id, chosen.data, [v.data for v in found if v is not chosen] + [local],
@@ -257,7 +330,7 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeVi
     # their claims are merged in whichever version is kept (design §18). Older ones are history.
     current = [v for v in found if v.oid != local_oid and (floor is None or v.key[0] >= floor[0])]
     if not fresh:
-        kept = claims.merge_task_data(local, [v.data for v in current]) if local is not None and current else local
+        kept = _ours_kept(ws, local, [v.data for v in current], plan) if local is not None and current else local
         if kept is not None and kept != local:
             plan.tasks.append(TaskIn(task_id, odb.blob_id(kept), kept, current[0].ref.name, local_oid, ours=True))
             plan.settled[task_id] = odb.blob_id(kept)
@@ -281,10 +354,43 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeVi
     if newest.key > local_key:
         _take(plan, task_id, newest.data, others, newest.ref.name, local_oid)
         return
-    kept = claims.merge_task_data(local, [v.data for v in current])
-    if kept != local:  # ours stays, with the claims the other versions carry (design §18)
+    kept = _ours_kept(ws, local, [v.data for v in current], plan)
+    if kept != local:  # ours stays, with the claims (and a later handoff) the other versions carry (design §18)
         plan.tasks.append(TaskIn(task_id, odb.blob_id(kept), kept, newest.ref.name, local_oid, ours=True))
     plan.settled[task_id] = odb.blob_id(kept)
+    plan.kept[plan.settled[task_id]] = kept  # a version of ours that no push carried yet is in no object store
+
+
+def _ours_kept(ws: Workspace, local: bytes, others: list[bytes], plan: Plan) -> bytes:
+    """This machine's version, kept, with the claims of the others merged in, and pointing at the latest
+    handoff any of them names when that one is later than its own: a handoff written on another machine
+    is part of what happened to the task, which a briefing must show (design §9), even when the task
+    record that carried it lost to ours."""
+    kept = claims.merge_task_data(local, others)
+    try:
+        doc = records.parse_yaml(kept.decode("utf-8"))
+    except Exception:
+        return kept
+    own = doc.get("handoff_at")
+    mine: str = own if isinstance(own, str) else ""
+    coming = {f"{r.directory}/{r.name}" for r in plan.records if r.directory == "handoffs"}
+    best: tuple[str, str] | None = None
+    for data in others:
+        try:
+            theirs = records.parse_yaml(data.decode("utf-8"))
+        except Exception:
+            continue
+        pointer, at = theirs.get("handoff"), theirs.get("handoff_at")
+        if (not isinstance(pointer, str) or not isinstance(at, str) or pointer == doc.get("handoff")
+                or not names.is_record_pointer(pointer, "handoffs") or at <= mine
+                or not (pointer in coming or os.path.lexists(ws.paths.absolute(pointer)))):
+            continue  # not later than ours, or a record this machine neither has nor takes in now
+        if best is None or (at, pointer) > best:
+            best = (at, pointer)
+    if best is None:
+        return kept
+    doc["handoff_at"], doc["handoff"] = best
+    return records.emit_yaml(doc.items()).encode("utf-8")
 
 
 def _take(plan: Plan, task_id: str, chosen: bytes, others: list[bytes], ref: str, disk: str | None) -> None:

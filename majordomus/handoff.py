@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 
-from majordomus import claims, identity, lifecycle, tasks
+from majordomus import claims, identity, taskend, tasks
 from majordomus.errors import EnvironmentProblem, MajordomusError, NoActiveTask, Refused
 from majordomus.lite import active as active_index
 from majordomus.lite.stdin import read_bounded
@@ -126,8 +126,8 @@ def write(ws: Workspace, stdin: BinaryIO) -> commit.Committed:
     done = commit.commit(_record(ws, task, clock.now_iso(), body.text))
     if done.created or done.completed:  # after its event: this machine's claim and the slot here (§10)
         try:
-            lifecycle.release_after_handoff(ws, done.record)
-        except lifecycle.Landed:
+            taskend.release_after_handoff(ws, done.record)
+        except taskend.Landed:
             raise  # it says that everything landed: no rerun to ask for
         except EnvironmentProblem as exc:
             raise commit.incomplete(ws, "handoff", done.path, exc, " and logged, but releasing the task here failed") from exc

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from majordomus import claims, clock, continuity, secretscan, tasks
-from majordomus.errors import EnvironmentProblem, MajordomusError, NoActiveTask, NotFound, Refused
+from majordomus.errors import MajordomusError, NoActiveTask, NotFound, Refused
 from majordomus.lite import active as active_index
 from majordomus.lite import names, textrules
 from majordomus.store import files, ledger, listing
@@ -74,7 +74,7 @@ def _pause_in_record(ws: Workspace, task: tasks.Task, keep: str, at: str) -> Non
     if task.status == "active":
         task.status = "paused"
         task.updated_at = at
-        _end_mine_in_record(ws, task, at, _paused_for(keep))
+        end_mine_in_record(ws, task, at, _paused_for(keep))
         tasks.save(ws, task)
 
 
@@ -85,22 +85,22 @@ def _pause_event(ws: Workspace, task: tasks.Task, keep: str) -> tuple[str, dict[
 
 # Claims (design §18): who holds a task; see `majordomus.claims`.
 
-def _end_mine_in_record(ws: Workspace, task: tasks.Task, at: str, why: str) -> None:
+def end_mine_in_record(ws: Workspace, task: tasks.Task, at: str, why: str) -> None:
     """End this machine's live claim on `task` in its record (saved by the caller); this machine's claim
-    file forgets it after the event (`_forget_mine`), so that a retry still finds what is unfinished."""
+    file forgets it after the event (`forget_mine`), so that a retry still finds what is unfinished."""
     held = claims.mine(ws).get(task.id)
     if held is not None:
         claims.end(task.claims, {held["id"]}, at, why)
 
 
-def _forget_mine(ws: Workspace, task: tasks.Task, at: str, why: str) -> None:
+def forget_mine(ws: Workspace, task: tasks.Task, at: str, why: str) -> None:
     held = claims.mine(ws).get(task.id)
     if held is not None:
         ended = next((c for c in task.claims if c["id"] == held["id"]), dict(held, ended_at=at, ended_by=why))
         claims.remember(ws, task.id, None, ended=ended)
 
 
-def _unlogged(ws: Workspace, task: tasks.Task) -> bool:
+def unlogged(ws: Workspace, task: tasks.Task) -> bool:
     """Whether the task record's last change has no ledger event: a change here that failed part way
     (design §10), which the same command run again completes. Every change stamps `updated_at` and its
     event with the same time."""
@@ -108,7 +108,7 @@ def _unlogged(ws: Workspace, task: tasks.Task) -> bool:
     return last is not None and str(last.get("at", "")) < task.updated_at
 
 
-def _slot_here(ws: Workspace) -> tasks.Task:
+def slot_here(ws: Workspace) -> tasks.Task:
     """The task the index names for this worktree and branch, whatever its status (a change that failed
     after the task record moved leaves it there), or exit 11."""
     task_id = tasks.active_id(ws)
@@ -117,7 +117,7 @@ def _slot_here(ws: Workspace) -> tasks.Task:
     return tasks.load(ws, task_id)
 
 
-def _event(ws: Workspace, task_id: str, at: str, *items: tuple[str, dict[str, Any]]) -> None:
+def event(ws: Workspace, task_id: str, at: str, *items: tuple[str, dict[str, Any]]) -> None:
     """The events of one change in one append: all of them land, or none."""
     base = {"task": task_id, "worktree": ws.worktree, "branch": ws.branch}
     ledger.append_many(ws.paths.ledger, [(name, dict(base, **extra)) for name, extra in items], at)
@@ -141,11 +141,11 @@ def _claim(ws: Workspace, task: tasks.Task, at: str, owner: str | None = None) -
     return claim
 
 
-def _known(ws: Workspace, task_id: str | None) -> None:
+def known(ws: Workspace, task_id: str | None) -> None:
     """Before anything creates the state: a task that does not exist (or no task here) is refused with
     nothing written. The change reads it again under the lock."""
     if task_id is None:
-        _slot_here(ws)
+        slot_here(ws)
     else:
         tasks.load(ws, tasks.validate_id(task_id))
 
@@ -247,7 +247,7 @@ def _make_active_here(ws: Workspace, index: dict[str, str], keep: str, previous:
         index[slot] = keep
         tasks.write_index(ws, index)
     if previous is not None:
-        _forget_mine(ws, previous, at, _paused_for(keep))
+        forget_mine(ws, previous, at, _paused_for(keep))
 
 
 def _log(ws: Workspace, at: str, previous: tasks.Task | None, task_id: str,
@@ -259,7 +259,7 @@ def _log(ws: Workspace, at: str, previous: tasks.Task | None, task_id: str,
     ledger.append_many(ws.paths.ledger, events, at)
 
 
-def _where(task: tasks.Task) -> str:
+def held_where(task: tasks.Task) -> str:
     return f"worktree {task.worktree} on " + (f"branch {task.branch}" if task.branch else "a detached HEAD")
 
 
@@ -273,7 +273,7 @@ def _branch_missing(ws: Workspace, task: tasks.Task) -> bool:
 def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = False) -> tasks.Task:
     """Make a paused or handed-off task active here. A done task needs `reopen`; a task active in another
     worktree or branch needs `force`, unless that worktree is gone (orphaned): both are recorded."""
-    _known(ws, task_id)
+    known(ws, task_id)
     ws.ensure_state("tasks")
     at = clock.now_iso()
     with files.locked(ws.paths.lock):
@@ -292,7 +292,7 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
             raise Refused(f"task `{task_id}` is done; nothing was written",
                           f"reopen it with `majordomus task resume {task_id} --reopen`, or start a new task")
         if held in ("elsewhere", "remote") and not force:
-            where = _where(task)
+            where = held_where(task)
             if held == "remote":
                 where += " on another machine (its record came through `majordomus sync`)"
             raise Refused(
@@ -333,7 +333,7 @@ def _unfinished_resume(ws: Workspace, task: tasks.Task) -> bool:
     machine took at that change is named by no `task.claim` event."""
     if task.status != "active" or (task.worktree, task.branch) != (ws.worktree, ws.branch):
         return False
-    return _unlogged(ws, task) or _claim_unlogged(ws, task)
+    return unlogged(ws, task) or _claim_unlogged(ws, task)
 
 
 def _claim_unlogged(ws: Workspace, task: tasks.Task) -> bool:
@@ -369,148 +369,3 @@ def _finish_resume(ws: Workspace, task: tasks.Task, index: dict[str, str], at: s
     _log(ws, task.updated_at, paused, task.id, ("task.claim", {"claim": claim, "ended": [], "completed": True}),
          ("task.resume", {"by": ws.owner(), "completed": True}))
     return task
-
-
-def done(ws: Workspace, task_id: str | None, *, force: bool = False) -> tasks.Task:
-    """Finish a task (terminal). One active in another worktree or branch needs `force`, like `resume`."""
-    _known(ws, task_id)
-    ws.ensure_state("tasks")
-    at = clock.now_iso()
-    with files.locked(ws.paths.lock):
-        task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else _slot_here(ws)
-        if task.status == "done":
-            _finish(ws, task, "task.done", {"completed": True}, "task done")
-            return task
-        if task_id is None and task.status != "active":
-            raise NoActiveTask(ws.where())
-        held = tasks.where_active(ws, task)
-        if held in ("elsewhere", "remote") and not force:
-            raise Refused(f"task `{task.id}` is active in {_where(task)}; nothing was written",
-                          f"finish it there, or here with `majordomus task done {task.id} --force`")
-        task.status = "done"
-        task.updated_at = at
-        _end_mine_in_record(ws, task, at, "task done")
-        claims.end(task.claims, {c["id"] for c in claims.live(task.claims)}, at, "task done")
-        tasks.save(ws, task)
-        # Then the event, then the slot: a retry of a `done` that failed after its task record finds it here.
-        _event(ws, task.id, at, ("task.done", {"takeover": True} if held in ("elsewhere", "remote") else {}))
-        _forget_mine(ws, task, at, "task done")
-        _leave_slot_last(ws, task, f"task `{task.id}` is done")
-    return task
-
-
-def _finish(ws: Workspace, task: tasks.Task, event: str, extra: dict[str, Any], why: str) -> None:
-    """Complete a change whose task record landed: its event when missing, then this machine's claim file
-    and the slot here (each a no-op when it is done already)."""
-    if _unlogged(ws, task):
-        _event(ws, task.id, task.updated_at, (event, extra))
-    _forget_mine(ws, task, task.updated_at, why)
-    _leave_slot(ws, task)
-
-
-def _leave_slot(ws: Workspace, task: tasks.Task) -> None:
-    """The task is no longer the active one of the (worktree, branch) it was active in."""
-    index = tasks.read_index(ws)
-    slot = active_index.slot(task.worktree or "", task.branch)
-    if index.get(slot) == task.id:
-        index.pop(slot)
-        tasks.write_index(ws, index)
-
-
-class Landed(EnvironmentProblem):
-    """A change whose every step landed, whose last step's durability the disk could not confirm: exit 12
-    with a message that says it landed (the same command run again would find nothing to do)."""
-
-
-def _leave_slot_last(ws: Workspace, task: tasks.Task, what: str) -> None:
-    """The last step of a change: leave the slot. When it fails after the index was replaced (the state
-    directory's fsync), everything has landed and the same command run again would find nothing to do:
-    the message says so instead of asking for a rerun (design §2b)."""
-    try:
-        _leave_slot(ws, task)
-    except EnvironmentProblem as exc:
-        try:
-            left = tasks.read_index(ws).get(active_index.slot(task.worktree or "", task.branch)) != task.id
-        except MajordomusError:
-            left = False
-        if not left:
-            raise  # the slot is still there: the same command run again leaves it
-        raise Landed(
-            f"{what}: every step of it landed, but then {exc.message}",
-            "the change is complete and needs no rerun; the disk reported an error while making it durable: "
-            "check it (`dmesg`) and `majordomus doctor`") from exc
-
-
-def release(ws: Workspace, task_id: str) -> bool:
-    """After sync imported a version of `task_id` from another machine: put this machine's own claims
-    back into it (see `claims.restore_mine`), then forget that the task is active here unless
-    the imported version still says it is held here, by our live claim. The caller holds the lock."""
-    held_here = tasks.restore_claims(ws, task_id)
-    index = tasks.read_index(ws)
-    kept = {slot: held for slot, held in index.items() if held != task_id}
-    if len(kept) == len(index) or held_here:
-        return False
-    tasks.write_index(ws, kept)
-    return True
-
-
-def release_claim(ws: Workspace, task_id: str | None) -> tuple[tasks.Task, bool]:
-    """`task release`: give up this machine's claim on a task (default: the active one here). If the task
-    is active here it becomes paused; if it is held elsewhere (a double claim), only our claim ends.
-    Returns the task and whether it was paused."""
-    _known(ws, task_id)
-    ws.ensure_state("tasks")
-    at = clock.now_iso()
-    with files.locked(ws.paths.lock):
-        task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else _slot_here(ws)
-        if task.status == "paused" and tasks.active_id(ws) == task.id:  # a release that failed part way
-            _finish(ws, task, "task.release", {"status": task.status, "by": ws.owner(), "completed": True},
-                    "released")
-            return task, True
-        if task_id is None and task.status != "active":
-            raise NoActiveTask(ws.where())
-        held = tasks.where_active(ws, task)
-        ours = claims.mine(ws).get(task.id)
-        live = ours is not None and any(c["id"] == ours["id"] for c in claims.live(task.claims))
-        if held != "here" and not live:
-            raise Refused(f"task `{task.id}` is not held here: this machine has no live claim on it and it is "
-                          f"not active in {ws.where()}; nothing was written",
-                          "release it where it is held, or take it over with "
-                          f"`majordomus task resume {task.id} --force`")
-        ended = ours["id"] if live and ours is not None else None
-        if live:
-            _end_mine_in_record(ws, task, at, "released")
-        paused = held == "here"
-        if paused:
-            task.status = "paused"
-        task.updated_at = at
-        tasks.save(ws, task)
-        _event(ws, task.id, at, ("task.release", {"claim": ended, "status": task.status, "by": ws.owner()}))
-        _forget_mine(ws, task, at, "released")
-        if paused:
-            _leave_slot_last(ws, task, f"task `{task.id}` is released (paused)")
-    return task, paused
-
-
-def hand_off(ws: Workspace, task: tasks.Task, handoff_rel: str, at: str) -> None:
-    """Record a handoff in the task record: handed-off, pointing at it, this machine's claim ended in it.
-    The slot here and this machine's claim file follow after the event (`release_after_handoff`)."""
-    held = claims.mine(ws).get(task.id)
-    if held is not None:
-        claims.end(task.claims, {held["id"]}, at, "handed off")
-    task.status = "handed-off"
-    task.handoff = handoff_rel
-    task.handoff_at = at
-    task.updated_at = at
-    tasks.save(ws, task)
-
-
-def release_after_handoff(ws: Workspace, task: tasks.Task) -> None:
-    """After the handoff's event: forget this machine's claim, then leave the slot, which is what a retry
-    looks for to finish a handoff that did not (design §10)."""
-    held = claims.mine(ws).get(task.id)
-    if held is not None:
-        ended = next((c for c in task.claims if c["id"] == held["id"]),
-                     dict(held, ended_at=task.handoff_at, ended_by="handed off"))
-        claims.remember(ws, task.id, None, ended=ended)
-    _leave_slot_last(ws, task, f"task `{task.id}` is handed off")

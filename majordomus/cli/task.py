@@ -125,9 +125,9 @@ def task_release(task_id: str | None) -> None:
 
     Default: the active task here, which becomes paused. A task held elsewhere (a double claim) only
     loses this machine's claim."""
-    from majordomus import lifecycle
+    from majordomus import taskend
 
-    task, paused = lifecycle.release_claim(workspace(), task_id)
+    task, paused = taskend.release_claim(workspace(), task_id)
     emit(f"released {task.id}" + ("; it is paused" if paused else f"; it stays {task.status} where it is held"))
 
 
@@ -136,7 +136,7 @@ def task_release(task_id: str | None) -> None:
 @click.option("--force", is_flag=True, help="Finish a task that is active in another worktree or branch.")
 def task_done(task_id: str | None, force: bool) -> None:
     """Mark a task done (default: the active task here)."""
-    from majordomus import lifecycle
+    from majordomus import taskend
 
-    task = lifecycle.done(workspace(), task_id, force=force)
+    task = taskend.done(workspace(), task_id, force=force)
     emit(f"done {task.id}")

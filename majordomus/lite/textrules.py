@@ -231,14 +231,15 @@ def _shaped_like(rendered: str, keys: frozenset[str]) -> str | None:
     if word is None:
         return None
     text, after = word.group(1), word.group(2)
-    if not after and text and ord(text[-1]) > 0x7F and not unicodedata.category(text[-1]).startswith("L"):
-        text, after = text[:-1], text[-1]  # a spacing mark in the colon's place
+    if not after and text and unicodedata.category(text[-1]) in ("Mc", "Mn"):
+        text, after = text[:-1], text[-1]  # a (spacing) mark in the colon's place
     if not after:
         return None
     text = "_".join(_JOINERS.split(text.translate(_DIGIT_SKELETON)))
     for key in keys:
         if len(key) == len(text) and all(
-                a == k or (ord(a) > 0x7F and k.isalpha()) for a, k in zip(text, key)):
+                a == k or (ord(a) > 0x7F and k.isalpha() and unicodedata.category(a).startswith("L"))
+                for a, k in zip(text, key)):
             return key
     return None
 

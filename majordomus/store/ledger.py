@@ -55,7 +55,7 @@ def line_hash(line: bytes) -> str:
     return hexdigest(line)
 
 
-def _lines_backwards(fd: int, size: int) -> Iterator[bytes]:
+def lines_backwards(fd: int, size: int) -> Iterator[bytes]:
     """The file's lines from the last to the first (without their newlines), reading backwards.
 
     Linear in what it reads: newlines are found chunk by chunk and each line is read once, so a long
@@ -101,7 +101,7 @@ def pin_events(path: str, since: str) -> tuple[dict[str, list[dict[str, Any]]], 
         return found, False
     try:
         read = 0
-        for line in _lines_backwards(fd, os.fstat(fd).st_size):
+        for line in lines_backwards(fd, os.fstat(fd).st_size):
             read += len(line) + 1
             if read > EVENT_LOOK_BACK:
                 return found, False
@@ -125,7 +125,7 @@ def tail(path: str, lookback: int, needle: bytes | None = None) -> Iterator[dict
     except (OSError, safeio.UnsafeFile):
         return
     try:
-        for number, line in enumerate(_lines_backwards(fd, os.fstat(fd).st_size)):
+        for number, line in enumerate(lines_backwards(fd, os.fstat(fd).st_size)):
             if number >= lookback:
                 return
             if needle is not None and needle not in line:
@@ -142,7 +142,7 @@ def _last_valid(fd: int, size: int) -> tuple[dict[str, Any] | None, bytes | None
     if size == 0:
         return None, None, True
     ends_clean = os.pread(fd, 1, size - 1) == b"\n"
-    for line in _lines_backwards(fd, size):
+    for line in lines_backwards(fd, size):
         if line.strip():
             obj = parse_line(line)
             if obj is not None:
@@ -312,7 +312,7 @@ def last_event(path: str, task: str | None = None, events: tuple[str, ...] = (),
     except FileNotFoundError:
         return None
     try:
-        for line in _lines_backwards(fd, os.fstat(fd).st_size):
+        for line in lines_backwards(fd, os.fstat(fd).st_size):
             obj = parse_line(line) if line.strip() else None
             if obj is None or obj["event"] in exclude:
                 continue
@@ -339,7 +339,7 @@ def logged(path: str, rel: str, since: str) -> bool:
         size = os.fstat(fd).st_size
         read = 0
         earliest: dict[str, Any] | None = None
-        for line in _lines_backwards(fd, size):
+        for line in lines_backwards(fd, size):
             read += len(line) + 1
             if read > EVENT_LOOK_BACK:
                 return True

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from majordomus import lifecycle
+from majordomus import taskend
 from majordomus import tasks as tasks_mod
 from majordomus.git import odb
 from majordomus.lite import safeio
@@ -128,7 +128,7 @@ def _recent_imports(ws: Workspace) -> dict[str, str]:
 
 def _release(ws: Workspace, task_id: str, remote: str, at: str, released: list[str]) -> None:
     # Whoever changed the task on another machine holds it now: two workers never hold one unnoticed.
-    if lifecycle.release(ws, task_id):
+    if taskend.release(ws, task_id):
         ws.event("task.pause", task_id, at, by="sync",
                  reason=f"a newer record of the task came from {remote}: it is held elsewhere now")
         released.append(task_id)

@@ -9,8 +9,8 @@ from __future__ import annotations
 from majordomus.git import odb
 from majordomus.sync import layout, rules
 from majordomus.sync.layout import Refusal
+from majordomus.sync.plan import key, read_entry
 from majordomus.sync.remote import RemoteRef
-from majordomus.sync.union import key, read_entry
 from majordomus.tasks import MAX_BYTES as TASK_MAX_BYTES
 from majordomus.workspace import Workspace
 

@@ -12,8 +12,8 @@ from majordomus.sync import apply, machine, union
 from majordomus.sync import remote as remotes
 from majordomus.sync.apply import Imported
 from majordomus.sync.layout import Refusal
+from majordomus.sync.plan import Conflict
 from majordomus.sync.push import lock_path
-from majordomus.sync.union import Conflict
 from majordomus.workspace import Workspace
 
 

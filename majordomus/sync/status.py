@@ -12,8 +12,8 @@ from majordomus.store import paths
 from majordomus.sync import layout, machine, union
 from majordomus.sync import remote as remotes
 from majordomus.sync.layout import DIRS, Refusal
+from majordomus.sync.plan import Conflict
 from majordomus.sync.snapshot import snapshot
-from majordomus.sync.union import Conflict
 from majordomus.workspace import Workspace
 
 

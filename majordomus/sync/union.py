@@ -12,112 +12,18 @@ ours), the task changed on two machines: a `sync.conflict` is recorded.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
-from majordomus import claims
 from majordomus.git import odb
-from majordomus.lite import names, safeio
+from majordomus.lite import safeio
 from majordomus.store import records
 from majordomus.sync import layout, rules
 from majordomus.sync.layout import Found, Refusal
+from majordomus.sync.plan import LEGACY_REF, SYNCED_REF, Plan, RecordIn, base_view, read_entry, read_local, refuse
 from majordomus.sync.remote import RemoteRef
-from majordomus.tasks import MAX_BYTES as TASK_MAX_BYTES
+from majordomus.sync.versions import plan_tasks
 from majordomus.workspace import Workspace
 
-HELD_DEPTH = 1024  # commits of this machine's own ref and of its settled ref read for the versions it held
-SYNCED_REF = "refs/majordomus/synced"  # what this machine settled on at its last pull (never pushed itself)
-LEGACY_REF = "refs/majordomus/state"  # the same, as majordomus before the per-machine layout kept it here
-
-
-@dataclass
-class Conflict:
-    task: str
-    kept: str  # "local" or "remote"
-    local_updated_at: str | None
-    remote_updated_at: str | None
-    local_sha256: str
-    remote_sha256: str
-    machine: str | None  # the remote ref whose version competed
-
-
-@dataclass
-class RecordIn:
-    directory: str
-    name: str
-    oid: str
-    data: bytes
-    ref: str
-    task: str | None  # as its front matter says
-    present: bool = False  # linked in already by a pull that failed before its event: only the event is due
-
-
-@dataclass
-class TaskIn:
-    task: str
-    oid: str
-    data: bytes
-    ref: str
-    disk: str | None  # blob id of the file here when planned (None: absent); changed since: not replaced
-    ours: bool = False  # this machine's version stays, with claims merged in: nothing is held elsewhere
-
-
-@dataclass
-class Plan:
-    records: list[RecordIn] = field(default_factory=list)  # to import
-    known: list[tuple[str, str, str]] = field(default_factory=list)  # (dir, name, oid) held here already
-    tasks: list[TaskIn] = field(default_factory=list)
-    settled: dict[str, str] = field(default_factory=dict)  # task id -> blob id this machine settles on
-    kept: dict[str, bytes] = field(default_factory=dict)  # blob id -> bytes of a version of ours settled on
-    conflicts: list[Conflict] = field(default_factory=list)
-    refused: list[Refusal] = field(default_factory=list)
-
-
-def base_view(ws: Workspace) -> tuple[str | None, odb.TreeView | None, int]:
-    """(commit, tree, format) of what this machine settled on last; the pre-issue-16 ref when that is all."""
-    for name in (SYNCED_REF, LEGACY_REF):
-        tip = odb.ref_target(ws.repo, name)
-        found = odb.commit(ws.repo, tip) if tip else None
-        view = odb.tree(ws.repo, found.tree) if found is not None else None
-        if view is not None:
-            try:
-                return tip, view, layout.format_of(view)
-            except layout.NewerFormat:
-                continue
-    return None, None, 2
-
-
-def key(data: bytes) -> tuple[str, str]:
-    """What orders two versions of a task: `updated_at`, then the digest (every machine decides alike)."""
-    try:
-        updated = records.parse_yaml(data.decode("utf-8")).get("updated_at")
-    except Exception:
-        updated = None
-    return (updated if isinstance(updated, str) else ""), records.sha256(data)
-
-
-def _refuse(plan: Plan, ref: RemoteRef, where: str, reason: str) -> None:
-    plan.refused.append(Refusal(where, reason, ref=ref.name))
-
-
-def read_entry(ws: Workspace, entry: odb.Entry, limit: int) -> tuple[bytes | None, str | None]:
-    """A blob entry's bytes, or why it is refused: not a regular file, or over `limit` (told by the header)."""
-    if not entry.is_blob:
-        return None, "not a regular file"
-    size = odb.blob_size(ws.repo, entry.oid)
-    if size is None:
-        return None, "not a regular file"
-    if size > limit:
-        return None, f"{size} bytes, over the {limit}-byte bound"
-    return odb.read_blob(ws.repo, entry.oid), None
-
-
-def _local(path: str, limit: int) -> bytes | None:
-    try:
-        return safeio.read_optional(path, limit)
-    except OSError:
-        return None
-    except Exception:
-        return None
+__all__ = ["LEGACY_REF", "SYNCED_REF", "Plan", "base_view", "plan"]
 
 
 def plan_records(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None, plan: Plan) -> None:
@@ -134,7 +40,7 @@ def plan_records(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None
             for found in layout.new_records(ref.view, ref.fmt, base, directory, walk_refused):
                 _consider(ws, ref, found, present, decided, plan, held)
             for r in walk_refused:
-                _refuse(plan, ref, r.path, r.reason)
+                refuse(plan, ref, r.path, r.reason)
     _complete_unlogged(ws, held, plan)
 
 
@@ -202,7 +108,7 @@ def _consider(ws: Workspace, ref: RemoteRef, found: Found, present: set[str], de
     if decided.get(name) == oid:
         return
     if name in present and name not in decided:
-        local = _local(os.path.join(ws.paths.directory(found.directory), name), rules.MAX_RECORD_BYTES)
+        local = read_local(os.path.join(ws.paths.directory(found.directory), name), rules.MAX_RECORD_BYTES)
         if local is not None and odb.blob_id(local) == oid:
             decided[name] = oid
             plan.known.append((found.directory, name, oid))
@@ -218,7 +124,7 @@ def _consider(ws: Workspace, ref: RemoteRef, found: Found, present: set[str], de
     if data is not None:
         reason, meta = rules.inspect_record(found.directory, name, data, ws.config)
     if reason is not None:
-        _refuse(plan, ref, found.where, reason)
+        refuse(plan, ref, found.where, reason)
         return
     assert data is not None
     if name in decided or name in present:
@@ -228,235 +134,6 @@ def _consider(ws: Workspace, ref: RemoteRef, found: Found, present: set[str], de
     plan.records.append(RecordIn(found.directory, name, oid, data, ref.name, task if isinstance(task, str) else None))
 
 
-@dataclass
-class _Version:
-    oid: str
-    data: bytes
-    key: tuple[str, str]
-    ref: RemoteRef
-
-
-def plan_tasks(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None, my_ref: RemoteRef | None,
-               plan: Plan, base_tip: str | None = None) -> None:
-    """Tasks sit at `tasks/ID.yaml` in both formats: `base` may be either."""
-    versions: dict[str, dict[str, _Version]] = {}
-    for ref in refs:
-        walk_refused: list[Refusal] = []
-        for task_id, entry, where in layout.task_entries(ref.view, base, walk_refused):
-            known = versions.setdefault(task_id, {})
-            if entry.oid in known:
-                continue
-            data, reason = read_entry(ws, entry, TASK_MAX_BYTES)
-            if data is not None:
-                reason = rules.check_task(f"{task_id}.yaml", data)
-            if reason is not None:
-                _refuse(plan, ref, where, reason)
-                continue
-            assert data is not None
-            known[entry.oid] = _Version(entry.oid, data, key(data), ref)
-        for r in walk_refused:
-            _refuse(plan, ref, r.path, r.reason)
-    held = held_here(ws, [base_tip, my_ref.commit.oid if my_ref is not None else None]) if versions else {}
-    for task_id, found in sorted(versions.items()):
-        if found:
-            _decide(ws, task_id, list(found.values()), base, my_ref, plan, held)
-
-
-def _blob_key(ws: Workspace, entry: odb.Entry | None) -> tuple[str, str] | None:
-    if entry is None or not entry.is_blob:
-        return None
-    data, _reason = read_entry(ws, entry, TASK_MAX_BYTES)
-    return key(data) if data is not None else None
-
-
-def held_here(ws: Workspace, tips: list[str | None], depth: int = HELD_DEPTH) -> dict[str, set[str]]:
-    """Every version of each task (`ID.yaml` -> blob ids) that this machine held: what its own pushes
-    carried and what its pulls settled on (each tip's first parents, the latest `depth` commits). A version
-    held here that is not the record here now was replaced here: it never comes back (design §13)."""
-    held: dict[str, set[str]] = {}
-    seen_trees: set[str] = set()
-    for tip in tips:
-        for _ in range(depth):
-            found = odb.commit(ws.repo, tip) if tip else None
-            view = odb.tree(ws.repo, found.tree) if found is not None else None
-            if found is None or view is None:
-                break
-            tasks_view = view.sub("tasks")
-            if tasks_view is not None and tasks_view.oid not in seen_trees:
-                seen_trees.add(tasks_view.oid)
-                for name, item, _raw in tasks_view.entries():
-                    if name is not None and item.is_blob:
-                        held.setdefault(name, set()).add(item.oid)
-            tip = found.parents[0] if found.parents else None
-    return held
-
-
-def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeView | None,
-            my_ref: RemoteRef | None, plan: Plan, held: dict[str, set[str]]) -> None:
-    name = f"{task_id}.yaml"
-    tasks_view = base.sub("tasks") if base is not None else None
-    base_entry = tasks_view.get(name) if tasks_view is not None else None
-    floor = _blob_key(ws, base_entry)
-    local = _local(ws.paths.task_file(task_id), TASK_MAX_BYTES)
-    if os.path.lexists(ws.paths.task_file(task_id)) and (local is None or rules.check_task(name, local)):
-        return  # here but unreadable or invalid: never replaced by a sync; doctor reports it
-    local_oid = odb.blob_id(local) if local is not None else None
-    # Ordered by what happened, not by clocks: a version this machine replaced itself — its own older one
-    # coming back, or one it imported and then changed — is history, whatever its `updated_at` says.
-    gone = held.get(name, set()) - {local_oid}
-    found = [v for v in found if v.oid not in gone]
-    if floor is not None and base_entry is not None and base_entry.oid in gone and local is not None:
-        # Settled on, then replaced here: a floor no later than ours (one from a clock running ahead would
-        # keep out every real change made elsewhere afterwards).
-        floor = min(floor, key(local))
-    fresh = [v for v in found if v.oid != local_oid and (floor is None or v.key > floor)]
-    if local is not None and local_oid is not None:
-        # A version whose machine held ours before it is later than ours, whatever the clocks say (the same
-        # second, or a clock behind): it counts as the newest, so that every machine settles on it.
-        local_key = key(local)
-        earlier = [v for v in found if v.oid != local_oid and v.key <= local_key]
-        after = [v for v in earlier if _follows(ws, v, name, local_oid, local_key)]
-        if earlier and len(after) < len(earlier):
-            # Or one written by a machine that had seen the push carrying ours (its ref descends from that
-            # push): a later change, though a clock running ahead here stamped ours later (design §13).
-            seen = _History(ws, my_ref, name, local_oid, min(v.key for v in earlier))
-            after += [v for v in earlier if v not in after and seen.seen_by(v.ref)]
-        if after and not any(v.key > local_key for v in fresh):
-            chosen = max(after, key=lambda v: v.key)
-            _take(plan, task_id, chosen.data, [v.data for v in found if v is not chosen] + [local],
-                  chosen.ref.name, local_oid)
-            return
-    # Versions as recent as what this machine settled on (the same `updated_at` with other claims, too):
-    # their claims are merged in whichever version is kept (design §18). Older ones are history.
-    current = [v for v in found if v.oid != local_oid and (floor is None or v.key[0] >= floor[0])]
-    if not fresh:
-        kept = _ours_kept(ws, local, [v.data for v in current], plan) if local is not None and current else local
-        if kept is not None and kept != local:
-            plan.tasks.append(TaskIn(task_id, odb.blob_id(kept), kept, current[0].ref.name, local_oid, ours=True))
-            plan.settled[task_id] = odb.blob_id(kept)
-        return
-    newest = max(fresh, key=lambda v: v.key)
-    others = [v.data for v in current if v is not newest] + ([local] if local is not None else [])
-    if local is None:
-        _take(plan, task_id, newest.data, others, newest.ref.name, None)
-        return
-    assert local_oid is not None
-    local_key = key(local)
-    if base_entry is None or base_entry.oid != local_oid:  # changed here since the last pull
-        history = _History(ws, my_ref, name, local_oid, min(v.key for v in fresh))
-        competing = [v for v in fresh if v.oid not in history.versions and not history.seen_by(v.ref)]
-        if competing:
-            rival = max(competing, key=lambda v: v.key)
-            plan.conflicts.append(Conflict(
-                task=task_id, kept="remote" if newest.key > local_key else "local",
-                local_updated_at=local_key[0] or None, remote_updated_at=rival.key[0] or None,
-                local_sha256=local_key[1], remote_sha256=rival.key[1], machine=rival.ref.name))
-    if newest.key > local_key:
-        _take(plan, task_id, newest.data, others, newest.ref.name, local_oid)
-        return
-    kept = _ours_kept(ws, local, [v.data for v in current], plan)
-    if kept != local:  # ours stays, with the claims (and a later handoff) the other versions carry (design §18)
-        plan.tasks.append(TaskIn(task_id, odb.blob_id(kept), kept, newest.ref.name, local_oid, ours=True))
-    plan.settled[task_id] = odb.blob_id(kept)
-    plan.kept[plan.settled[task_id]] = kept  # a version of ours that no push carried yet is in no object store
-
-
-def _ours_kept(ws: Workspace, local: bytes, others: list[bytes], plan: Plan) -> bytes:
-    """This machine's version, kept, with the claims of the others merged in, and pointing at the latest
-    handoff any of them names when that one is later than its own: a handoff written on another machine
-    is part of what happened to the task, which a briefing must show (design §9), even when the task
-    record that carried it lost to ours."""
-    kept = claims.merge_task_data(local, others)
-    try:
-        doc = records.parse_yaml(kept.decode("utf-8"))
-    except Exception:
-        return kept
-    own = doc.get("handoff_at")
-    mine: str = own if isinstance(own, str) else ""
-    coming = {f"{r.directory}/{r.name}" for r in plan.records if r.directory == "handoffs"}
-    best: tuple[str, str] | None = None
-    for data in others:
-        try:
-            theirs = records.parse_yaml(data.decode("utf-8"))
-        except Exception:
-            continue
-        pointer, at = theirs.get("handoff"), theirs.get("handoff_at")
-        if (not isinstance(pointer, str) or not isinstance(at, str) or pointer == doc.get("handoff")
-                or not names.is_record_pointer(pointer, "handoffs") or at <= mine
-                or not (pointer in coming or os.path.lexists(ws.paths.absolute(pointer)))):
-            continue  # not later than ours, or a record this machine neither has nor takes in now
-        if best is None or (at, pointer) > best:
-            best = (at, pointer)
-    if best is None:
-        return kept
-    doc["handoff_at"], doc["handoff"] = best
-    return records.emit_yaml(doc.items()).encode("utf-8")
-
-
-def _take(plan: Plan, task_id: str, chosen: bytes, others: list[bytes], ref: str, disk: str | None) -> None:
-    """Import the chosen version, with the claims of every other version merged in (design §18): the newest
-    record wins, and nobody's claim is dropped with the record that lost."""
-    data = claims.merge_task_data(chosen, others)
-    plan.tasks.append(TaskIn(task_id, odb.blob_id(data), data, ref, disk))
-    plan.settled[task_id] = odb.blob_id(data)
-
-
-def _follows(ws: Workspace, version: _Version, name: str, local_oid: str, local_key: tuple[str, str],
-             depth: int = 256) -> bool:
-    """Whether `version`'s ref held `local_oid` for the task before it came to hold `version` (its first
-    parents): that machine replaced ours by it. The walk stops at a version older than ours."""
-    tip: str | None = version.ref.commit.oid
-    last = None
-    for _ in range(depth):
-        found = odb.commit(ws.repo, tip) if tip else None
-        view = odb.tree(ws.repo, found.tree) if found is not None else None
-        entry = layout.lookup(view, ("tasks", name)) if view is not None else None
-        if found is None or entry is None:
-            return False
-        if entry.oid == local_oid:
-            return True
-        if entry.oid != last:
-            last = entry.oid
-            seen = _blob_key(ws, entry)
-            if seen is None or seen[0] < local_key[0]:
-                return False  # further back, every version is older still
-        tip = found.parents[0] if found.parents else None
-    return False
-
-
-class _History:
-    """This machine's pushes of one task, newest first (its ref's first parents): which versions it had —
-    an older one of ours held by an idle machine is no conflict — and which push first carried the version
-    it holds now — a version written by a machine that had seen that push was built on ours."""
-
-    def __init__(self, ws: Workspace, my_ref: RemoteRef | None, name: str, local_oid: str,
-                 oldest: tuple[str, str]) -> None:
-        self.ws = ws
-        self.versions: set[str] = set()
-        self.carried: str | None = None  # the first push of the unbroken run, up to the last, with ours
-        tip = my_ref.commit.oid if my_ref is not None else None
-        unbroken, last = True, None
-        for _ in range(10_000):
-            found = odb.commit(ws.repo, tip) if tip else None
-            view = odb.tree(ws.repo, found.tree) if found is not None else None
-            entry = layout.lookup(view, ("tasks", name)) if view is not None else None
-            if found is None or entry is None:
-                break
-            unbroken = unbroken and entry.oid == local_oid
-            if unbroken:
-                self.carried = found.oid
-            if entry.oid != last:
-                last = entry.oid
-                self.versions.add(entry.oid)
-                version = _blob_key(ws, entry)
-                if version is None or version < oldest:
-                    break  # further back, every version is older still than any in question
-            tip = found.parents[0] if found.parents else None
-
-    def seen_by(self, ref: RemoteRef) -> bool:
-        return self.carried is not None and odb.contains(self.ws.repo, ref.commit.oid, self.carried)
-
-
 def plan(ws: Workspace, refs: list[RemoteRef], my_ref: RemoteRef | None) -> Plan:
     """What a pull imports, settles and refuses; reads the store and the refs, writes nothing."""
     tip, base, base_fmt = base_view(ws)
@@ -464,3 +141,4 @@ def plan(ws: Workspace, refs: list[RemoteRef], my_ref: RemoteRef | None) -> Plan
     plan_records(ws, refs, base if base_fmt == 2 else None, result)
     plan_tasks(ws, refs, base, my_ref, result, tip)
     return result
+

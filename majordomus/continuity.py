@@ -12,7 +12,7 @@ import os
 
 from majordomus import budget, clock, secretscan, tasks
 from majordomus.errors import EnvironmentProblem, NotFound, Refused, UsageError
-from majordomus.lite import jsonbound, safeio, textrules
+from majordomus.lite import jsonbound, names, safeio, statepaths, textrules
 from majordomus.store import files, ledger
 from majordomus.workspace import Workspace
 
@@ -114,7 +114,7 @@ def _schema_findings(doc: Any, task_id: str) -> list[str]:
         if key not in doc:
             found.append(f"the key `{key}` is missing")
     if doc.get("task", task_id) != task_id:
-        found.append(f"it names task `{doc.get('task')}`, not `{task_id}`")
+        found.append(f"it names task `{textrules.escape(str(doc.get('task'))[:40])}`, not `{task_id}`")
     if "objective" in doc and not isinstance(doc["objective"], str):
         found.append("`objective` is not a string")
     for key in PIN_KEYS:
@@ -127,6 +127,47 @@ def _schema_findings(doc: Any, task_id: str) -> list[str]:
     return found
 
 
+def _field_findings(doc: dict[str, Any], pin_max_bytes: int) -> list[str]:
+    """What its only writers could never have stored (design §2a, §8): a pin that is not one sentence by the
+    field grammar of `lite.textrules` (no control, line-break, bidi or invisible character; at most
+    `continuity.pin_max_bytes`), a pin id or time of another grammar, an objective not collapsed to one line.
+    Checked at every read, whatever the integrity hash says: the hash is unkeyed, anyone can recompute it."""
+    found = []
+    objective = doc["objective"]
+    if objective:
+        problem = textrules.field_problem(objective, limit=len(objective))
+        if problem is not None:
+            found.append(f"its objective {problem}; `task start` keeps an objective on one line")
+    for key in PIN_KEYS:
+        for number, pin in enumerate(doc[key], 1):
+            what = f"{LABELS[key]} pin {number}"
+            if not names.is_pin_id(pin["id"]):
+                found.append(f"the {what} has the id `{textrules.escape(pin['id'][:40])}`, not a pin id")
+            elif not clock.is_iso(pin["createdAt"]):
+                found.append(f"the {what} (`{pin['id']}`) has `createdAt` "
+                             f"`{textrules.escape(pin['createdAt'][:40])}`, not a UTC time")
+            else:
+                problem = _pin_problem(pin["text"], pin_max_bytes)
+                if problem is not None:
+                    found.append(f"the {what} (`{pin['id']}`) {problem}; `context pin` never stores such a pin")
+    return found
+
+
+def _pin_problem(text: str, pin_max_bytes: int) -> str | None:
+    """Why `text` is not a pin `pin_text` could have stored, or None; never echoing the text."""
+    problem = textrules.field_problem(text, limit=len(text))
+    if problem is not None:
+        return problem
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "is not valid UTF-8 (a lone surrogate)"
+    if size > pin_max_bytes:
+        return f"is {size} bytes; the limit is {pin_max_bytes} (continuity.pin_max_bytes)"
+    what = secretscan.looks_secret(text)
+    return None if what is None else f"looks like it carries a secret ({what})"
+
+
 def _is_pin(pin: Any) -> bool:
     return (isinstance(pin, dict) and all(isinstance(pin.get(k), str) for k in ("id", "text", "source", "createdAt"))
             and pin["source"] in SOURCES)
@@ -136,6 +177,8 @@ def examine(ws: Workspace, task_id: str) -> tuple[dict[str, Any] | None, list[st
     """(document, findings): (None, []) when there is no file — pins are working memory, not authority."""
     path = path_of(ws, task_id)
     limit = int(ws.config.get("continuity", "max_bytes"))
+    if not statepaths.readable_dir(ws.paths, ws.paths.context_dir(task_id)):  # a link on the way: refused
+        return None, []
     try:
         # Over `continuity.max_bytes` its only writers never wrote it: untrusted whatever its hash says.
         raw = safeio.read(path, limit)
@@ -151,6 +194,8 @@ def examine(ws: Workspace, task_id: str) -> tuple[dict[str, Any] | None, list[st
         return None, [f"{ws.display(path)} is not valid JSON: {exc}"]
     found = [f"{ws.display(path)}: {f}" for f in _schema_findings(doc, task_id)]
     if not found:
+        found = [f"{ws.display(path)}: {f}" for f in _field_findings(doc, int(ws.config.get("continuity", "pin_max_bytes")))]
+    if not found:
         recorded, computed = doc["integrity"]["sha256"], digest(doc)
         if recorded != computed:
             found.append(
@@ -158,6 +203,15 @@ def examine(ws: Workspace, task_id: str) -> tuple[dict[str, Any] | None, list[st
                 "the file was changed outside `task start` and `context pin|unpin`"
             )
     return (doc if not found else None), found
+
+
+def task_ids(ws: Workspace) -> list[str]:
+    """The tasks with a directory in `context/`, sorted; a link where `context/` or a `context/ID/` belongs
+    is refused (exit 12, naming it), before anything below it is read."""
+    if not statepaths.readable_dir(ws.paths, ws.paths.contexts):
+        return []
+    found = sorted(n for n in os.listdir(ws.paths.contexts) if names.is_task_id(n))
+    return [task_id for task_id in found if statepaths.is_real_dir(ws.paths.context_dir(task_id))]
 
 
 def validate(ws: Workspace, task_id: str) -> list[str]:
@@ -281,9 +335,9 @@ def pin_landed(ws: Workspace, kind: str, text: str, source: str) -> tuple[dict[s
     """(the pin, completed): completed when the same pin (kind, text, source) was already in the document
     without its `context.pin` event — a pin whose event failed to land — and only the event was written now."""
     if kind not in KINDS:
-        raise UsageError(f"`{kind}` is not a pin kind", f"use one of: {', '.join(KINDS)}")
+        raise UsageError(f"`{textrules.escape(kind)}` is not a pin kind", f"use one of: {', '.join(KINDS)}")
     if source not in SOURCES:
-        raise UsageError(f"`{source}` is not a pin source", f"use one of: {', '.join(SOURCES)}")
+        raise UsageError(f"`{textrules.escape(source)}` is not a pin source", f"use one of: {', '.join(SOURCES)}")
     cleaned = pin_text(ws, text)
     import uuid
 
@@ -330,7 +384,7 @@ def unpin_landed(ws: Workspace, pin_id: str) -> tuple[str, dict[str, Any], bool]
     """(kind, pin, completed): completed when the pin was already gone from the document without its
     `context.unpin` event, and only the event was written now (then the pin holds only its id)."""
     if len(pin_id) < 4:
-        raise UsageError(f"`{pin_id}` is too short to name a pin", "give at least 4 characters of the pin id")
+        raise UsageError(f"`{textrules.escape(pin_id)}` is too short to name a pin", "give at least 4 characters of the pin id")
 
     def change(task: tasks.Task, doc: dict[str, Any]) -> tuple[tuple[str, dict[str, Any]], bool]:
         hits = [(kind, p) for kind, key in KINDS.items() for p in doc[key] if p["id"].startswith(pin_id)]
@@ -340,10 +394,10 @@ def unpin_landed(ws: Workspace, pin_id: str) -> tuple[str, dict[str, Any], bool]
         if not hits:
             hits, completed = _gone_unlogged(ws, task.id, pin_id), True
         if not hits:
-            raise NotFound(f"no pin `{pin_id}` in task `{doc['task']}`; nothing was written",
+            raise NotFound(f"no pin `{textrules.escape(pin_id)}` in task `{doc['task']}`; nothing was written",
                            "see the pins and their ids with `majordomus context status`")
         if len(hits) > 1:
-            raise UsageError(f"`{pin_id}` names {len(hits)} pins; nothing was written", "give more of the id")
+            raise UsageError(f"`{textrules.escape(pin_id)}` names {len(hits)} pins; nothing was written", "give more of the id")
         kind, found = hits[0]
         if not completed:
             doc[KINDS[kind]].remove(found)

@@ -16,8 +16,9 @@ from majordomus import clock, continuity, tasks
 from majordomus.errors import EnvironmentProblem, UsageError
 from majordomus.git.status import git
 from majordomus.lite import names, safeio
+from majordomus.lite.statepaths import UnsafeDirectory, readable_dir
 from majordomus.output import escape
-from majordomus.store import ledger, records
+from majordomus.store import ledger, reading, records
 from majordomus.workspace import Workspace
 
 DEFAULT_LIMIT = 20  # one screen
@@ -128,7 +129,9 @@ def read_record(ws: Workspace, rel: str) -> tuple[dict[str, Any], str] | None:
     if not any(names.is_record_pointer(rel, d) for d in ("checkpoints", "handoffs", "runs")):
         return None
     try:
-        return records.split(safeio.read(ws.paths.absolute(rel), records.MAX_RECORD_BYTES))
+        return records.split(reading.whole(ws, ws.paths.absolute(rel)))
+    except UnsafeDirectory:
+        raise  # a link where a record directory belongs: refused, never read through
     except (FileNotFoundError, EnvironmentProblem, ValueError):  # UnicodeDecodeError is a ValueError
         return None
 
@@ -204,6 +207,8 @@ def _compactions(ws: Workspace, task_id: str, since: str | None) -> list[Entry]:
     of ours, and a line written twice (a hook registered twice, a retry) counted once."""
     from majordomus.hooks import journal
 
+    if not readable_dir(ws.paths, ws.paths.context_dir(task_id)):  # a link on the way: refused
+        return []
     out = []
     previous: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     for name in JOURNAL_FILES:

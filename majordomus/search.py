@@ -117,12 +117,8 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 
 def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str]) -> list[tuple[str, Row]]:
     """(sort key, row) of every matching pin: pins are few, so they are gathered, then merged in."""
-    try:
-        ids = sorted(n for n in os.listdir(ws.paths.contexts) if names.is_task_id(n))
-    except FileNotFoundError:
-        return []
     out = []
-    for task_id in ids:
+    for task_id in continuity.task_ids(ws):  # a link where `context/` or `context/ID/` belongs: refused
         if task is not None and task_id != task:
             continue
         try:
@@ -209,12 +205,13 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
     wanted = [(k, d) for k, d in DIRECTORIES if kind in (None, k)]
     fds: list[int] = []
     try:
-        shown, listings = [], []
+        shown, listings, caps = [], [], []
         for kind_name, directory in wanted:
             fd = _open_dir(ws.paths.directory(directory))
             if fd is not None:
                 listings.append(_names(fd, len(fds)))
                 shown.append((kind_name, ws.display(ws.paths.directory(directory)) + os.sep))
+                caps.append(records.body_caps(directory, ws.config))  # over them, not ours: never served
                 fds.append(fd)
         padded = [f"{kind_name:<10}" for kind_name, _where in shown]
         pins = _pin_hits(ws, query, task, skipped) if kind in (None, "pin") else []
@@ -255,6 +252,10 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                     skipped.append(shown[index][1] + exc.message)
                     continue
             if needle is not None and needle not in data:
+                continue
+            over = records.over_cap(data, caps[index])
+            if over is not None:
+                skipped.append(f"{shown[index][1]}{name} {over}")
                 continue
             if fast and data.isascii():  # all in the bytes: a lower-cased copy, then the line alone decoded
                 low = data.lower()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from majordomus.lite import names, safeio
+from majordomus.lite import names, safeio, statepaths
 from majordomus.store import files, records
 
 TYPE_CHECKING = False  # on the hot paths: no typing at run time
@@ -59,11 +59,10 @@ def ordered(directory: str, found: list[str], *, newest_first: bool) -> list[str
 
 
 def list_names(directory: str) -> list[str]:
-    """Record file names in `directory`, newest first."""
-    try:
-        found = [n for n in os.listdir(directory) if is_record_file(n)]
-    except FileNotFoundError:
+    """Record file names in `directory`, newest first; never listed through a symbolic link."""
+    if not statepaths.is_real_dir(directory):
         return []
+    found = [n for n in os.listdir(directory) if is_record_file(n)]
     return ordered(directory, found, newest_first=True)
 
 
@@ -74,12 +73,12 @@ def list_paths(directory: str) -> list[str]:
 
 def names_since(directory: str, lower: str, candidates: list[str] | None = None) -> list[str]:
     """Record names in `directory` whose second is `lower` (compact UTC) or later, oldest first; from
-    `candidates` (a task's index) when given, else from a listing. Older names are never opened."""
+    `candidates` (a task's index) when given, else from a listing. Older names are never opened, and
+    nothing is looked at through a symbolic link where the directory belongs."""
+    if not statepaths.is_real_dir(directory):
+        return []
     if candidates is None:
-        try:
-            candidates = os.listdir(directory)
-        except FileNotFoundError:
-            return []
+        candidates = os.listdir(directory)
     return ordered(directory, [n for n in candidates if is_record_file(n) and n[:SECOND] >= lower],
                    newest_first=False)
 
@@ -87,8 +86,11 @@ def names_since(directory: str, lower: str, candidates: list[str] | None = None)
 # ---------------------------------------------------------------- summaries (`--list`, `--show --json`)
 
 def describe(ws: Site, path: str) -> dict[str, Any]:
-    """The summary `--show --json` and `--list --json` give for one stored record."""
-    return _summary(safeio.read(path, records.MAX_RECORD_BYTES), ws.display(path), os.path.basename(path))
+    """The summary `--show --json` and `--list --json` give for one stored record (read as every reader of
+    the store reads one: `reading.whole`)."""
+    from majordomus.store import reading  # it lists through here
+
+    return _summary(reading.whole(ws, path), ws.display(path), os.path.basename(path))
 
 
 _SUMMARY_KEYS = ("timestamp", "task", "kind", "branch", "head", "worktree", "worktree_state")
@@ -112,6 +114,9 @@ def summaries(ws: Site, directory: str) -> Iterator[dict[str, Any]]:
     """
     import hashlib
 
+    if not statepaths.readable_dir(ws.paths, directory):
+        return
+    caps = records.body_caps(os.path.basename(directory), ws.config)
     shown_dir = ws.display(directory)
     limit = 1 << 16  # below malloc's mmap threshold: no mmap/munmap per record; longer files read on
     for name in list_names(directory):
@@ -126,6 +131,11 @@ def summaries(ws: Site, directory: str) -> Iterator[dict[str, Any]]:
             os.close(fd)
         if len(data) == limit:
             data = safeio.read(path, records.MAX_RECORD_BYTES)
+        over = records.over_cap(data, caps)
+        if over is not None:
+            yield {"path": f"{shown_dir}/{name}", "name": name, "sha256": hashlib.sha256(data).hexdigest(),
+                   "error": f"{over}: majordomus did not write it (run `majordomus doctor`)"}
+            continue
         try:
             yield _summary(data, f"{shown_dir}/{name}", name)
         except ValueError:

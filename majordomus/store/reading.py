@@ -7,7 +7,8 @@ import os
 
 from majordomus import clock
 from majordomus.errors import EnvironmentProblem
-from majordomus.lite import names, safeio
+from majordomus.lite import names, safeio, statepaths
+from majordomus.lite.statepaths import UnsafeDirectory
 from majordomus.store import listing, records
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -55,33 +56,58 @@ def _checked(ws: Site, rel: str) -> bytes:
     claimed = names.name_digest(os.path.basename(rel))
     if claimed is None:
         raise ValueError(f"{rel} is not a record name")
-    data = safeio.read(ws.paths.absolute(rel), records.MAX_RECORD_BYTES)
+    data = whole(ws, ws.paths.absolute(rel), oversized=Oversized)
     if not records.sha256(data).startswith(claimed):
         raise Replaced(f"{rel}: its content no longer matches the digest in its name")
     return data
 
 
+class Oversized(ValueError):
+    """A record whose body is over the cap its writer enforces: majordomus did not write it (design §2a)."""
+
+
+def whole(ws: Site, path: str, *, oversized: type[Exception] | None = None) -> bytes:
+    """The bytes of the stored record at `path` (in `checkpoints/`, `handoffs/` or `runs/`), by the rules of
+    every reader of the store: no link on the way to its directory (`UnsafeDirectory`, exit 12), the one
+    safe open, and no body over the cap its writer enforces (`UnsafeFile`, exit 12 — or `oversized`)."""
+    directory = os.path.dirname(path)
+    statepaths.readable_dir(ws.paths, directory)  # absent: the read below says FileNotFoundError
+    data = safeio.read(path, records.MAX_RECORD_BYTES)
+    why = records.over_cap(data, records.body_caps(os.path.basename(directory), ws.config))
+    if why is not None:
+        if oversized is not None:
+            raise oversized(f"{ws.display(path)} {why}")
+        raise safeio.UnsafeFile(ws.display(path), why,
+                                "majordomus did not write it: move it out of the store (`majordomus doctor` "
+                                "names every such record)")
+    return data
+
+
 def verify(ws: Site, rel: str) -> int | Gone:
     """The size of the record at `rel` when its bytes are the ones its name was made from (not parsed: what
-    `check` asks after every commit), or why not."""
+    `check` asks after every commit), or why not. A link on the way to it is refused, not a gone record."""
     try:
         return len(_checked(ws, rel))
     except FileNotFoundError:
         return Gone(rel, "deleted")
     except Replaced:
         return Gone(rel, "replaced")
+    except UnsafeDirectory:
+        raise
     except (OSError, ValueError, EnvironmentProblem):
         return Gone(rel, "unreadable")
 
 
 def examine(ws: Site, rel: str) -> Record | Gone:
-    """The record at `rel`, or why the briefing cannot stand on it."""
+    """The record at `rel`, or why the briefing cannot stand on it (a link on the way to it is refused)."""
     try:
         return read_record(ws, rel)
     except FileNotFoundError:
         return Gone(rel, "deleted")
     except Replaced:
         return Gone(rel, "replaced")
+    except UnsafeDirectory:
+        raise
     except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
         return Gone(rel, "unreadable")
 
@@ -113,6 +139,7 @@ def candidates(ws: Site, task: Task, previous: Record | None, indexed: list[str]
     since = previous.meta.get("timestamp") if previous else None
     lower = clock.compact(clock.parse(since or task.started_at))
     listed = set(previous.meta.get("checkpoints") or []) if previous else set()
+    statepaths.readable_dir(ws.paths, ws.paths.checkpoints)  # nothing below is looked at through a link
     if indexed is None:
         indexed = listing.indexed_names(ws, task)  # the task's own names: no listing of a store of 100,000
     own = indexed if indexed is not None else fallback

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 
+from majordomus import profiles
 from majordomus.lite import names, safeio
-from majordomus.lite.limits import PROFILE_MAX_BYTES
 from majordomus.lite.textrules import escape
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -52,12 +52,11 @@ def read_identity(ws: Any, name: str) -> str:
     candidates = profile_paths(ws, name)
     for path in candidates:
         try:
-            data = safeio.read(path, PROFILE_MAX_BYTES)
+            text = profiles.read(path)  # the one reader of a profile: no link, bounded, text only
         except FileNotFoundError:
             continue
         except safeio.EnvironmentProblem as exc:
-            return f"majordomus: identity not loaded: {exc.message}. {exc.hint}."
-        text = data.decode("utf-8", "replace").replace("\r\n", "\n").strip()
+            return f"majordomus: identity not loaded: {escape(exc.message)}. {escape(exc.hint)}."
         if not text:
             return (f"majordomus: identity not loaded: {ws.display(path)} is empty. "
                     f"Write the role of profile `{name}` into it.")

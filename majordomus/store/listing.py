@@ -187,9 +187,10 @@ def indexed_names(ws: Site, task: Task) -> list[str] | None:
     """The task's checkpoint names, oldest first, when its index is whole; None to fall back to a listing."""
     if not task.checkpoint:
         return []
-    try:
-        data = safeio.read_optional(index_path(ws, task.id), INDEX_MAX_BYTES)
-    except (OSError, safeio.UnsafeFile):
+    try:  # a link where `cache/` belongs is never read through: the index is only derived
+        data = safeio.read_optional(index_path(ws, task.id), INDEX_MAX_BYTES) if statepaths.is_real_dir(
+            ws.paths.cache) else None
+    except (OSError, safeio.EnvironmentProblem):
         return None
     if not data:
         return None

@@ -19,7 +19,7 @@ from typing import Any
 
 from majordomus import continuity, regexbound, tasks
 from majordomus.errors import EnvironmentProblem, UsageError
-from majordomus.lite import names, safeio
+from majordomus.lite import names, safeio, statepaths
 from majordomus.lite.lazyre import LazyRe
 from majordomus.search_query import Query as Query  # the query is part of this module's face
 from majordomus.store import records
@@ -64,6 +64,7 @@ def _open_dir(path: str) -> int | None:
         return None
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            statepaths.is_real_dir(path)  # the one rule's refusal, naming what is there instead
             raise safeio.UnsafeFile(path, "is not a real directory") from None
         raise EnvironmentProblem(f"cannot open {path}: {exc.strerror}", "check the state directory") from exc
 

@@ -315,8 +315,9 @@ def over_cap(data: bytes, caps: tuple[int | None, int]) -> str | None:
         return None
     start = end + 5
     size = len(data) - start
-    if size > max_bytes + 1:  # `render` adds one newline after the body
-        return f"holds a body of {size} bytes, over the {max_bytes} a record of its kind may hold"
+    body = size - 1 if data.endswith(b"\n") else size  # `render` adds one newline after the body
+    if body > max_bytes:
+        return f"holds a body of {body} bytes, over the {max_bytes} a record of its kind may hold"
     if max_lines is not None and size:
         lines = data.count(b"\n", start) + (0 if data.endswith(b"\n") else 1)
         if lines > max_lines:

@@ -181,8 +181,9 @@ def recent_checkpoints(ws: Site, task: Task, found: Candidates, enough: int, *,
     older ones are only counted. A briefing drops the oldest checkpoints before anything else, so once
     the newer ones alone exceed its budget every older one would be dropped anyway. Also returns the
     names it could not stand on: the task's own that are gone, unreadable or replaced, and from a listing
-    a replaced one whose front matter claims the task. With `parse` False (the task's own names only) the
-    records are only checked against their names, their whole size counted against `enough`."""
+    a replaced or unreadable one (over its cap, say) whose front matter claims the task. With `parse`
+    False (the task's own names only) the records are only checked against their names, their whole size
+    counted against `enough`."""
     out: list[Record] = []
     gone: list[Gone] = []
     older = 0
@@ -209,7 +210,7 @@ def recent_checkpoints(ws: Site, task: Task, found: Candidates, enough: int, *,
             continue
         record = examine(ws, rel)
         if isinstance(record, Gone):
-            if found.own or (record.why == "replaced" and _claims(ws, name, key)):
+            if found.own or (record.why in ("replaced", "unreadable") and _claims(ws, name, key)):
                 gone.append(record)
             continue
         if record.meta.get("task") == task.id and record.meta.get("kind", "checkpoint") == "checkpoint":

@@ -433,7 +433,6 @@ def _forge(repo: Path, task: str, **pin: str) -> None:
     ({"text": "one\u2028two"}, "a line break U+2028"),
     ({"text": "hidden\u202eright"}, "a bidi control U+202E"),
     ({"text": "x" * 4097}, "is 4097 bytes; the limit is 4096"),
-    ({"text": "the token is ghp_" + "a" * 36}, "carries a secret"),
     ({"id": "x\nowner: evil"}, "not a pin id"),
     ({"createdAt": "yesterday"}, "not a UTC time"),
 ])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 
-from majordomus import budget, claims, continuity, drift, tasks
+from majordomus import budget, claims, continuity, continuity_doc, drift, tasks
 from majordomus.drift import esc
 from majordomus.git import status
 from majordomus.lite import names
@@ -284,7 +284,7 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
     first = len(parts)
     parts.extend(blocks)
     order = [(first + i, j) for i, j in cont_order]
-    for key, title in continuity.SECTIONS:
+    for key, title in continuity_doc.SECTIONS:
         pins = doc.get(key) if key != "objective" else [{"id": "objective", "text": doc.get("objective") or ""}]
         for pin in pins or []:
             line = continuity.entry_line(key, pin.get("text") or "")

@@ -11,8 +11,21 @@ import json
 import os
 
 from majordomus import budget, clock, secretscan, tasks
+from majordomus.continuity_doc import (
+    CUT_ORDER,
+    FILE,
+    KINDS,
+    LABELS,
+    PIN_KEYS,
+    RENDERED,
+    SECTIONS,
+    SOURCES,
+    VERSION,
+    field_findings,
+    schema_findings,
+)
 from majordomus.errors import EnvironmentProblem, NotFound, Refused, UsageError
-from majordomus.lite import jsonbound, safeio, textrules
+from majordomus.lite import jsonbound, names, safeio, statepaths, textrules
 from majordomus.store import files, ledger
 from majordomus.workspace import Workspace
 
@@ -21,18 +34,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-VERSION = 1
-FILE = "continuity.json"
-RENDERED = "continuity.md"
-KINDS = {"decision": "decisions", "constraint": "constraints", "open-item": "openItems", "next-action": "nextActions"}
-SOURCES = ("principal", "agent", "execution")
-# The render's fixed order, and the order in which an over-budget render gives things up: a stale next
-# action is the cheapest thing to lose, a settled decision the dearest (forgetting it reopens a debate).
-SECTIONS = (("objective", "Objective"), ("decisions", "Decisions"), ("constraints", "Constraints"),
-            ("openItems", "Open items"), ("nextActions", "Next actions"))
-CUT_ORDER = ("nextActions", "openItems", "objective", "constraints", "decisions")
-LABELS = {"decisions": "decision", "constraints": "constraint", "openItems": "open item", "nextActions": "next action"}
-PIN_KEYS = tuple(KINDS.values())
 
 class Broken(EnvironmentProblem):
     """A continuity file that cannot be trusted: unreadable, malformed, or changed outside its writers."""
@@ -106,36 +107,12 @@ def path_of(ws: Workspace, task_id: str) -> str:
     return os.path.join(ws.paths.context_dir(task_id), FILE)
 
 
-def _schema_findings(doc: Any, task_id: str) -> list[str]:
-    if not isinstance(doc, dict):
-        return ["the document is not a JSON object"]
-    found = []
-    for key in ("version", "task", "configHash", "runtime", "createdAt", "updatedAt", "objective") + PIN_KEYS:
-        if key not in doc:
-            found.append(f"the key `{key}` is missing")
-    if doc.get("task", task_id) != task_id:
-        found.append(f"it names task `{doc.get('task')}`, not `{task_id}`")
-    if "objective" in doc and not isinstance(doc["objective"], str):
-        found.append("`objective` is not a string")
-    for key in PIN_KEYS:
-        pins = doc.get(key, [])
-        if not isinstance(pins, list) or not all(_is_pin(p) for p in pins):
-            found.append(f"`{key}` is not a list of pins {{id, text, source, createdAt}}")
-    integrity = doc.get("integrity")
-    if not isinstance(integrity, dict) or not isinstance(integrity.get("sha256"), str):
-        found.append("`integrity.sha256` is missing")
-    return found
-
-
-def _is_pin(pin: Any) -> bool:
-    return (isinstance(pin, dict) and all(isinstance(pin.get(k), str) for k in ("id", "text", "source", "createdAt"))
-            and pin["source"] in SOURCES)
-
-
 def examine(ws: Workspace, task_id: str) -> tuple[dict[str, Any] | None, list[str]]:
     """(document, findings): (None, []) when there is no file — pins are working memory, not authority."""
     path = path_of(ws, task_id)
     limit = int(ws.config.get("continuity", "max_bytes"))
+    if not statepaths.readable_dir(ws.paths, ws.paths.context_dir(task_id)):  # a link on the way: refused
+        return None, []
     try:
         # Over `continuity.max_bytes` its only writers never wrote it: untrusted whatever its hash says.
         raw = safeio.read(path, limit)
@@ -149,7 +126,9 @@ def examine(ws: Workspace, task_id: str) -> tuple[dict[str, Any] | None, list[st
         doc = jsonbound.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         return None, [f"{ws.display(path)} is not valid JSON: {exc}"]
-    found = [f"{ws.display(path)}: {f}" for f in _schema_findings(doc, task_id)]
+    found = [f"{ws.display(path)}: {f}" for f in schema_findings(doc, task_id)]
+    if not found:
+        found = [f"{ws.display(path)}: {f}" for f in field_findings(doc, int(ws.config.get("continuity", "pin_max_bytes")))]
     if not found:
         recorded, computed = doc["integrity"]["sha256"], digest(doc)
         if recorded != computed:
@@ -158,6 +137,15 @@ def examine(ws: Workspace, task_id: str) -> tuple[dict[str, Any] | None, list[st
                 "the file was changed outside `task start` and `context pin|unpin`"
             )
     return (doc if not found else None), found
+
+
+def task_ids(ws: Workspace) -> list[str]:
+    """The tasks with a directory in `context/`, sorted; a link where `context/` or a `context/ID/` belongs
+    is refused (exit 12, naming it), before anything below it is read."""
+    if not statepaths.readable_dir(ws.paths, ws.paths.contexts):
+        return []
+    found = sorted(n for n in os.listdir(ws.paths.contexts) if names.is_task_id(n))
+    return [task_id for task_id in found if statepaths.is_real_dir(ws.paths.context_dir(task_id))]
 
 
 def validate(ws: Workspace, task_id: str) -> list[str]:
@@ -281,9 +269,9 @@ def pin_landed(ws: Workspace, kind: str, text: str, source: str) -> tuple[dict[s
     """(the pin, completed): completed when the same pin (kind, text, source) was already in the document
     without its `context.pin` event — a pin whose event failed to land — and only the event was written now."""
     if kind not in KINDS:
-        raise UsageError(f"`{kind}` is not a pin kind", f"use one of: {', '.join(KINDS)}")
+        raise UsageError(f"`{textrules.escape(kind)}` is not a pin kind", f"use one of: {', '.join(KINDS)}")
     if source not in SOURCES:
-        raise UsageError(f"`{source}` is not a pin source", f"use one of: {', '.join(SOURCES)}")
+        raise UsageError(f"`{textrules.escape(source)}` is not a pin source", f"use one of: {', '.join(SOURCES)}")
     cleaned = pin_text(ws, text)
     import uuid
 
@@ -330,7 +318,7 @@ def unpin_landed(ws: Workspace, pin_id: str) -> tuple[str, dict[str, Any], bool]
     """(kind, pin, completed): completed when the pin was already gone from the document without its
     `context.unpin` event, and only the event was written now (then the pin holds only its id)."""
     if len(pin_id) < 4:
-        raise UsageError(f"`{pin_id}` is too short to name a pin", "give at least 4 characters of the pin id")
+        raise UsageError(f"`{textrules.escape(pin_id)}` is too short to name a pin", "give at least 4 characters of the pin id")
 
     def change(task: tasks.Task, doc: dict[str, Any]) -> tuple[tuple[str, dict[str, Any]], bool]:
         hits = [(kind, p) for kind, key in KINDS.items() for p in doc[key] if p["id"].startswith(pin_id)]
@@ -340,10 +328,10 @@ def unpin_landed(ws: Workspace, pin_id: str) -> tuple[str, dict[str, Any], bool]
         if not hits:
             hits, completed = _gone_unlogged(ws, task.id, pin_id), True
         if not hits:
-            raise NotFound(f"no pin `{pin_id}` in task `{doc['task']}`; nothing was written",
+            raise NotFound(f"no pin `{textrules.escape(pin_id)}` in task `{doc['task']}`; nothing was written",
                            "see the pins and their ids with `majordomus context status`")
         if len(hits) > 1:
-            raise UsageError(f"`{pin_id}` names {len(hits)} pins; nothing was written", "give more of the id")
+            raise UsageError(f"`{textrules.escape(pin_id)}` names {len(hits)} pins; nothing was written", "give more of the id")
         kind, found = hits[0]
         if not completed:
             doc[KINDS[kind]].remove(found)

@@ -12,12 +12,13 @@ import os
 from datetime import datetime, timezone
 from typing import Any
 
-from majordomus import clock, continuity, tasks
+from majordomus import clock, continuity, continuity_doc, tasks
 from majordomus.errors import EnvironmentProblem, UsageError
 from majordomus.git.status import git
 from majordomus.lite import names, safeio
+from majordomus.lite.statepaths import UnsafeDirectory, readable_dir
 from majordomus.output import dumps, escape
-from majordomus.store import ledger, records
+from majordomus.store import ledger, reading, records
 from majordomus.workspace import Workspace
 
 DEFAULT_LIMIT = 20  # one screen
@@ -142,7 +143,7 @@ def _pins(ws: Workspace, ids: set[str], notes: list[str]) -> dict[str, dict[str,
         except EnvironmentProblem as exc:
             notes.append(f"the pins of `{task_id}` are not shown: {exc.message}")
             continue
-        for key in continuity.PIN_KEYS:
+        for key in continuity_doc.PIN_KEYS:
             for pin in (doc or {}).get(key, []):
                 found[pin["id"]] = pin
     return found
@@ -154,7 +155,9 @@ def read_record(ws: Workspace, rel: str) -> tuple[dict[str, Any], str] | None:
     if not any(names.is_record_pointer(rel, d) for d in ("checkpoints", "handoffs", "runs")):
         return None
     try:
-        return records.split(safeio.read(ws.paths.absolute(rel), records.MAX_RECORD_BYTES))
+        return records.split(reading.whole(ws, ws.paths.absolute(rel)))
+    except UnsafeDirectory:
+        raise  # a link where a record directory belongs: refused, never read through
     except (FileNotFoundError, EnvironmentProblem, ValueError):  # UnicodeDecodeError is a ValueError
         return None
 
@@ -230,6 +233,8 @@ def _compactions(ws: Workspace, task_id: str, since: str | None) -> list[Entry]:
     of ours, and a line written twice (a hook registered twice, a retry) counted once."""
     from majordomus.hooks import journal
 
+    if not readable_dir(ws.paths, ws.paths.context_dir(task_id)):  # a link on the way: refused
+        return []
     out = []
     previous: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     for name in JOURNAL_FILES:

@@ -9,7 +9,7 @@ import os
 
 from majordomus.git import status
 from majordomus.git.oid import Oid
-from majordomus.lite import safeio, textrules
+from majordomus.lite import safeio, statepaths, textrules
 from majordomus.store import files
 from majordomus.store.records import SCHEMA_VERSION
 
@@ -51,7 +51,8 @@ def _repo_id(ws: Workspace, head: str | None) -> tuple[str | None, tuple[str, by
         return None, None
     cache = ws.paths.root_commit_cache
     try:
-        root = cached_root(safeio.read_optional(cache, 512), head)
+        # a link where `cache/` belongs is never read through: the cache is only derived
+        root = cached_root(safeio.read_optional(cache, 512) if statepaths.is_real_dir(ws.paths.cache) else None, head)
     except (OSError, safeio.EnvironmentProblem):
         root = None
     if root is not None:

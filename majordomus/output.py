@@ -111,6 +111,9 @@ def print_records(found: Any, as_json: bool) -> None:
         out.flush()
         return
     for d in found:
+        if "error" in d:  # a file in the store that is not readable as a record: named, never shown
+            out.write(escape(f"{d['path']}  ({d['error']})") + "\n")
+            continue
         out.write(escape(f"{d.get('timestamp')}  {d.get('task')}  {d.get('branch') or '(detached)'}  "
                          f"{(d.get('head') or '0000000')[:7]}  {d.get('lines', '?')} lines  {d['path']}") + "\n")
     out.flush()

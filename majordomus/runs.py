@@ -25,9 +25,10 @@ import time
 
 from majordomus import clock, identity, secretscan, tasks
 from majordomus.errors import EnvironmentProblem, MajordomusError, UsageError
-from majordomus.lite import names, safeio
+from majordomus.lite import names
+from majordomus.lite.statepaths import UnsafeDirectory
 from majordomus.output import escape
-from majordomus.store import commit, listing, records
+from majordomus.store import commit, listing, reading, records
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -283,7 +284,9 @@ def _record(ws: Workspace, task: tasks.Task, at: str, body: str, fields: list[tu
 def read_meta(ws: Workspace, rel: str) -> dict[str, Any] | None:
     """The front matter of a stored run record, or None when it is gone or unreadable."""
     try:
-        meta, _body = records.split(safeio.read(ws.paths.absolute(rel), records.MAX_RECORD_BYTES))
+        meta, _body = records.split(reading.whole(ws, ws.paths.absolute(rel)))
+    except UnsafeDirectory:
+        raise  # a link where `runs/` belongs: refused, never read through
     except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
         return None
     return meta if meta.get("kind") == "run" else None
@@ -298,7 +301,7 @@ def summaries(ws: Workspace, task: str | None = None) -> Iterator[dict[str, Any]
     for path in listing.list_paths(ws.paths.runs):
         shown = ws.display(path)
         try:
-            data = safeio.read(path, records.MAX_RECORD_BYTES)
+            data = reading.whole(ws, path, oversized=ValueError)
             meta, body = records.split(data)
         except FileNotFoundError:
             continue

@@ -17,7 +17,7 @@ import stat
 
 from majordomus import search_names
 from majordomus.errors import EnvironmentProblem, UsageError
-from majordomus.lite import names, safeio
+from majordomus.lite import names, safeio, statepaths
 from majordomus.search_query import Query as Query  # the query is part of this module's face
 
 TYPE_CHECKING = False  # typing is not loaded at run time (see above)
@@ -68,6 +68,7 @@ def _open_dir(path: str) -> int | None:
         return None
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            statepaths.is_real_dir(path)  # the one rule's refusal, naming what is there instead
             raise safeio.UnsafeFile(path, "is not a real directory") from None
         raise EnvironmentProblem(f"cannot open {path}: {exc.strerror}", "check the state directory") from exc
 
@@ -118,12 +119,14 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 
 def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str]) -> list[tuple[str, Row]]:
     """(sort key, row) of every matching pin: pins are few, so they are gathered, then merged in."""
-    from majordomus import search_pins
+    from majordomus import continuity_doc, search_pins
 
-    try:
-        ids = sorted(n for n in os.listdir(ws.paths.contexts) if names.is_task_id(n))
-    except FileNotFoundError:
+    # A link where `context/` or a `context/ID/` belongs is refused (exit 12, naming it), as every reader
+    # of a state directory refuses it (statepaths.readable_dir): nothing is read through it.
+    if not statepaths.readable_dir(ws.paths, ws.paths.contexts):
         return []
+    ids = [n for n in sorted(os.listdir(ws.paths.contexts))
+           if names.is_task_id(n) and statepaths.is_real_dir(ws.paths.context_dir(n))]
     out = []
     for task_id in ids:
         if task is not None and task_id != task:
@@ -134,7 +137,7 @@ def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str])
             skipped.append(f"the pins of `{task_id}`: {exc.message}")
             continue
         shown = ws.display(search_pins.path_of(ws, task_id))
-        for key in search_pins.PIN_KEYS:
+        for key in continuity_doc.PIN_KEYS:
             for pin in (doc or {}).get(key, []):
                 try:
                     line = query.line(pin["text"])
@@ -217,17 +220,20 @@ def text_line(row: Row) -> str:
 
 def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipped: list[str],
           as_lines: bool) -> Iterator[Row | str]:
+    from majordomus.store import records  # the body caps: a record over them is never served
+
     needle = b'\ntask: "' + task.encode() + b'"\n' if task is not None else None
     wanted = [(k, d) for k, d in DIRECTORIES if kind in (None, k)]
     fds: list[int] = []
     try:
-        shown, listings = [], []
+        shown, listings, caps = [], [], []
         for kind_name, directory in wanted:
             fd = _open_dir(ws.paths.directory(directory))
             if fd is not None:
                 fds.append(fd)
                 listings.append(_names(fd))
                 shown.append((kind_name, ws.display(ws.paths.directory(directory)) + os.sep))
+                caps.append(records.body_caps(directory, ws.config))  # over them, not ours: never served
         kind_path = [f"{kind_name:<10}  {where}" for kind_name, where in shown]  # as `text_line` pads the kind
         pins = _pin_hits(ws, query, task, skipped) if kind in (None, "pin") else []
         # A pin goes out before the first record older than it: `pin_key` is the next pin's sort key ("" when
@@ -299,6 +305,10 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                     if owner is not None:
                         if task is not None and owner != task:
                             continue
+                        over = records.over_cap(data, caps[index])  # asked of a match only
+                        if over is not None:
+                            skipped.append(f"{shown[index][1]}{name} {over}")
+                            continue
                         text = raw_text.decode("ascii")  # a copy: the text is ASCII
                         if one is not None:  # the line of the word's first place
                             matched = text[text.rfind("\n", 0, pos) + 1:].partition("\n")[0]
@@ -326,6 +336,10 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                 skipped.append(f"{shown[index][1]}{name} has no readable front matter")
                 continue
             if task is not None and found[0] != task:
+                continue
+            over = records.over_cap(data, caps[index])
+            if over is not None:
+                skipped.append(f"{shown[index][1]}{name} {over}")
                 continue
             try:
                 line = line_of(found[1])

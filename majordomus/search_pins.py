@@ -12,25 +12,18 @@ from __future__ import annotations
 import json
 import os
 
+from majordomus import continuity_doc
 from majordomus.errors import EnvironmentProblem
 from majordomus.lite import jsonbound, safeio
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
     from majordomus.workspace import Workspace
 
-FILE = "continuity.json"  # continuity.FILE
-PIN_KEYS = ("decisions", "constraints", "openItems", "nextActions")  # continuity.PIN_KEYS
-SOURCES = ("principal", "agent", "execution")  # continuity.SOURCES
-KEYS = ("version", "task", "configHash", "runtime", "createdAt", "updatedAt", "objective") + PIN_KEYS
-PIN_FIELDS = ("id", "text", "source", "createdAt")
-
-
 def path_of(ws: Workspace, task_id: str) -> str:
-    return os.path.join(ws.paths.context_dir(task_id), FILE)
+    return os.path.join(ws.paths.context_dir(task_id), continuity_doc.FILE)
 
 
 def load(ws: Workspace, task_id: str) -> dict[str, Any] | None:
@@ -43,42 +36,20 @@ def load(ws: Workspace, task_id: str) -> dict[str, Any] | None:
         return None
     except (EnvironmentProblem, OSError, ValueError):  # UnicodeDecodeError and bad JSON included
         doc = None
-    if doc is not None and intact(doc, task_id):
+    if doc is not None and intact(doc, task_id, int(ws.config.get("continuity", "pin_max_bytes"))):
         return doc  # type: ignore[no-any-return]
     from majordomus import continuity
 
     return continuity.load(ws, task_id)
 
 
-def intact(doc: Any, task_id: str) -> bool:
-    """Whether `continuity.examine` finds nothing wrong with `doc`, the parsed continuity of `task_id`."""
-    if not isinstance(doc, dict) or not all(key in doc for key in KEYS) or doc["task"] != task_id:
+def intact(doc: Any, task_id: str, pin_max_bytes: int) -> bool:
+    """Whether `continuity.examine` finds nothing wrong with `doc`, the parsed continuity of `task_id`: the
+    same rules (continuity_doc's), and the same hash of the same canonical form."""
+    if continuity_doc.schema_findings(doc, task_id) or continuity_doc.field_findings(doc, pin_max_bytes):
         return False
-    if not isinstance(doc["objective"], str):
-        return False
-    for key in PIN_KEYS:
-        pins = doc[key]
-        if not isinstance(pins, list):
-            return False
-        for pin in pins:
-            if not (isinstance(pin, dict) and all(isinstance(pin.get(k), str) for k in PIN_FIELDS)
-                    and pin["source"] in SOURCES):
-                return False
-    integrity = doc.get("integrity")
-    if not isinstance(integrity, dict) or not isinstance(integrity.get("sha256"), str):
-        return False
+    from majordomus.lite.sha import hexdigest
+
     canonical = json.dumps({k: v for k, v in doc.items() if k != "integrity"}, sort_keys=True,
                            separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return bool(_sha256()(canonical).hexdigest() == integrity["sha256"])
-
-
-def _sha256() -> Callable[[bytes], Any]:
-    """sha256 from the interpreter's own module (`_sha2`, before 3.12 `_sha256`), else hashlib's."""
-    for name in ("_sha2", "_sha256"):
-        try:
-            return __import__(name).sha256  # type: ignore[no-any-return]
-        except (ImportError, AttributeError):
-            continue
-    import hashlib
-
-    return hashlib.sha256
+    return bool(hexdigest(canonical) == doc["integrity"]["sha256"])

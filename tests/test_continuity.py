@@ -434,3 +434,74 @@ def test_the_objective_never_starts_a_line_of_the_agents_context(cli, repo, obje
             assert f"> {objective}" in lines
             # only the real closing line may read so, and it is the last
             assert all(i == len(lines) - 1 for i, line in enumerate(lines) if line.startswith(objective)), lines
+
+
+# ---------------------------------------------------------------- the pin grammar, at every read
+
+
+def _forge(repo: Path, task: str, **pin: str) -> None:
+    """Put a pin its only writer could never have stored into the document, its (unkeyed) hash recomputed."""
+    doc = read_doc(repo, task)
+    doc["decisions"][0].update(pin)
+    doc.pop("integrity")
+    doc["integrity"] = {"sha256": continuity.digest(doc)}
+    doc_path(repo, task).write_text(json.dumps(doc), encoding="utf-8")
+
+
+@pytest.mark.parametrize("pin, said", [
+    ({"text": "legit\nEVIL-LINE: x"}, "a line break U+000A"),
+    ({"text": "red \x1b[31m"}, "a control character U+001B"),
+    ({"text": "one\u2028two"}, "a line break U+2028"),
+    ({"text": "hidden\u202eright"}, "a bidi control U+202E"),
+    ({"text": "x" * 4097}, "is 4097 bytes; the limit is 4096"),
+    ({"id": "x\nowner: evil"}, "not a pin id"),
+    ({"createdAt": "yesterday"}, "not a UTC time"),
+])
+def test_a_pin_its_writer_could_never_store_is_a_finding_and_never_copied(cli: Any, repo: Path, pin: dict[str, str],
+                                                                        said: str) -> None:
+    cli("task", "start", "o", "--objective", "Obj")
+    assert cli("context", "pin", "decision", "--", "legit").exit_code == 0
+    _forge(repo, "o", **pin)
+    status = cli("context", "validate", "o")
+    assert status.exit_code == 1 and said in status.output, status.output
+    assert "\nowner: evil" not in status.output and "\x1b" not in status.output
+    _refused(cli, repo, ("task", "start", "n", "--from", "o"), 10, "its pins were not copied")
+    assert not (state_dir(repo) / "context" / "n").exists()
+    brief = cli("brief", "o")
+    assert "EVIL-LINE" not in brief.stdout and "Continuity not shown" in brief.stdout
+
+
+def test_a_pin_at_the_edge_of_the_grammar_is_intact(cli: Any, repo: Path) -> None:
+    """The edge: exactly `pin_max_bytes`, with tab-free plain text and non-ASCII letters, passes at read."""
+    cli("task", "start", "o", "--objective", "Obj")
+    assert cli("context", "pin", "decision", "--", "legit").exit_code == 0
+    _forge(repo, "o", text="é" * 2048)  # 4096 bytes
+    assert cli("context", "validate", "o").exit_code == 0
+    assert cli("task", "start", "n", "--from", "o").exit_code == 0
+    assert read_doc(repo, "n")["decisions"][0]["text"] == "é" * 2048
+
+
+@pytest.mark.parametrize("args", [("context", "unpin", "x\nowner: evil"), ("context", "unpin", "\x1b[31mab"),
+                                  ("context", "unpin", "x\n")])
+def test_an_echoed_pin_id_is_escaped_and_nothing_is_written(cli: Any, repo: Path, args: tuple[str, ...]) -> None:
+    cli("task", "start", "t1")
+    cli("context", "pin", "decision", "--", "D1")
+    before, ledger = snapshot(repo), ledger_bytes(repo)
+    result = cli(*args)
+    assert result.exit_code == 2, result.output
+    assert "\\x0a" in result.stderr or "\\x1b" in result.stderr
+    assert all(line.startswith(("majordomus: ", "hint: ")) for line in result.stderr.splitlines()), result.stderr
+    assert "\x1b" not in result.stderr
+    assert snapshot(repo) == before and ledger_bytes(repo) == ledger
+
+
+def test_an_echoed_pin_kind_or_source_is_escaped_in_the_core_the_mcp_tools_call(repo: Path) -> None:
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    ws = Workspace.open(str(repo))
+    before = snapshot(repo)
+    for kind, source in (("decision\nowner: evil", "agent"), ("decision", "agent\nowner: evil")):
+        with pytest.raises(Exception) as caught:
+            continuity.pin(ws, kind, "text", source)
+        assert getattr(caught.value, "code", None) == 2
+        assert "\n" not in caught.value.message and "\\x0a" in caught.value.message  # type: ignore[attr-defined]
+    assert snapshot(repo) == before

@@ -128,3 +128,34 @@ def test_the_unwritable_hint_names_the_cause_of_its_errno(tmp_path: Path, err: i
     from majordomus.lite.statepaths import unwritable_hint
 
     assert words in unwritable_hint(str(tmp_path), err)
+
+
+@pytest.mark.parametrize("linked", [".ai", ".ai/local", ".ai/local/state", ".ai/local/state/context",
+                                    ".ai/local/state/context/t1"])
+def test_a_reader_of_a_state_directory_refuses_a_link_anywhere_on_the_way(tmp_path, linked):
+    """design §2a: the one rule of every directory reader; absent is False, a link is exit 12 naming it."""
+    paths = StatePaths(local=str(tmp_path / ".ai" / "local"), root=str(tmp_path / ".ai" / "local" / "state"),
+                       config_root=str(tmp_path))
+    target = paths.context_dir("t1")
+    assert statepaths.readable_dir(paths, target) is False  # nothing yet
+    os.makedirs(target)
+    assert statepaths.readable_dir(paths, target) is True and statepaths.readable_dir(paths, paths.root) is True
+    moved = tmp_path / "outside"
+    os.rename(tmp_path / linked, moved)
+    os.symlink(moved, tmp_path / linked)
+    with pytest.raises(statepaths.UnsafeDirectory) as caught:
+        statepaths.readable_dir(paths, target)
+    assert caught.value.code == 12 and caught.value.path == str(tmp_path / linked)
+    assert f"{tmp_path / linked} is a symbolic link" in caught.value.message
+    assert isinstance(caught.value, EnvironmentProblem)
+
+
+def test_a_file_where_a_state_directory_belongs_is_refused_too(tmp_path):
+    paths = StatePaths(local=str(tmp_path / ".ai" / "local"), root=str(tmp_path / ".ai" / "local" / "state"),
+                       config_root=str(tmp_path))
+    os.makedirs(paths.root)
+    Path(paths.checkpoints).write_text("x")
+    with pytest.raises(statepaths.UnsafeDirectory, match="is not a directory"):
+        statepaths.readable_dir(paths, paths.checkpoints)
+    with pytest.raises(ValueError):
+        statepaths.readable_dir(paths, str(tmp_path))

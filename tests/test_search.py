@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from helpers import HANDOFF_BODY, assert_refused, import_probe, on_a_terminal, run, start_task, state_dir
 
-from majordomus import search, search_names
+from majordomus import continuity_doc, search, search_names
 from majordomus.workspace import Workspace
 
 
@@ -264,8 +264,9 @@ def test_a_record_whose_front_matter_never_closes_is_skipped_and_named(cli, repo
 
 
 def test_pins_are_trusted_exactly_as_continuity_trusts_them(cli, store):
-    """The search reads pins without loading `continuity`: every way `continuity.examine` finds a
-    document wrong, as written and with its hash made to fit, `search_pins.intact` refuses too."""
+    """The search reads pins without loading `continuity` (by continuity_doc's rules): every way
+    `continuity.examine` finds a document wrong, as written and with its hash made to fit, `search_pins.intact`
+    refuses too."""
     import copy
 
     from majordomus import continuity, search_pins
@@ -273,7 +274,7 @@ def test_pins_are_trusted_exactly_as_continuity_trusts_them(cli, store):
     ws = Workspace.open(str(store))
     path = Path(continuity.path_of(ws, "alpha"))
     good = json.loads(path.read_text())
-    assert search_pins.intact(good, "alpha") and continuity.examine(ws, "alpha")[1] == []
+    assert search_pins.intact(good, "alpha", 1024) and continuity.examine(ws, "alpha")[1] == []
 
     def set_(key: str, value: Any) -> Any:
         return lambda d: d.__setitem__(key, value)
@@ -281,11 +282,13 @@ def test_pins_are_trusted_exactly_as_continuity_trusts_them(cli, store):
     def on_pin(key: str, value: Any) -> Any:
         return lambda d: d["constraints"][0].__setitem__(key, value)
 
-    changes = ([(lambda d, k=k: d.pop(k)) for k in (*search_pins.KEYS, "integrity")]
+    keys = ("version", "task", "configHash", "runtime", "createdAt", "updatedAt", "objective", *continuity_doc.PIN_KEYS)
+    changes = ([(lambda d, k=k: d.pop(k)) for k in (*keys, "integrity")]
                + [set_("task", "beta"), set_("objective", 1), set_("constraints", "x"), set_("constraints", [1]),
                   set_("integrity", "x"), set_("integrity", {"sha256": 1}), set_("note", "added"),
-                  on_pin("source", "nobody"), on_pin("text", 1), set_("objective", "changed")]
-               + [(lambda d, k=k: d["constraints"][0].pop(k)) for k in search_pins.PIN_FIELDS]
+                  on_pin("source", "nobody"), on_pin("text", 1), set_("objective", "changed"),
+                  on_pin("text", "an escape \x1b[31m"), on_pin("text", "two\nlines"), on_pin("id", "x")]
+               + [(lambda d, k=k: d["constraints"][0].pop(k)) for k in ("id", "text", "source", "createdAt")]
                + [lambda d: d["decisions"].append(dict(d["constraints"][0], id="0" * 8))])  # a pin more: fine
     for n, change in enumerate(changes):
         for rehash in (False, True):
@@ -295,7 +298,7 @@ def test_pins_are_trusted_exactly_as_continuity_trusts_them(cli, store):
                 doc["integrity"]["sha256"] = continuity.digest(doc)
             path.write_text(json.dumps(doc))
             findings = continuity.examine(ws, "alpha")[1]
-            assert search_pins.intact(json.loads(path.read_text()), "alpha") == (not findings), (n, rehash, findings)
+            assert search_pins.intact(json.loads(path.read_text()), "alpha", 1024) == (not findings), (n, rehash, findings)
 
 
 def test_a_changed_continuity_is_named_and_its_pins_not_shown(cli, store):

@@ -399,3 +399,114 @@ def test_a_120_mib_torn_ledger_tail_keeps_every_reader_within_64_mib(walked):
             assert rss <= RSS_BOUND, f"{args}: {rss >> 20} MiB resident"
     finally:
         ledger.unlink()
+
+
+# ---------------------------------------------------------------- every state directory as a link
+
+# Besides the file matrix's commands, the readers of the record directories a handoff and a run add.
+DIRECTORY_COMMANDS: tuple[tuple[tuple[str, ...], bytes], ...] = (*COMMANDS,
+    (("handoff", "--show", "t1"), b""), (("handoff", "--list"), b""), (("run", "--list"), b""),
+    (("search", "note"), b""), (("search", "parser"), b""), (("log",), b""))
+_NOFOLLOW = os.O_NOFOLLOW
+# Derived files only: a link there is read as no cache at all (its readers fall back to what the cache was
+# derived from, and say nothing); writers refuse it and doctor fails it, like every other link.
+DERIVED = ("cache",)
+
+
+def _through(link: str, events: list[tuple[str, str, int]]) -> list[str]:
+    """What a command read through `link`: anything opened or listed below it, the link itself listed, or
+    the link itself opened without O_NOFOLLOW."""
+    below = link + os.sep
+    return [f"{event} {path}" for event, path, flags in events
+            if path.startswith(below) or (path == link and (event != "open" or not flags & _NOFOLLOW))]
+
+
+_EVENTS: list[list[tuple[str, str, int]]] = []
+
+
+def _audit_events(event: str, args: tuple[object, ...]) -> None:
+    if _EVENTS and event in ("open", "os.listdir", "os.scandir") and args and isinstance(args[0], (str, bytes)):
+        flags = args[2] if event == "open" and len(args) > 2 and isinstance(args[2], int) else 0
+        _EVENTS[-1].append((event, os.path.abspath(os.fsdecode(args[0])), flags))
+
+
+sys.addaudithook(_audit_events)
+
+
+def _distinct_readers(link: str, seen: dict[tuple[str, ...], set[str]]) -> list[tuple[tuple[str, ...], bytes]]:
+    """The commands that read below `link`, one for each distinct set of files they read there (every
+    command reads the configuration's cache: one of them walks that), and every hook and `doctor` that
+    reads there at all (they answer differently: exit 0, a finding)."""
+    out, kept = [], set()
+    for args, stdin in DIRECTORY_COMMANDS:
+        below = frozenset(p for p in seen[args] if p == link or p.startswith(link + os.sep))
+        if below and (args[0] == "hook" or args == ("doctor",) or below not in kept):
+            kept.add(below)
+            out.append((args, stdin))
+    return out
+
+
+def test_every_state_directory_as_a_link_is_refused_by_every_reader(walked, tmp_path, handoff_body):
+    """design §2, §2a: each directory of the state (`checkpoints/`, `handoffs/`, `runs/`, `context/`,
+    `context/ID/`, …, found by walking the state, so that a new one joins by itself) replaced by a link to a
+    whole copy of itself — the one shape a reader that follows links would read without a sign — under
+    every command that reads it: nothing is opened or listed through the link, nothing is written into its
+    target, a refusal is exit 12 naming it (a hook: exit 0, and the briefing says why in a line). A link to
+    a file or a device where a directory belongs fails the same `lstat`, so one shape walks the class."""
+    mj(walked, "run", "--label", "unit", "--", sys.executable, "-c", "print('a parser run')")
+    mj(walked, "handoff", input=handoff_body.encode())
+    mj(walked, "task", "resume", "t1")
+    mj(walked, "checkpoint", input=b"a note after the handoff\n")
+    state = state_dir(walked)
+    directories = sorted(str(p.relative_to(walked)) for p in state.rglob("*") if p.is_dir() and not p.is_symlink())
+    assert {f"{state.relative_to(walked)}/{d}" for d in ("checkpoints", "handoffs", "runs", "tasks", "context",
+                                                           "context/t1", "cache")} <= set(directories)
+    saved = tmp_path / "saved"
+    save(walked, saved)
+    seen = {}
+    for args, stdin in DIRECTORY_COMMANDS:
+        restore(walked, saved)
+        _EVENTS.append([])
+        try:
+            assert run_here(*args, cwd=walked, input=stdin).returncode in (0, 1), args
+        finally:
+            seen[args] = {path for _event, path, _flags in _EVENTS.pop()}
+    cases, wrong = 0, []
+    for rel in directories:
+        path = walked / rel
+        link, name = str(path), path.name
+        readers = _distinct_readers(link, seen)
+        for args, stdin in readers:
+            cases += 1
+            case = f"{rel} as a link: `{' '.join(args)}`"
+            restore(walked, saved)
+            target = tmp_path / "outside" / rel
+            _remove(target)
+            shutil.copytree(path, target, symlinks=True)
+            shutil.rmtree(path)
+            path.symlink_to(target, target_is_directory=True)
+            before = snapshot(target)
+            _EVENTS.append([])
+            try:
+                result = run_here(*args, cwd=walked, input=stdin, timeout=WAIT * 5)
+            finally:
+                events = _EVENTS.pop()
+            said = result.stderr.decode("utf-8", "replace")
+            if _through(link, events):
+                wrong.append(f"{case} read through it: {_through(link, events)[:2]}")
+            if snapshot(target) != before:
+                wrong.append(f"{case} wrote into the link's target")
+            if result.returncode == 70:
+                wrong.append(f"{case} exit 70: {said.splitlines()[:1]}")
+            elif args[0] == "hook":
+                if result.returncode != 0:
+                    wrong.append(f"{case} (a hook) exit {result.returncode}")
+                elif (args[1] == "session-start" and name not in DERIVED and b"briefing" in result.stdout
+                      and name.encode() not in result.stdout):
+                    wrong.append(f"{case}: the context does not say why")
+            elif result.returncode == 12 and name not in said:
+                wrong.append(f"{case} exit 12 without naming it: {said.splitlines()[:1]}")
+    restore(walked, saved)
+    print(f"directory links: {cases} cases walked, {len(wrong)} wrong")
+    assert cases >= 40
+    assert not wrong, "\n".join(wrong[:60]) + (f"\n… and {len(wrong) - 60} more" if len(wrong) > 60 else "")

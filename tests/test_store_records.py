@@ -149,3 +149,40 @@ def test_name_digest_agrees_with_the_naming_rule(name):
 def test_name_digest_of_real_names():
     name = records.record_name("20260903T194500Z", "feature/x", "abcdef0123", "0123456789abcdef" * 4)
     assert records.name_digest(name) == "0123456789abcdef"
+
+
+# ---------------------------------------------------------------- the one bound of a stored record
+
+
+def _record(body: str) -> bytes:
+    return records.render([("kind", "checkpoint"), ("task", "t1")], body)
+
+
+@pytest.mark.parametrize("lines, width, over", [
+    (40, 10, None),  # the edge: 40 lines
+    (41, 10, "holds a body of 41 lines, over the 40"),
+    (1, 16384, None),  # the edge: 16384 bytes
+    (1, 16385, "holds a body of 16385 bytes, over the 16384"),
+])
+def test_a_record_over_its_writers_cap_is_named_at_the_edge_and_past_it(lines, width, over):
+    caps = (40, 16384)
+    body = "\n".join("x" * width for _ in range(lines))
+    found = records.over_cap(_record(body), caps)
+    assert found == over or (over is not None and found is not None and found.startswith(over)), found
+
+
+def test_the_caps_are_the_configured_ones_sync_uses_too():
+    class Config:
+        def get(self, section: str, key: str) -> int:
+            return {"max_body_lines": 3, "max_body_bytes": 100, "max_bytes": 200}[key]
+
+    assert records.body_caps("checkpoints", Config()) == (3, 100)
+    assert records.body_caps("handoffs", Config()) == (None, 200)
+    assert records.body_caps("runs", Config()) == (3, 200)
+    from majordomus.sync import rules
+
+    assert rules._caps("checkpoints", Config()) == records.body_caps("checkpoints", Config())  # type: ignore[arg-type]
+    handoff = records.render([("kind", "handoff")], "y" * 200)
+    assert records.over_cap(handoff, (None, 200)) is None
+    assert records.over_cap(records.render([("kind", "handoff")], "y" * 201), (None, 200)) is not None
+    assert records.over_cap(b"no front matter" * 100, (None, 10)) is None  # its readers say so

@@ -65,6 +65,7 @@ def test_compact_by_idleness_leaves_the_active_machines(cli, remote, tmp_path, m
 @pytest.mark.parametrize("args, code, message", [
     ([], 2, "name the machines to fold"),
     (["--machine", "no-such-machine"], 2, "no machine `no-such-machine` on origin"),
+    (["--machine", "x\nowner: evil"], 2, "no machine `x\\x0aowner: evil` on origin"),  # echoed escaped
     (["--machine", "{own}"], 10, "is this machine"),
 ])
 def test_compact_refusals_change_nothing(cli, remote, machines, args, code, message):

@@ -70,14 +70,12 @@ def _notice() -> None:
 
 def show(ws: Workspace, as_json: bool) -> int:
     from majordomus import checkpoint, output
-    from majordomus.lite import safeio
-    from majordomus.store import listing
-    from majordomus.store.records import MAX_RECORD_BYTES
+    from majordomus.store import reading
 
     path = checkpoint.latest(ws)
     if as_json:
-        output.emit_json(listing.describe(ws, path) if path else None)
+        output.emit_json(reading.describe(ws, path) if path else None)
     elif path is not None:
-        text = safeio.read(path, MAX_RECORD_BYTES).decode("utf-8", "replace")
+        text = reading.whole(ws, path).decode("utf-8", "replace")
         sys.stdout.write(output.escape(text, body=True))
     return 0

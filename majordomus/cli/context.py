@@ -186,6 +186,7 @@ def _status(ws: Any, task_id: str) -> dict[str, Any]:
     import os
 
     from majordomus import continuity
+    from majordomus.continuity_doc import PIN_KEYS
 
     path = continuity.path_of(ws, task_id)
     doc, found = continuity.examine(ws, task_id)
@@ -199,6 +200,6 @@ def _status(ws: Any, task_id: str) -> dict[str, Any]:
         out["objective"] = bool(continuity.blocks(doc, 2)[0][0].entries)
         out["createdAt"], out["updatedAt"] = doc["createdAt"], doc["updatedAt"]
         out["pins"] = {key: [{k: p[k] for k in ("id", "text", "source", "createdAt")} for p in doc[key]]
-                       for key in continuity.PIN_KEYS}
-        out["counts"] = {key: len(doc[key]) for key in continuity.PIN_KEYS}
+                       for key in PIN_KEYS}
+        out["counts"] = {key: len(doc[key]) for key in PIN_KEYS}
     return out

@@ -7,9 +7,7 @@ import sys
 import click
 
 from majordomus.cli.common import CONTEXT, run, workspace
-from majordomus.lite import safeio
 from majordomus.output import escape, print_records
-from majordomus.store.records import MAX_RECORD_BYTES
 
 
 @click.command("handoff", context_settings=CONTEXT)
@@ -35,7 +33,7 @@ def handoff(task_id: str | None, show: bool, list_: bool, as_json: bool) -> None
     from majordomus import handoff as core
     from majordomus.errors import UsageError
     from majordomus.output import emit, emit_json, note
-    from majordomus.store import listing, paths
+    from majordomus.store import listing, paths, reading
 
     if show and list_:
         raise UsageError("--show and --list do not go together", "pick one")
@@ -49,9 +47,9 @@ def handoff(task_id: str | None, show: bool, list_: bool, as_json: bool) -> None
                 emit_json(None)
             return
         if as_json:
-            emit_json(listing.describe(ws, path))
+            emit_json(reading.describe(ws, path))
         else:
-            sys.stdout.write(escape(safeio.read(path, MAX_RECORD_BYTES).decode("utf-8", "replace"), body=True))
+            sys.stdout.write(escape(reading.whole(ws, path).decode("utf-8", "replace"), body=True))
         return
     if list_:
         found = listing.summaries(ws, ws.paths.handoffs) if paths.check_readable(ws.paths) else iter(())

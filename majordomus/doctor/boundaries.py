@@ -7,11 +7,10 @@ import os
 import stat
 from collections.abc import Iterator
 
-from majordomus import claims, tasks
+from majordomus import claims, profiles, tasks
 from majordomus.doctor.findings import FAIL, OK, WARN, Finding
 from majordomus.errors import MajordomusError
 from majordomus.lite import active, safeio
-from majordomus.lite.limits import PROFILE_MAX_BYTES
 from majordomus.lite.names import is_profile_name
 from majordomus.lite.textrules import escape
 from majordomus.workspace import Workspace
@@ -108,11 +107,12 @@ def check_profiles(ws: Workspace) -> list[Finding]:
                 continue
             path = os.path.join(directory, name)
             try:
-                os.close(safeio.open_regular(path, PROFILE_MAX_BYTES))
+                profiles.read(path)  # as session-start reads it
             except safeio.UnsafeFile as exc:
+                hint = exc.hint if isinstance(exc, profiles.BadProfile) else (
+                    "make it a plain file in the repository (`git rm` the link and commit the text itself)")
                 found.append(Finding(FAIL, "profile.unsafe", f"{ws.display(path)} {exc.what}; session-start never "
-                                     "injects it", ws.display(path), "make it a plain file in the repository "
-                                     "(`git rm` the link and commit the text itself)"))
+                                     "injects it", ws.display(path), hint))
             except OSError:
                 continue
     return found

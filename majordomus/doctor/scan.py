@@ -91,6 +91,7 @@ class _Walk:
         scan = self.scan
         digests = scan.records
         flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+        caps = records.body_caps(kind, self.ws.config)  # the one bound every reader holds a record to
         for entry in entries:
             claimed = records.name_digest(entry.name)
             if claimed is None or entry.is_symlink() or not entry.is_file(follow_symlinks=False):
@@ -135,6 +136,9 @@ class _Walk:
             elif not data.startswith(b"---\n") or b"\n---\n" not in data:
                 self.add(FAIL, "record.malformed", entry.path, "{path} has no front matter",
                          "move the file out of the store; majordomus did not write it")
+            elif (over := records.over_cap(data, caps)) is not None:
+                self.add(FAIL, "record.oversize", entry.path, f"{{path}} {over}; majordomus did not write it and "
+                         "never shows it, whatever the digest in its name says", "move the file out of the store")
 
     def entry(self, directory: str, entry: os.DirEntry[str], stack: list[str]) -> None:
         """Anything but a well-named record: links, leftovers, directories, task and continuity files."""

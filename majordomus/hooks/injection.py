@@ -8,8 +8,8 @@ broken continuity never costs the identity.
 
 from __future__ import annotations
 
+from majordomus import profiles
 from majordomus.lite import names, safeio
-from majordomus.lite.limits import PROFILE_MAX_BYTES
 from majordomus.lite.sha import hexdigest
 from majordomus.lite.textrules import escape
 
@@ -51,12 +51,11 @@ def read_identity(ws: Any, name: str) -> str:
     candidates = profile_paths(ws, name)
     for path in candidates:
         try:
-            data = safeio.read(path, PROFILE_MAX_BYTES)
+            text = profiles.read(path)  # the one reader of a profile: no link, bounded, text only
         except FileNotFoundError:
             continue
         except safeio.EnvironmentProblem as exc:
-            return f"majordomus: identity not loaded: {exc.message}. {exc.hint}."
-        text = data.decode("utf-8", "replace").replace("\r\n", "\n").strip()
+            return f"majordomus: identity not loaded: {escape(exc.message)}. {escape(exc.hint)}."
         if not text:
             return (f"majordomus: identity not loaded: {ws.display(path)} is empty. "
                     f"Write the role of profile `{name}` into it.")

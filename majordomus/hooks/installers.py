@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from majordomus.errors import EnvironmentProblem, Refused
-from majordomus.lite import jsonbound, safeio
+from majordomus.lite import jsonbound, safeio, statepaths
 from majordomus.store import files, paths
 
 SETTINGS = {"claude": (".claude", "settings.json"), "codex": (".codex", "hooks.json")}
@@ -237,6 +237,7 @@ def _digest(data: bytes | None) -> str | None:
 
 
 def receipt_path(ws: Any, runtime: str, path: str) -> str:
+    statepaths.readable_dir(ws.paths, ws.paths.receipts)  # a link where `hooks/` belongs: refused, exit 12
     found: str = ws.paths.receipt(runtime, path)
     return found
 

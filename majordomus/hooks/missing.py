@@ -9,7 +9,7 @@ import os
 
 from majordomus.errors import EnvironmentProblem
 from majordomus.hooks import copilot, gemini, githook, installers
-from majordomus.lite import jsonbound, safeio
+from majordomus.lite import jsonbound, safeio, statepaths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,8 +32,10 @@ def _receipted(ws: Any) -> list[tuple[str, str]]:
     regenerated its directory (Husky's `npx husky`), or someone edited it out (doctor's `hooks.missing`)."""
     directory = ws.paths.receipts
     try:
+        if not statepaths.readable_dir(ws.paths, directory):
+            return []
         names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
-    except OSError:
+    except (OSError, EnvironmentProblem):  # a link where `hooks/` belongs: doctor's walk names it
         return []
     out = []
     for name in names:

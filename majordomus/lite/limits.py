@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from majordomus.lite import jsonbound, names, safeio
+from majordomus.lite import jsonbound, names, safeio, statepaths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -80,6 +80,8 @@ def read_cache(cache_path: str, sig: list[Any]) -> tuple[dict[str, Any], list[st
     holds anything else. The cache is untrusted (design §2a): its values are checked against the types of
     `DEFAULTS`, and any doubt sends the caller to the full reader."""
     try:
+        if not statepaths.is_real_dir(os.path.dirname(cache_path)):  # a link where `cache/` belongs: not read
+            return None
         data = jsonbound.loads(safeio.read(cache_path, CONFIG_MAX_BYTES * 4))
     except (OSError, ValueError, safeio.EnvironmentProblem):
         return None

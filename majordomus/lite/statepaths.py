@@ -212,6 +212,16 @@ class StatePaths:
         return self._in(rel)
 
 
+class UnsafeDirectory(EnvironmentProblem):
+    """A directory of the state (or one on the way to it) that is a symbolic link or not a directory at all:
+    nothing is read or written through it (design §2, §2a). Readers that turn an unreadable file into a
+    finding let this one through: it is the state's shape that is wrong, not one file."""
+
+    def __init__(self, path: str, message: str, hint: str) -> None:
+        super().__init__(message, hint)
+        self.path = path
+
+
 def is_real_dir(path: str) -> bool:
     """True when `path` is a directory, False when it is absent; a link or anything else is refused."""
     try:
@@ -221,14 +231,34 @@ def is_real_dir(path: str) -> bool:
     except OSError as exc:
         raise EnvironmentProblem(f"cannot inspect {path}: {exc.strerror}", "check its permissions") from exc
     if stat.S_ISLNK(st.st_mode):
-        raise EnvironmentProblem(
-            f"{path} is a symbolic link; majordomus never follows links inside its state",
+        raise UnsafeDirectory(
+            path, f"{path} is a symbolic link; majordomus never follows links inside its state",
             "replace the link with a real directory (move its contents in), then try again",
         )
     if not stat.S_ISDIR(st.st_mode):
-        raise EnvironmentProblem(
-            f"{path} is not a directory", "move the file away so majordomus can create the directory"
+        raise UnsafeDirectory(
+            path, f"{path} is not a directory", "move the file away so majordomus can create the directory"
         )
+    return True
+
+
+def readable_dir(paths: StatePaths, directory: str) -> bool:
+    """The one rule of every reader of a state directory (`checkpoints`, `context/ID`, …, or the state's
+    root): True when it is there, False when it or a directory on the way is absent. A symbolic link (or a
+    file) anywhere from `.ai` down to it is refused, `UnsafeDirectory` (exit 12) naming it: nothing is read
+    through it, whatever it points at (design §2a). Writers use `ensure_dir`, which refuses the same."""
+    if not state_exists(paths):
+        return False
+    rel = os.path.relpath(directory, paths.root)
+    if rel == ".":
+        return True
+    if rel.startswith(".."):
+        raise ValueError(f"not inside the state directory: {directory!r}")
+    current = paths.root
+    for part in rel.split(os.sep):
+        current = os.path.join(current, part)
+        if not is_real_dir(current):
+            return False
     return True
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from majordomus.lite import names, safeio
+from majordomus.lite import names, safeio, statepaths
 from majordomus.store import files, records
 
 TYPE_CHECKING = False  # on the hot paths: no typing at run time
@@ -59,11 +59,10 @@ def ordered(directory: str, found: list[str], *, newest_first: bool) -> list[str
 
 
 def list_names(directory: str) -> list[str]:
-    """Record file names in `directory`, newest first."""
-    try:
-        found = [n for n in os.listdir(directory) if is_record_file(n)]
-    except FileNotFoundError:
+    """Record file names in `directory`, newest first; never listed through a symbolic link."""
+    if not statepaths.is_real_dir(directory):
         return []
+    found = [n for n in os.listdir(directory) if is_record_file(n)]
     return ordered(directory, found, newest_first=True)
 
 
@@ -74,27 +73,23 @@ def list_paths(directory: str) -> list[str]:
 
 def names_since(directory: str, lower: str, candidates: list[str] | None = None) -> list[str]:
     """Record names in `directory` whose second is `lower` (compact UTC) or later, oldest first; from
-    `candidates` (a task's index) when given, else from a listing. Older names are never opened."""
+    `candidates` (a task's index) when given, else from a listing. Older names are never opened, and
+    nothing is looked at through a symbolic link where the directory belongs."""
+    if not statepaths.is_real_dir(directory):
+        return []
     if candidates is None:
-        try:
-            candidates = os.listdir(directory)
-        except FileNotFoundError:
-            return []
+        candidates = os.listdir(directory)
     return ordered(directory, [n for n in candidates if is_record_file(n) and n[:SECOND] >= lower],
                    newest_first=False)
 
 
 # ---------------------------------------------------------------- summaries (`--list`, `--show --json`)
 
-def describe(ws: Site, path: str) -> dict[str, Any]:
-    """The summary `--show --json` and `--list --json` give for one stored record."""
-    return _summary(safeio.read(path, records.MAX_RECORD_BYTES), ws.display(path), os.path.basename(path))
-
-
 _SUMMARY_KEYS = ("timestamp", "task", "kind", "branch", "head", "worktree", "worktree_state")
 
 
-def _summary(data: bytes, shown: str, name: str) -> dict[str, Any]:
+def summary(data: bytes, shown: str, name: str) -> dict[str, Any]:
+    """The summary `--show --json` and `--list --json` give for one stored record."""
     meta, body_lines = records.summary_fields(data, _SUMMARY_KEYS)
     out: dict[str, Any] = {"path": shown, "name": name}
     for key in _SUMMARY_KEYS:
@@ -112,6 +107,9 @@ def summaries(ws: Site, directory: str) -> Iterator[dict[str, Any]]:
     """
     import hashlib
 
+    if not statepaths.readable_dir(ws.paths, directory):
+        return
+    caps = records.body_caps(os.path.basename(directory), ws.config)
     shown_dir = ws.display(directory)
     limit = 1 << 16  # below malloc's mmap threshold: no mmap/munmap per record; longer files read on
     for name in list_names(directory):
@@ -126,8 +124,13 @@ def summaries(ws: Site, directory: str) -> Iterator[dict[str, Any]]:
             os.close(fd)
         if len(data) == limit:
             data = safeio.read(path, records.MAX_RECORD_BYTES)
+        over = records.over_cap(data, caps)
+        if over is not None:
+            yield {"path": f"{shown_dir}/{name}", "name": name, "sha256": hashlib.sha256(data).hexdigest(),
+                   "error": f"{over}: majordomus did not write it (run `majordomus doctor`)"}
+            continue
         try:
-            yield _summary(data, f"{shown_dir}/{name}", name)
+            yield summary(data, f"{shown_dir}/{name}", name)
         except ValueError:
             yield {"path": f"{shown_dir}/{name}", "name": name, "sha256": hashlib.sha256(data).hexdigest(),
                    "error": "no readable front matter (run `majordomus doctor`)"}
@@ -177,9 +180,10 @@ def indexed_names(ws: Site, task: Task) -> list[str] | None:
     """The task's checkpoint names, oldest first, when its index is whole; None to fall back to a listing."""
     if not task.checkpoint:
         return []
-    try:
-        data = safeio.read_optional(index_path(ws, task.id), INDEX_MAX_BYTES)
-    except (OSError, safeio.UnsafeFile):
+    try:  # a link where `cache/` belongs is never read through: the index is only derived
+        data = safeio.read_optional(index_path(ws, task.id), INDEX_MAX_BYTES) if statepaths.is_real_dir(
+            ws.paths.cache) else None
+    except (OSError, safeio.EnvironmentProblem):
         return None
     if not data:
         return None

@@ -23,7 +23,7 @@ from majordomus.lite.statepaths import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Protocol
+    from typing import Any, Protocol
 
     from majordomus.lite.dotgit import Place
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
         paths: StatePaths
         cwd: str
+        config: Any  # `.get(section, key)`: the caps a reader holds a record to
 
         @property
         def worktree(self) -> str: ...

@@ -7,7 +7,8 @@ import os
 
 from majordomus import clock
 from majordomus.errors import EnvironmentProblem
-from majordomus.lite import names, safeio
+from majordomus.lite import names, safeio, statepaths
+from majordomus.lite.statepaths import UnsafeDirectory
 from majordomus.store import listing, records
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -56,33 +57,64 @@ def _checked(ws: Site, rel: str) -> bytes:
     claimed = names.name_digest(os.path.basename(rel))
     if claimed is None:
         raise ValueError(f"{rel} is not a record name")
-    data = safeio.read(ws.paths.absolute(rel), records.MAX_RECORD_BYTES)
+    data = whole(ws, ws.paths.absolute(rel), oversized=Oversized)
     if not records.sha256(data).startswith(claimed):
         raise Replaced(f"{rel}: its content no longer matches the digest in its name")
     return data
 
 
+class Oversized(ValueError):
+    """A record whose body is over the cap its writer enforces: majordomus did not write it (design §2a)."""
+
+
+def whole(ws: Site, path: str, *, oversized: type[Exception] | None = None) -> bytes:
+    """The bytes of the stored record at `path` (in `checkpoints/`, `handoffs/` or `runs/`), by the rules of
+    every reader of the store: no link on the way to its directory (`UnsafeDirectory`, exit 12), the one
+    safe open, and no body over the cap its writer enforces (`UnsafeFile`, exit 12 — or `oversized`)."""
+    directory = os.path.dirname(path)
+    statepaths.readable_dir(ws.paths, directory)  # absent: the read below says FileNotFoundError
+    data = safeio.read(path, records.MAX_RECORD_BYTES)
+    why = records.over_cap(data, records.body_caps(os.path.basename(directory), ws.config))
+    if why is not None:
+        if oversized is not None:
+            raise oversized(f"{ws.display(path)} {why}")
+        raise safeio.UnsafeFile(ws.display(path), why,
+                                "majordomus did not write it: move it out of the store (`majordomus doctor` "
+                                "names every such record)")
+    return data
+
+
+def describe(ws: Site, path: str) -> dict[str, Any]:
+    """The summary `--show --json` and `--list --json` give for one stored record, read as every reader of
+    the store reads one (`whole`)."""
+    return listing.summary(whole(ws, path), ws.display(path), os.path.basename(path))
+
+
 def verify(ws: Site, rel: str) -> int | Gone:
     """The size of the record at `rel` when its bytes are the ones its name was made from (not parsed: what
-    `check` asks after every commit), or why not."""
+    `check` asks after every commit), or why not. A link on the way to it is refused, not a gone record."""
     try:
         return len(_checked(ws, rel))
     except FileNotFoundError:
         return Gone(rel, "deleted")
     except Replaced:
         return Gone(rel, "replaced")
+    except UnsafeDirectory:
+        raise
     except (OSError, ValueError, EnvironmentProblem):
         return Gone(rel, "unreadable")
 
 
 def examine(ws: Site, rel: str) -> Record | Gone:
-    """The record at `rel`, or why the briefing cannot stand on it."""
+    """The record at `rel`, or why the briefing cannot stand on it (a link on the way to it is refused)."""
     try:
         return read_record(ws, rel)
     except FileNotFoundError:
         return Gone(rel, "deleted")
     except Replaced:
         return Gone(rel, "replaced")
+    except UnsafeDirectory:
+        raise
     except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
         return Gone(rel, "unreadable")
 
@@ -116,6 +148,7 @@ def candidates(ws: Site, task: Task, previous: Record | None, indexed: list[str]
     # A timestamp as majordomus writes it is rewritten as text; anything else is parsed (and refused) by clock.
     lower = clock.compact_of(start) if clock.is_iso(start) and start[0] != "0" else clock.compact(clock.parse(start))
     listed = set(previous.meta.get("checkpoints") or []) if previous else set()
+    statepaths.readable_dir(ws.paths, ws.paths.checkpoints)  # nothing below is looked at through a link
     if indexed is None:
         indexed = listing.indexed_names(ws, task)  # the task's own names: no listing of a store of 100,000
     own = indexed if indexed is not None else fallback
@@ -159,12 +192,13 @@ def recent_checkpoints(ws: Site, task: Task, found: Candidates, enough: int, *,
     older ones are only counted. A briefing drops the oldest checkpoints before anything else, so once
     the newer ones alone exceed its budget every older one would be dropped anyway. Also returns the
     names it could not stand on: the task's own that are gone, unreadable or replaced, and from a listing
-    a replaced one whose front matter claims the task. With `parse` False (the task's own names only) the
-    records are only checked against their names, their whole size counted against `enough`. With `units`
-    (a limit in UTF-16 units, such as Claude Code's), reading also stops once the bodies pass that many
-    characters: a character is at least one unit, so no older checkpoint could be shown either. With
-    `measure`, what a record takes is what it says (the bytes and units of the entry a briefing shows for
-    it) rather than its body alone: the tighter the measure, the fewer records read only to be dropped."""
+    a replaced or unreadable one (over its cap, say) whose front matter claims the task. With `parse`
+    False (the task's own names only) the records are only checked against their names, their whole size
+    counted against `enough`. With `units` (a limit in UTF-16 units, such as Claude Code's), reading also
+    stops once the bodies pass that many characters: a character is at least one unit, so no older
+    checkpoint could be shown either. With `measure`, what a record takes is what it says (the bytes and
+    units of the entry a briefing shows for it) rather than its body alone: the tighter the measure, the
+    fewer records read only to be dropped."""
     out: list[Record] = []
     gone: list[Gone] = []
     older = 0
@@ -192,7 +226,7 @@ def recent_checkpoints(ws: Site, task: Task, found: Candidates, enough: int, *,
             continue
         record = examine(ws, rel)
         if isinstance(record, Gone):
-            if found.own or (record.why == "replaced" and _claims(ws, name, key)):
+            if found.own or (record.why in ("replaced", "unreadable") and _claims(ws, name, key)):
                 gone.append(record)
             continue
         if record.meta.get("task") == task.id and record.meta.get("kind", "checkpoint") == "checkpoint":

@@ -302,6 +302,42 @@ def split(data: bytes) -> tuple[dict[str, Any], str]:
     return meta, body[:-1] if body.endswith("\n") else body
 
 
+# ---------------------------------------------------------------- the one bound of a stored record
+
+def body_caps(directory: str, config: Any) -> tuple[int | None, int]:
+    """(line cap, byte cap) of a record's body in `directory`, as this machine's configuration sets them for
+    a local write: what the writers refuse past, what sync refuses from the remote, and what every reader
+    refuses in the store (design §2a: a record over its cap was not written by majordomus)."""
+    if directory == "checkpoints":
+        return int(config.get("checkpoint", "max_body_lines")), int(config.get("checkpoint", "max_body_bytes"))
+    if directory == "handoffs":
+        return None, int(config.get("handoff", "max_bytes"))
+    # A run keeps at most its last 20 lines of output: the checkpoint's line cap, the handoff's byte cap.
+    return int(config.get("checkpoint", "max_body_lines")), int(config.get("handoff", "max_bytes"))
+
+
+def over_cap(data: bytes, caps: tuple[int | None, int]) -> str | None:
+    """Why the stored record `data` holds a body bigger than `caps` (`body_caps`) lets a writer store, or
+    None (also when it has no front matter: its readers say so). Whatever its name's digest says: a matching
+    hash only proves the bytes were not changed since someone made them, not that majordomus did."""
+    max_lines, max_bytes = caps
+    if max_lines is None and len(data) <= max_bytes:
+        return None  # the common case of a handoff: smaller than its body cap alone
+    end = data.find(b"\n---\n", 3)
+    if end < 0 or not data.startswith(b"---\n"):
+        return None
+    start = end + 5
+    size = len(data) - start
+    body = size - 1 if data.endswith(b"\n") else size  # `render` adds one newline after the body
+    if body > max_bytes:
+        return f"holds a body of {body} bytes, over the {max_bytes} a record of its kind may hold"
+    if max_lines is not None and size:
+        lines = data.count(b"\n", start) + (0 if data.endswith(b"\n") else 1)
+        if lines > max_lines:
+            return f"holds a body of {lines} lines, over the {max_lines} a record of its kind may hold"
+    return None
+
+
 def sha256(data: bytes) -> str:
     from majordomus.lite.sha import hexdigest
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from majordomus import clock
 from majordomus.errors import EnvironmentProblem, Refused, UsageError
 from majordomus.git import odb
+from majordomus.lite.textrules import escape
 from majordomus.store import files
 from majordomus.sync import machine, transport
 from majordomus.sync import remote as remotes
@@ -41,7 +42,7 @@ def choose(found: Seen, own: str | None, ids: list[str], idle_days: float | None
         if mid == own:
             raise Refused(f"`{mid}` is this machine; its ref is the one it pushes", "name another machine's id")
         if mid not in machines:
-            raise UsageError(f"no machine `{mid}` on {found.remote}",
+            raise UsageError(f"no machine `{escape(mid)}` on {escape(found.remote)}",
                              f"`majordomus sync status {found.remote}` lists the machines it has")
     chosen = {mid: machines[mid] for mid in ids}
     if idle_days is not None:

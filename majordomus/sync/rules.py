@@ -119,12 +119,7 @@ def key_dir(key: str) -> str:
 
 def _caps(directory: str, config: Config) -> tuple[int | None, int]:
     """(line cap, byte cap) of a body, as this machine's configuration sets them for a local write."""
-    if directory == "checkpoints":
-        return config.get("checkpoint", "max_body_lines"), config.get("checkpoint", "max_body_bytes")
-    if directory == "handoffs":
-        return None, config.get("handoff", "max_bytes")
-    # A run keeps at most its last 20 lines of output: the checkpoint's line cap, the handoff's byte cap.
-    return config.get("checkpoint", "max_body_lines"), config.get("handoff", "max_bytes")
+    return records.body_caps(directory, config)
 
 
 def body(directory: str, text: str, config: Config) -> str | None:

@@ -15,7 +15,7 @@ import stat
 
 from majordomus.errors import EnvironmentProblem
 from majordomus.git import odb
-from majordomus.lite import jsonbound, names, safeio
+from majordomus.lite import jsonbound, names, safeio, statepaths
 from majordomus.store import files
 from majordomus.sync import layout, rules
 from majordomus.sync.layout import ALWAYS, DIRS, ON_REQUEST, Refusal
@@ -154,7 +154,8 @@ class MonthCache:
         self.old: dict[str, str] = {}
         self.new: dict[str, str] = {}
         try:
-            data = jsonbound.loads(safeio.read_optional(self.path, 1 << 20) or b"{}")
+            real = statepaths.is_real_dir(os.path.dirname(self.path))  # never read through a linked `cache/`
+            data = jsonbound.loads((safeio.read_optional(self.path, 1 << 20) if real else None) or b"{}")
             if commit is not None and data.get("commit") == commit and isinstance(data.get("months"), dict):
                 self.old = {str(k): str(v) for k, v in data["months"].items()}
         except (ValueError, OSError, EnvironmentProblem):

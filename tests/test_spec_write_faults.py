@@ -284,13 +284,13 @@ def test_every_write_step_failing_in_turn(repo: Path, tmp_path: Path, name: str)
                     assert failed.returncode == 12, "not exit 12"
                     err = failed.stderr.decode()
                     assert err.startswith("majordomus: ") and "\nhint: " in err, "no clear message"
-                    whole = _holds(landed, repo)
                     again = run_here(*args, cwd=repo, input=stdin)
                     if again.returncode != 0:
                         # Only a change that had landed whole (its last directory fsync reported the error)
-                        # leaves the retry nothing to do: then it refuses, writing nothing, and the failure's
-                        # message said that it had landed, never to run it again (design §2b).
-                        assert whole and again.returncode in (10, 11), \
+                        # leaves the retry nothing to do: then it refuses, writing nothing (so what it left is
+                        # what the failure left: asked only here, it costs the walk nothing elsewhere), and the
+                        # failure's message said that it had landed, never to run it again (design §2b).
+                        assert again.returncode in (10, 11) and _holds(landed, repo), \
                             f"the retry exits {again.returncode}: {again.stderr.decode()[:300]}"
                         assert "landed" in err and "run the same command again" not in err, \
                             f"the retry refuses, but the message asked for it: {err[:300]}"

@@ -10,6 +10,7 @@ import stat
 from majordomus.errors import EnvironmentProblem, Refused
 from majordomus.lite import safeio
 from majordomus.lite.statepaths import unwritable_hint
+from majordomus.store.files import remove as remove
 
 
 class Hook:
@@ -114,16 +115,6 @@ def replace(directory: str, target: str, data: bytes, mode: int) -> None:
         unlink_quietly(tmp)
         raise cannot(target, exc) from exc
 
-
-
-def remove(path: str) -> None:
-    """Remove one file of ours; exit 12 naming it when that fails (it is already gone: fine)."""
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        raise cannot(path, exc) from exc
 
 
 class Plan:

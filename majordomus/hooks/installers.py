@@ -300,19 +300,6 @@ def _bare(doc: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in doc.items() if not (key in ("hooks", "mcpServers") and value == {})}
 
 
-def remove_file(path: str) -> None:
-    """Remove a settings file install made (already gone: fine); exit 12 naming it when that fails."""
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        from majordomus.lite.statepaths import unwritable_hint
-
-        raise EnvironmentProblem(f"cannot remove {path}: {exc.strerror}",
-                                 unwritable_hint(os.path.dirname(path), exc.errno)) from exc
-
-
 def drop_receipt(ws: Any, runtime: str, path: str) -> None:
     receipt = receipt_path(ws, runtime, path)
     try:
@@ -371,7 +358,7 @@ def uninstall(ws: Any, runtime: str) -> Result:
             and restores(receipt.get("before"), rest)):
         previous = receipt.get("before")
         if previous is None:
-            remove_file(path)
+            files.remove(path)
             if receipt.get("created_dir"):
                 try:
                     os.rmdir(os.path.dirname(path))

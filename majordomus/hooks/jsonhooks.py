@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, Protocol
 from majordomus.errors import EnvironmentProblem, Refused
 from majordomus.hooks import installers
 from majordomus.lite import jsonbound
+from majordomus.store import files
 
 
 class Hook(NamedTuple):
@@ -177,7 +178,7 @@ def uninstall(ws: Any, target: Target, ours: set[str], layout: Layout) -> instal
                 {k: v for k, v in d.items() if not layout.empty({k: v})}))):
         previous = receipt.get("before")
         if previous is None:
-            installers.remove_file(path)
+            files.remove(path)
             _remove_created_dirs(receipt)
         else:
             installers.write_file(path, previous.encode("utf-8"), installers._mode(path))
@@ -187,7 +188,7 @@ def uninstall(ws: Any, target: Target, ours: set[str], layout: Layout) -> instal
     if not events:
         return installers.Result(path, [], "absent")
     if layout.empty(doc) and (layout.owns_file or (receipt is not None and receipt.get("created_file"))):
-        installers.remove_file(path)  # nothing of anyone's is left in it
+        files.remove(path)  # nothing of anyone's is left in it
         if receipt is not None:
             _remove_created_dirs(receipt)
         return installers.Result(path, events, "removed")

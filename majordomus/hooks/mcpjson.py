@@ -13,6 +13,7 @@ from typing import Any
 
 from majordomus.errors import Refused
 from majordomus.hooks import installers
+from majordomus.store import files
 
 NAME = "majordomus"
 ENTRY = {"command": "majordomus", "args": ["mcp"]}
@@ -71,7 +72,7 @@ def uninstall(ws: Any) -> installers.Result:
             and installers.restores(receipt.get("before"), rest)):
         previous = receipt.get("before")
         if previous is None:
-            installers.remove_file(path)
+            files.remove(path)
         else:
             installers.write_file(path, previous.encode("utf-8"), installers._mode(path))
         installers.drop_receipt(ws, RECEIPT, path)

@@ -56,6 +56,19 @@ def _process_age() -> float | None:
         return None
 
 
+def _read_window(fd: int, total: float) -> tuple[float, float]:
+    """(when the read begins, how long it may last): on the process's own stdin (fd 0) `total` counts from
+    the process's start, so that it bounds the whole hook, with at least MIN_READ_S left for the read."""
+    import time
+
+    began = time.monotonic()
+    if fd == 0:
+        age = _process_age()
+        if age is not None and 0 <= age < _AGE_TRUSTED_S:
+            total = max(total - age, MIN_READ_S)
+    return began, total
+
+
 def _complete_json(data: bytes) -> bool:
     """Whether `data` already holds one whole JSON value (the runtimes send one object, then may keep stdin
     open). Parsed only when it ends like a value can, so a large payload is not re-parsed at every chunk."""
@@ -90,11 +103,7 @@ def read_hook_payload(stream: BinaryIO | None, limit: int, quiet: float = QUIET_
     import select
     import time
 
-    began = time.monotonic()
-    if fd == 0:
-        age = _process_age()
-        if age is not None and 0 <= age < _AGE_TRUSTED_S:
-            total = max(total - age, MIN_READ_S)
+    began, total = _read_window(fd, total)
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -149,11 +158,7 @@ def read_head(stream: BinaryIO | None, limit: int, quiet: float = QUIET_S,
     import select
     import time
 
-    began = time.monotonic()
-    if fd == 0:
-        age = _process_age()
-        if age is not None and 0 <= age < _AGE_TRUSTED_S:
-            total = max(total - age, MIN_READ_S)
+    began, total = _read_window(fd, total)
     kept: list[bytes] = []
     size = past = 0
     while True:

@@ -79,6 +79,20 @@ def _write_temp(directory: str, data: bytes, mode: int = FILE_MODE, target: str 
     raise EnvironmentProblem(f"cannot create a temporary file in {directory}", "remove stale .tmp-* files there")
 
 
+def remove(path: str) -> None:
+    """Remove a file majordomus wrote (already gone: fine); exit 12 naming it, with the next step for the
+    errno, when that fails."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        from majordomus.lite.statepaths import unwritable_hint
+
+        raise EnvironmentProblem(f"cannot remove {path}: {exc.strerror}",
+                                 unwritable_hint(os.path.dirname(path), exc.errno)) from exc
+
+
 def _unlink_quietly(path: str) -> None:
     try:
         os.unlink(path)

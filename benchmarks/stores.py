@@ -198,7 +198,7 @@ def populate(repo: str, records: int) -> dict[str, Any]:
     Every record has its `task.checkpoint` event, every task points at its latest checkpoint, and the
     ledger's hash chain is whole: `doctor` should find nothing but what it finds in a real store this size.
     """
-    from majordomus import clock, lifecycle, tasks
+    from majordomus import clock, lifecycle, taskend, tasks
     from majordomus import identity as identity_mod
     from majordomus.lite import names
     from majordomus.store import files, listing
@@ -254,7 +254,7 @@ def populate(repo: str, records: int) -> dict[str, Any]:
                     files.write_derived(listing.index_path(ws, task_id), "".join(n + "\n" for n in written).encode())
             sim.moment += STEP
             if task_id != TASK:
-                lifecycle.done(ws, task_id)
+                taskend.done(ws, task_id)
                 lines.reload()
     lines.flush()
     return {"records": records, "tasks": len(ids), "ledger_events": lines.seq}

@@ -305,10 +305,13 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                     if owner is not None:
                         if task is not None and owner != task:
                             continue
-                        over = records.over_cap(data, caps[index])  # asked of a match only
-                        if over is not None:
-                            skipped.append(f"{shown[index][1]}{name} {over}")
-                            continue
+                        max_lines, max_bytes = caps[index]  # asked of a match only, and in full only
+                        if len(raw_text) > max_bytes or (max_lines is not None  # past a bound it may be over
+                                                         and raw_text.count(b"\n") > max_lines):
+                            over = records.over_cap(data, caps[index])
+                            if over is not None:
+                                skipped.append(f"{shown[index][1]}{name} {over}")
+                                continue
                         text = raw_text.decode("ascii")  # a copy: the text is ASCII
                         if one is not None:  # the line of the word's first place
                             matched = text[text.rfind("\n", 0, pos) + 1:].partition("\n")[0]

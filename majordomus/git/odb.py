@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pygit2
 
-from majordomus.errors import EnvironmentProblem, MajordomusError
+from majordomus.errors import BUSY, EnvironmentProblem, MajordomusError
 from majordomus.git import run
 from majordomus.git.query import Repo, config_value
 
@@ -145,10 +145,20 @@ def update_ref(repo: Repo, name: str, new: str, old: str | None, message: str) -
     """Move `name` to `new` only if it still points at `old` (None: must not exist), atomically (git's CAS)."""
     done = _git_ref(repo, "update-ref", "-m", message, name, new, old or ZERO_OID)
     if done.returncode != 0:
-        raise MajordomusError(
-            f"{name} moved while majordomus was updating it: {done.reason()}",
-            "another sync ran at the same time; run the command again",
-        )
+        reason = done.reason()
+        if "but expected" in reason or "already exists" in reason or "unable to resolve" in reason:
+            raise MajordomusError(  # git's compare-and-swap lost: only that is a race (exit 75)
+                f"{name} moved while majordomus was updating it: {reason}",
+                "another sync ran at the same time; run the command again", code=BUSY)
+        raise EnvironmentProblem(f"cannot update {name}: {reason}",
+                                 "check the disk and the repository (`git fsck`), then run the command again")
+
+
+def _objects_failed(repo: Repo, exc: OSError) -> EnvironmentProblem:
+    """Writing into git's object database failed (a full or failing disk): exit 12, never a traceback."""
+    where = getattr(repo, "common_dir", "the repository")
+    return EnvironmentProblem(f"cannot write git objects into {where}: {exc}",
+                              "free space on its file system (or check the disk), then run the command again")
 
 
 def delete_ref(repo: Repo, name: str, old: str) -> None:
@@ -178,7 +188,10 @@ def blob_id(data: bytes) -> str:
 
 
 def write_blob(repo: Repo, data: bytes) -> str:
-    return str(repo.handle.create_blob(data))
+    try:
+        return str(repo.handle.create_blob(data))
+    except OSError as exc:
+        raise _objects_failed(repo, exc) from None
 
 
 class TreeWriter:
@@ -221,6 +234,8 @@ class TreeWriter:
             return str(builder.write())
         except pygit2.GitError as exc:
             raise MissingObject(where or "/", str(exc)) from None
+        except OSError as exc:
+            raise _objects_failed(self.repo, exc) from None
 
 
 class MissingObject(EnvironmentProblem):
@@ -248,8 +263,11 @@ def write_commit(repo: Repo, tree_oid: str, parents: list[str], message: str) ->
         signature = handle.default_signature
     except (KeyError, pygit2.GitError):
         signature = pygit2.Signature("majordomus", "majordomus@localhost")
-    oid = handle.create_commit(None, signature, signature, message, pygit2.Oid(hex=tree_oid),
-                               [pygit2.Oid(hex=p) for p in parents])
+    try:
+        oid = handle.create_commit(None, signature, signature, message, pygit2.Oid(hex=tree_oid),
+                                   [pygit2.Oid(hex=p) for p in parents])
+    except OSError as exc:
+        raise _objects_failed(repo, exc) from None
     return str(oid)
 
 

@@ -1,0 +1,39 @@
+"""majordomus/git/odb.py: writing git objects and moving refs for sync (design §13, §2b). A full or failing disk
+under `.git/objects` or under a ref is exit 12 naming it (libgit2 and git write there, not Python: strace's
+fault injection fails the real calls); only git's compare-and-swap losing is a race (exit 75)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers import MAJORDOMUS, require_tool, run_here
+
+
+def _pushable(repo: Path) -> None:
+    assert run_here("task", "start", "s", cwd=repo).returncode == 0
+    assert run_here("checkpoint", cwd=repo, input="a note to push\n").returncode == 0
+
+
+@pytest.mark.parametrize(("syscall", "error", "nth", "words"), [
+    ("write", "ENOSPC", 2, "cannot write git objects into"),  # a blob, a tree or the commit
+    ("rename", "EIO", 1, "cannot update refs/majordomus/machines/"),  # git moving the machine's ref
+])
+def test_a_push_whose_objects_or_ref_cannot_be_written_is_exit_12_and_the_rerun_lands(repo, remote, syscall, error,
+                                                                                       nth, words):
+    strace = require_tool("strace")
+    _pushable(repo)
+    done = subprocess.run([strace, "-f", "-qq", "-o", "/dev/null", "-e", f"trace={syscall}", "-e",
+                           f"inject={syscall}:error={error}:when={nth}", str(MAJORDOMUS), "sync", "push", "origin",
+                           "--checkpoints"], cwd=repo, capture_output=True, check=False, timeout=120)
+    err = done.stderr.decode()
+    assert done.returncode == 12 and err.startswith("majordomus: ") and words in err and "\nhint: " in err, err
+    assert "internal error" not in err and "another sync ran" not in err, err
+    again = run_here("sync", "push", "origin", "--checkpoints", cwd=repo)
+    assert again.returncode == 0, again  # one past: with the disk back, the same push lands
+    assert shutil.which("git") is not None
+    refs = subprocess.run(["git", "for-each-ref", "refs/majordomus/machines/"], cwd=remote, capture_output=True,
+                          text=True, check=True).stdout
+    assert refs.strip(), "the rerun pushed the machine's ref"

@@ -18,7 +18,9 @@ from helpers import MAN_PAGES, ROOT, git, man_db, require, require_tool
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One install for the module. The wheel is built and installed with `--no-deps`; the dependencies
-    come from this test run's own environment through a .pth file (the suite stays offline and fast)."""
+    come from this test run's own environment through a .pth file (the suite stays offline and fast), and so
+    does the build backend (`--no-build-isolation`: the test extra's setuptools, where an isolated build
+    would download one at every run). The wheel is the same PEP 517 build a user's `pip install .` makes."""
     base = tmp_path_factory.mktemp("install")
     src = base / "src"
     shutil.copytree(ROOT, src, symlinks=True,
@@ -29,16 +31,22 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pip_version = tuple(int(part) for part in metadata.version("pip").split(".")[:2])
     if pip_version >= (22, 3):  # `pip --python` installs into a venv made without pip: seconds faster
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        command = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), *flags]
+        command = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), *flags,
+                   "--no-build-isolation"]
     else:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        command = [str(venv / "bin" / "python"), "-m", "pip", *flags]
+        command = [str(venv / "bin" / "python"), "-m", "pip", *flags, "--no-build-isolation"]
+    _link_dependencies(venv)
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+    return venv
+
+
+def _link_dependencies(venv: Path) -> None:
+    """This run's own site-packages on the venv's path (a .pth file): the dependencies, and the backend."""
     site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                           capture_output=True, text=True, check=True).stdout.strip()
     (Path(site) / "zz-test-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    return venv
 
 
 def test_pip_install_into_fresh_venv(venv, repo):

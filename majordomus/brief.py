@@ -42,6 +42,13 @@ class Briefing:
         self.parts = parts or {}
 
 
+def quoted(body: str) -> str:
+    """A record's body as the briefing shows it: every line quoted (`> `), as pins are bulleted and the
+    objective quoted, so that no line a writer stored can start a line of the agent's context — not a
+    heading, not a `MISSING RECORDS` line, not the closing line (design §2a)."""
+    return "\n".join(f"> {line}" if line else ">" for line in body.split("\n"))
+
+
 def build(ws: Workspace, task_id: str | None = None, budget_bytes: int | budget.Room | None = None) -> str:
     """The briefing text within `budget_bytes` (default `continuity.render_max_bytes`)."""
     return compose(ws, task_id, budget_bytes).text
@@ -263,7 +270,8 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
     def entry(r: reading.Record) -> str:
         text = shown.get(r.rel)
         if text is None:
-            text = shown[r.rel] = f"\n## {esc(r.meta.get('timestamp'))} · {_where(r.meta)} · {_state(r.meta)}\n{r.body}\n"
+            text = shown[r.rel] = (f"\n## {esc(r.meta.get('timestamp'))} · {_where(r.meta)} · {_state(r.meta)}\n"
+                                   f"{quoted(r.body)}\n")
         return text
 
     found = sources(ws, task, room.max_bytes, units=room.max_units, measure=lambda r: room.measure(entry(r)))
@@ -294,7 +302,7 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
     if latest_handoff is not None:
         m = latest_handoff.meta
         text = (f"\n# Latest handoff: {esc(m.get('timestamp'))} · {_where(m)} · {esc(m.get('owner'))}\n"
-                f"{latest_handoff.body}\n")
+                f"{quoted(latest_handoff.body)}\n")
         parts.append(budget.Block("", [budget.Entry(text, "the latest handoff", whole=True)]))
         handoff_unit = [(len(parts) - 1, 0)]
         keyed[f"record:{latest_handoff.rel}"] = ("", text)

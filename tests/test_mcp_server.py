@@ -111,10 +111,11 @@ def test_tools_checkpoint_refusal_and_brief_through_the_sdk_client(cli, repo, tm
     assert "the checkpoint body has 60 lines; the limit is 40; nothing was written" in message
     assert "majordomus handoff" in message and "exits 10" in message
     assert seen["state_after_refusal"] == seen["state_after_write"]
-    assert not is_error(seen["brief"]) and note in text(seen["brief"])
+    quoted = "\n".join(f"> {line}" for line in note.split("\n"))  # a body is quoted in the briefing
+    assert not is_error(seen["brief"]) and quoted in text(seen["brief"])
     assert json.loads(text(seen["status"]))["id"] == "t1"
     assert seen["resources"] == ["majordomus://brief"]
-    assert note in seen["resource"].contents[0].text
+    assert quoted in seen["resource"].contents[0].text
 
 
 def test_pin_unpin_handoff_and_run_record_list(cli, repo, tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import BinaryIO
 
 _DRAIN_MAX = 64 << 20  # read (and drop) at most this much past a bound, so the writer is not cut off
@@ -69,6 +70,35 @@ def _read_window(fd: int, total: float) -> tuple[float, float]:
     return began, total
 
 
+def _arriving(fd: int, quiet: float, total: float) -> Iterator[bytes]:
+    """What arrives on `fd`, chunk by chunk, until its end, `quiet` seconds without a byte, or `total` in all
+    (the window `_read_window` gives), whichever comes first; an error reading it ends it too."""
+    import os
+    import select
+    import time
+
+    began, total = _read_window(fd, total)
+    while True:
+        left = total - (time.monotonic() - began)
+        if left <= 0:
+            return
+        try:
+            ready, _, _ = select.select([fd], [], [], min(quiet, left))
+        except (OSError, ValueError):
+            return
+        if not ready:
+            return  # quiet for `quiet` seconds, or the total is spent
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            continue
+        except OSError:
+            return
+        if not chunk:
+            return
+        yield chunk
+
+
 def _complete_json(data: bytes) -> bool:
     """Whether `data` already holds one whole JSON value (the runtimes send one object, then may keep stdin
     open). Parsed only when it ends like a value can, so a large payload is not re-parsed at every chunk."""
@@ -99,31 +129,9 @@ def read_hook_payload(stream: BinaryIO | None, limit: int, quiet: float = QUIET_
         fd = stream.fileno()
     except (AttributeError, OSError, ValueError):
         return read_capped(stream, limit)
-    import os
-    import select
-    import time
-
-    began, total = _read_window(fd, total)
     chunks: list[bytes] = []
     size = 0
-    while True:
-        left = total - (time.monotonic() - began)
-        if left <= 0:
-            break
-        try:
-            ready, _, _ = select.select([fd], [], [], min(quiet, left))
-        except (OSError, ValueError):
-            break
-        if not ready:
-            break  # quiet for `quiet` seconds, or the total is spent
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            continue
-        except OSError:
-            break
-        if not chunk:
-            break
+    for chunk in _arriving(fd, quiet, total):
         size += len(chunk)
         if size > limit:
             chunks = []  # over the bound: keep nothing, go on draining until the end or the deadline
@@ -154,26 +162,9 @@ def read_head(stream: BinaryIO | None, limit: int, quiet: float = QUIET_S,
                 break
             past, drained = past + chunk.count(b"\n"), drained + len(chunk)
         return data, past
-    import os
-    import select
-    import time
-
-    began, total = _read_window(fd, total)
     kept: list[bytes] = []
     size = past = 0
-    while True:
-        left = total - (time.monotonic() - began)
-        if left <= 0:
-            break
-        try:
-            ready, _, _ = select.select([fd], [], [], min(quiet, left))
-            chunk = os.read(fd, 65536) if ready else b""
-        except BlockingIOError:
-            continue
-        except (OSError, ValueError):
-            break
-        if not chunk:
-            break
+    for chunk in _arriving(fd, quiet, total):
         room = limit + 1 - size
         if room > 0:
             kept.append(chunk[:room])

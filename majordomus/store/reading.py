@@ -95,28 +95,27 @@ def verify(ws: Site, rel: str) -> int | Gone:
     `check` asks after every commit), or why not. A link on the way to it is refused, not a gone record."""
     try:
         return len(_checked(ws, rel))
-    except FileNotFoundError:
-        return Gone(rel, "deleted")
-    except Replaced:
-        return Gone(rel, "replaced")
     except UnsafeDirectory:
         raise
-    except (OSError, ValueError, EnvironmentProblem):
-        return Gone(rel, "unreadable")
+    except (OSError, ValueError, EnvironmentProblem) as exc:
+        return _gone(rel, exc)
 
 
 def examine(ws: Site, rel: str) -> Record | Gone:
     """The record at `rel`, or why the briefing cannot stand on it (a link on the way to it is refused)."""
     try:
         return read_record(ws, rel)
-    except FileNotFoundError:
-        return Gone(rel, "deleted")
-    except Replaced:
-        return Gone(rel, "replaced")
     except UnsafeDirectory:
         raise
-    except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
-        return Gone(rel, "unreadable")
+    except (OSError, ValueError, EnvironmentProblem) as exc:  # UnicodeDecodeError and Replaced included
+        return _gone(rel, exc)
+
+
+def _gone(rel: str, exc: Exception) -> Gone:
+    """Why the record at `rel` cannot be stood on, by what reading it raised."""
+    if isinstance(exc, FileNotFoundError):
+        return Gone(rel, "deleted")
+    return Gone(rel, "replaced" if isinstance(exc, Replaced) else "unreadable")
 
 
 def previous_handoff(ws: Site, task: Task) -> Record | None:

@@ -269,7 +269,7 @@ def test_the_briefing_reads_the_tasks_own_index_and_falls_back_when_it_is_not_wh
 def _latest_checkpoint(repo: Path) -> Path:
     import yaml
 
-    task = yaml.safe_load((state_dir(repo) / "tasks" / "t1.yaml").read_text())
+    task = yaml.load((state_dir(repo) / "tasks" / "t1.yaml").read_text(), Loader=yaml.CSafeLoader)
     return state_dir(repo) / task["checkpoint"]
 
 

@@ -48,7 +48,7 @@ def test_writes_record_with_identity_and_event(cli, repo):
     import yaml
 
     front, body = text[4:].split("---\n", 1)
-    meta = yaml.safe_load(front)
+    meta = yaml.load(front, Loader=yaml.CSafeLoader)
     assert list(meta) == ["schema_version", "kind", "timestamp", "task", "profile", "owner", "repo_id",
                           "worktree", "branch", "head", "worktree_state", "changed_files"]
     assert meta["schema_version"] == 1 and meta["kind"] == "checkpoint"
@@ -266,7 +266,7 @@ def test_changed_files_capped_with_omitted_count(cli, repo):
     result = cli("checkpoint", input="many\n")
     import yaml
 
-    meta = yaml.safe_load((repo / result.stdout.strip()).read_text().split("---\n")[1])
+    meta = yaml.load((repo / result.stdout.strip()).read_text().split("---\n")[1], Loader=yaml.CSafeLoader)
     # .ai/config.yaml itself is untracked, so five changed paths in all
     assert meta["changed_files"] == [".ai/config.yaml", "a"]
     assert meta["changed_files_omitted"] == 3

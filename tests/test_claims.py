@@ -17,7 +17,7 @@ from majordomus.store import records
 
 
 def record(repo: Path, task: str = "t1") -> dict[str, Any]:
-    return yaml.safe_load((state_dir(repo) / "tasks" / f"{task}.yaml").read_text())
+    return yaml.load((state_dir(repo) / "tasks" / f"{task}.yaml").read_text(), Loader=yaml.CSafeLoader)
 
 
 def claim(id: str, at: str = "2026-03-01T10:00:00Z", **extra: Any) -> dict[str, Any]:

@@ -54,7 +54,7 @@ def test_template_matches_the_documented_defaults():
     import yaml
 
     text = resources.files("majordomus").joinpath("templates", "ai", "config.yaml").read_text()
-    assert yaml.safe_load(text) == config.DEFAULTS
+    assert yaml.load(text, Loader=yaml.CSafeLoader) == config.DEFAULTS
 
 
 def test_cached_configuration_follows_edits_and_spares_the_yaml_import(repo):

@@ -23,7 +23,7 @@ def commit(repo: Path, name: str) -> subprocess.CompletedProcess[bytes]:
 def checkpoint_at(repo: Path) -> str | None:
     import yaml
 
-    value = yaml.safe_load((state_dir(repo) / "tasks" / "t1.yaml").read_text()).get("checkpoint_at")
+    value = yaml.load((state_dir(repo) / "tasks" / "t1.yaml").read_text(), Loader=yaml.CSafeLoader).get("checkpoint_at")
     return value if isinstance(value, str) else None
 
 

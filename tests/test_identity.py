@@ -17,7 +17,7 @@ def meta_of(repo_or_wt: Path, rel: str) -> dict:
     import yaml
 
     path = Path(rel) if rel.startswith("/") else repo_or_wt / rel
-    return yaml.safe_load(path.read_text().split("---\n")[1])
+    return yaml.load(path.read_text().split("---\n")[1], Loader=yaml.CSafeLoader)
 
 
 def test_linked_worktree_shares_state_with_main(cli, repo, tmp_path):

@@ -211,7 +211,7 @@ def test_the_lite_layer_imports_only_the_standard_library():
 def yaml_limits(text: str) -> dict[str, int]:
     import yaml
 
-    cfg = config.parse(yaml.safe_load(text), "test")
+    cfg = config.parse(yaml.load(text, Loader=yaml.CSafeLoader), "test")
     return {key: cfg.get("journal", key) for key in limits.DEFAULTS["journal"]}
 
 

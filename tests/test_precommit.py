@@ -41,7 +41,7 @@ def checkpoint_at(repo: Path) -> str | None:
 def test_the_hook_file_names_both_hooks():
     import yaml
 
-    hooks = {h["id"]: h for h in yaml.safe_load(HOOKS_FILE.read_text())}
+    hooks = {h["id"]: h for h in yaml.load(HOOKS_FILE.read_text(), Loader=yaml.CSafeLoader)}
     assert set(hooks) == {"majordomus-doctor", "majordomus-checkpoint"}
     assert hooks["majordomus-doctor"]["entry"] == "majordomus doctor"
     assert "majordomus check --checkpoint" in hooks["majordomus-checkpoint"]["entry"]

@@ -48,7 +48,7 @@ def yaml_front_matter(data: bytes) -> dict[str, Any]:
 
     text = data.decode("utf-8")
     assert text.startswith("---\n")
-    return yaml.safe_load(text[4:text.index("\n---\n", 3) + 1])
+    return yaml.load(text[4:text.index("\n---\n", 3) + 1], Loader=yaml.CSafeLoader)
 
 
 # ---------------------------------------------------------------- checkpoint: lines and bytes (§6 step 3)

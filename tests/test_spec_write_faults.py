@@ -44,7 +44,7 @@ def _task(repo: Path, task: str = "t1") -> dict[str, Any]:
     """The task record as stored (read directly: the walk reads it a few times per case)."""
     import yaml
 
-    return dict(yaml.safe_load((state_dir(repo) / "tasks" / f"{task}.yaml").read_text()))
+    return dict(yaml.load((state_dir(repo) / "tasks" / f"{task}.yaml").read_text(), Loader=yaml.CSafeLoader))
 
 
 def _active_here(repo: Path) -> str | None:

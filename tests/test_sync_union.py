@@ -21,7 +21,7 @@ def b(tmp_path: Path, remote: Path) -> Path:
 def _updated_at(repo: Path) -> str:
     import yaml
 
-    return str(yaml.safe_load((state_dir(repo) / "tasks" / "t1.yaml").read_text())["updated_at"])
+    return str(yaml.load((state_dir(repo) / "tasks" / "t1.yaml").read_text(), Loader=yaml.CSafeLoader)["updated_at"])
 
 
 def test_changed_on_two_machines_both_record_the_conflict_and_the_newest_wins(cli, repo, remote, b):

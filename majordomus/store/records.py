@@ -209,8 +209,13 @@ def load_yaml(text: str | bytes) -> Any:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    # An anchor needs `&`, an alias `*` and a plain merge key `<<` written out: without them the events
+    # cannot hold one, and the text is loaded in one pass (a config or a record rarely has either). Bytes in
+    # UTF-16 or UTF-32, which YAML also reads, hold NULs: those always take the full check.
+    marks = ("&", "*", "<<") if isinstance(text, str) else (b"&", b"*", b"<<", b"\0")
+    suspect = any(mark in text for mark in marks)  # type: ignore[operator]
     try:
-        for event in yaml.parse(text, Loader=loader):
+        for event in yaml.parse(text, Loader=loader) if suspect else ():
             line = event.start_mark.line + 1 if event.start_mark is not None else 0
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
                 raise ValueError(f"uses a YAML alias or anchor (line {line}); majordomus never expands them")

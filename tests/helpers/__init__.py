@@ -146,11 +146,20 @@ def run_here(*args: str, cwd: Path | str | None = None, input: bytes | str | Non
         if outer:
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - began), 0.001))
         os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
+        _restore_environment(saved_env)
     if fired:
         raise late
     return Result(["majordomus", *args], code, out, err, text)
+
+
+def _restore_environment(saved: dict[str, str]) -> None:
+    """os.environ as it was: only the variables a run added or changed are set again (each is a putenv)."""
+    environ = os.environ
+    for key in [key for key in environ if key not in saved]:
+        del environ[key]
+    for key, value in saved.items():
+        if environ.get(key) != value:
+            environ[key] = value
 
 
 def invoke_main(args: list[str], input: bytes | str | None = None) -> Result:

@@ -1,5 +1,5 @@
 """Every write step failing (design §2b, §10): each write command with each of its `write`, `fsync`,
-`link`, `rename`, `mkdir` and creating `open` calls failed in turn.
+`link`, `rename`, `mkdir`, `chmod` and creating `open` calls failed in turn.
 
 The fault layer below wraps those os functions in this process while one command runs in-process, and
 fails only calls on paths inside the test's repository (git's own processes are not touched). It counts
@@ -309,7 +309,8 @@ def test_every_write_step_failing_in_turn(repo: Path, tmp_path: Path, name: str)
 # ---------------------------------------------------------------- the layer against the real process
 
 STRACED = {"write": "write", "fsync": "fsync", "link": "link", "linkat": "link", "rename": "rename",
-           "renameat": "rename", "renameat2": "rename", "mkdir": "mkdir", "mkdirat": "mkdir", "openat": "open"}
+           "renameat": "rename", "renameat2": "rename", "mkdir": "mkdir", "mkdirat": "mkdir", "chmod": "chmod",
+           "fchmod": "chmod", "fchmodat": "chmod", "openat": "open"}
 
 
 def _needs_strace() -> None:
@@ -359,7 +360,7 @@ def test_the_fault_layer_sees_every_write_the_process_makes(repo: Path, tmp_path
     shutil.copytree(pristine, repo, symlinks=True)
     out = tmp_path / "trace"
     done = subprocess.run(["strace", "-y", "-qq", "-s", "0", "-o", str(out), "-e",
-                           "trace=write,fsync,link,linkat,rename,renameat,renameat2,mkdir,mkdirat,openat",
+                           "trace=write,fsync,link,linkat,rename,renameat,renameat2,mkdir,mkdirat,chmod,fchmod,fchmodat,openat",
                            str(MAJORDOMUS), *argv], cwd=repo, input=stdin.encode(), capture_output=True, check=False)
     assert done.returncode == 0, done.stderr
     assert _traced_counts(out.read_text(), repo) == counting.counts

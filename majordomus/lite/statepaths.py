@@ -298,13 +298,24 @@ def make_private_dir(path: str) -> None:
     except FileExistsError:
         pass
     except OSError as exc:
-        hint = (unwritable_hint(os.path.dirname(path), exc.errno)
-                if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EIO)
-                else "make the parent directory writable, then try again")
-        raise EnvironmentProblem(f"cannot create {path}: {exc.strerror}", hint) from exc
+        raise EnvironmentProblem(f"cannot create {path}: {exc.strerror}", _mkdir_hint(path, exc)) from exc
     else:
-        os.chmod(path, DIR_MODE)  # the umask may have taken bits away; never leave it wider either
+        try:
+            os.chmod(path, DIR_MODE)  # the umask may have taken bits away; never leave it wider either
+        except OSError as exc:
+            try:
+                os.rmdir(path)  # empty, just made: nothing is left half made
+            except OSError:
+                pass
+            raise EnvironmentProblem(f"cannot set the mode of {path} to 0700: {exc.strerror}",
+                                     _mkdir_hint(path, exc)) from exc
     is_real_dir(path)
+
+
+def _mkdir_hint(path: str, exc: OSError) -> str:
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EIO):
+        return unwritable_hint(os.path.dirname(path), exc.errno)
+    return "make the parent directory writable, then try again"
 
 
 def ensure_dir(path: str) -> None:

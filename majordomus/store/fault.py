@@ -26,12 +26,13 @@ def point(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-OPS = ("write", "fsync", "link", "rename", "mkdir", "open")
+OPS = ("write", "fsync", "link", "rename", "mkdir", "chmod", "open")
 
 
 class Faults:
     """Count (and fail the `nth` of `op`) the os calls that change files under `root`, while `active()`:
-    `write`, `fsync`, `link`, `rename` (`os.replace` and `os.rename`), `mkdir` and a creating `open`. `how`
+    `write`, `fsync`, `link`, `rename` (`os.replace` and `os.rename`), `mkdir`, `chmod` (`os.chmod` and
+    `os.fchmod`) and a creating `open`. `how`
     is ENOSPC or EIO (the call raises), or `short` (a write writes half its bytes, as a full disk does).
     Only calls on paths under `root` count: the test process's own files and git's processes are untouched."""
 
@@ -71,7 +72,8 @@ class Faults:
 
     def patch(self) -> dict[str, Any]:
         """Put the failing wrappers in place; returns the real functions to put back."""
-        real = {name: getattr(os, name) for name in ("write", "fsync", "link", "replace", "rename", "mkdir", "open")}
+        real = {name: getattr(os, name)
+                for name in ("write", "fsync", "link", "replace", "rename", "mkdir", "chmod", "fchmod", "open")}
 
         def write(fd: int, data: Any) -> int:
             if self._hit("write", fd):
@@ -102,13 +104,21 @@ class Faults:
                 raise self._fail()
             real["mkdir"](path, *args, **kw)
 
+        def chmoder(name: str) -> Callable[..., None]:
+            def chmod(target: Any, mode: int, **kw: Any) -> None:
+                if self._hit("chmod", target):
+                    raise self._fail()
+                real[name](target, mode, **kw)
+            return chmod
+
         def open_(path: Any, flags: int, *args: Any, **kw: Any) -> int:
             if flags & os.O_CREAT and kw.get("dir_fd") is None and self._hit("open", path):
                 raise self._fail()
             return int(real["open"](path, flags, *args, **kw))
 
         patched = {"write": write, "fsync": fsync, "link": link, "replace": renamer("replace"),
-                   "rename": renamer("rename"), "mkdir": mkdir, "open": open_}
+                   "rename": renamer("rename"), "mkdir": mkdir, "chmod": chmoder("chmod"),
+                   "fchmod": chmoder("fchmod"), "open": open_}
         for name, function in patched.items():
             setattr(os, name, function)
         return real

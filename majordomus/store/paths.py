@@ -71,15 +71,23 @@ def make_parent(path: str) -> None:
         if parent == path:
             break
         path = parent
+    made: list[str] = []
     for directory in reversed(missing):
         try:
             os.mkdir(directory, PARENT_MODE)
+            made.append(directory)
+            os.chmod(directory, PARENT_MODE & ~0o022)
         except FileExistsError:
             continue
         except OSError as exc:
-            raise EnvironmentProblem(f"cannot create {directory}: {exc.strerror}",
+            for empty in reversed(made):  # the ones made here, still empty: nothing is left half made
+                try:
+                    os.rmdir(empty)
+                except OSError:
+                    break
+            doing = "set the mode of" if made and made[-1] == directory else "create"
+            raise EnvironmentProblem(f"cannot {doing} {directory}: {exc.strerror}",
                                      unwritable_hint(os.path.dirname(directory), exc.errno)) from exc
-        os.chmod(directory, PARENT_MODE & ~0o022)
 
 
 def check_readable(paths: StatePaths, *subdirs: str) -> bool:

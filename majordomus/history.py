@@ -28,7 +28,7 @@ JOURNAL_FILES = ("compact-events.jsonl.1", "compact-events.jsonl")  # rotated fi
 RECORD_EVENTS = {"task.checkpoint": "checkpoint", "task.handoff": "handoff", "task.run": "run"}
 KINDS = {"task.start": "start", "task.pause": "pause", "task.resume": "resume", "task.reopen": "reopen",
          "task.claim": "claim", "task.release": "release", "task.done": "done", "context.pin": "pin",
-         "context.unpin": "unpin", "sync.import": "import", "sync.conflict": "conflict", "git.rewrite": "rewrite",
+         "context.unpin": "unpin", "sync.import": "import", "sync.conflict": "conflict", "sync.refused": "refused", "git.rewrite": "rewrite",
          "session.start": "session", "session.stop": "session-end", **RECORD_EVENTS}
 _COMMON = frozenset(("v", "seq", "at", "event", "task", "worktree", "branch", "prev"))
 NO_HEAD = "-------"
@@ -202,6 +202,10 @@ def _from_event(ws: Workspace, event: dict[str, Any], pins: dict[str, dict[str, 
         from majordomus import rewrites
 
         summary = rewrites.summary(event)  # never the mapping itself: up to 3,000 pairs
+    elif name == "sync.refused":
+        from majordomus.sync import pull_refused
+
+        summary = pull_refused.summary(event)
     elif name == "task.claim" and isinstance(event.get("claim"), dict):
         claim = event["claim"]
         summary = f"{claim.get('owner')} on {claim.get('host')}"

@@ -24,7 +24,7 @@ import sys
 import time
 
 from majordomus import clock, identity, secretscan, tasks
-from majordomus.errors import EnvironmentProblem, MajordomusError, UsageError
+from majordomus.errors import EnvironmentProblem, MajordomusError, NoActiveTask, UsageError
 from majordomus.lite import names
 from majordomus.lite.statepaths import UnsafeDirectory
 from majordomus.output import escape
@@ -249,25 +249,33 @@ def run(ws: Workspace, argv: list[str], label: str | None) -> tuple[Outcome, str
                ("output_lines", outcome.tail.lines)]
     try:
         path = commit.commit(_record(ws, task, at, outcome.tail.body(), fields, label)).path
+    except NoActiveTask as exc:
+        # `task` was active when CMD started (else CMD never ran): it changed while CMD ran, and there is no
+        # body to blame, as a checkpoint's refusal would.
+        exc.message = f"task `{task.id}` is no longer the active task in {ws.where()}: it changed while the command ran"
+        exc.hint = "check `majordomus task show`; run the command again for the task that is active now"
+        raise RecordFailed(outcome.status, exc) from exc
     except MajordomusError as exc:
         raise RecordFailed(outcome.status, exc) from exc
     return outcome, path
 
 
 class RecordFailed(Exception):
-    """CMD ran, its record could not be written: the caller exits with CMD's status if it failed, else
-    with the error's code, so a script never reads a missing record as a pass."""
+    """CMD ran, its record did not fully land: the caller exits with CMD's status if it failed (what a
+    script asks first), else with the error's code, so that a pass is never read without its record."""
 
     def __init__(self, status: int, error: MajordomusError) -> None:
         super().__init__(error.message)
         self.status = status
+        ran = f"the command ran (exit status {status})"
         if error.message.startswith("the run record ") and " is stored" in error.message:  # linked, not complete
-            error.message = f"the command ran (exit status {status}); {error.message}"
+            error.message = f"{ran}; {error.message}"
         else:
-            error.message = f"the command ran (exit status {status}) but its run record was not written: {error.message}"
+            error.message = f"{ran}, but its run record was not written: {error.message}"
         if status == 0:  # say why the exit status is not CMD's
             error.hint = (f"{error.hint}; " if error.hint else "") + (
-                f"majordomus exits {error.code}, not CMD's 0, so that a missing record never reads as a pass")
+                f"majordomus exits {error.code}, not CMD's 0: a pass whose record did not fully land must not read "
+                "as a recorded pass")
         self.error = error
 
 

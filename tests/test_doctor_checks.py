@@ -108,6 +108,30 @@ def test_directory_mode_0755_fails(cli, repo, store):
     assert "0755; state directories must be 0700" in only(report, "perm.directory")[0]["message"]
 
 
+@pytest.mark.parametrize("name", [".lock", "ledger.jsonl", "active.json"])
+def test_a_directory_where_a_state_file_belongs_is_not_a_file(cli, repo, store, name):
+    """Not a mode to fix: a directory where the lock, the ledger or the index belongs is refused by name
+    (the lock's hint removes it: every command makes it again)."""
+    target = state_dir(repo) / name
+    target.unlink()
+    target.mkdir(mode=0o755)
+    code, report = doctor(cli)
+    assert code == 1
+    [found] = only(report, "state.not-a-file")
+    assert found["level"] == "fail" and found["path"].endswith(name)
+    assert found["message"].endswith(f"{name} is a directory where majordomus keeps a file; no command can use it")
+    assert ("rmdir" in found["hint"]) == (name == ".lock")
+    assert not any(f["path"].endswith(name) for f in report["findings"] if f["code"].startswith("perm."))
+
+
+def test_a_directory_in_the_state_named_like_no_file_is_still_walked(cli, repo, store):
+    """One past it: a directory of another name is a directory like any other (its mode checked)."""
+    (state_dir(repo) / ".lock2").mkdir(mode=0o755)
+    code, report = doctor(cli)
+    assert code == 1 and "state.not-a-file" not in codes(report)
+    assert "0755; state directories must be 0700" in only(report, "perm.directory")[0]["message"]
+
+
 def test_task_file_mode_is_checked_too(cli, repo, store):
     os.chmod(state_dir(repo) / "tasks" / "t1.yaml", 0o640)
     code, report = doctor(cli)

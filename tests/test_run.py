@@ -198,3 +198,41 @@ def test_doctor_checks_run_records_like_checkpoints(repo, task, cli):
     assert result.exit_code == 1
     codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
     assert {"record.digest", "record.changed"} <= codes
+
+
+# ---------------------------------------------------------------- CMD ran, its record did not land
+
+
+@pytest.mark.parametrize("status", [0, 3])
+def test_a_task_that_changed_while_the_command_ran_refuses_its_record_and_says_so(repo, task, status):
+    """The record is refused as every record is (the lock, then the task again); the message says the command
+    ran and what changed (no body here); the exit status is CMD's when it failed, else 11, never 0."""
+    switch = f"{MAJORDOMUS} task start t2 >/dev/null && exit {status}"
+    result = run_here("run", "--", "sh", "-c", switch, cwd=repo)
+    assert result.returncode == (status or 11)
+    first, hint = result.stderr.decode().strip().split("\n")
+    assert first == (f"majordomus: the command ran (exit status {status}), but its run record was not written: "
+                     f"task `t1` is no longer the active task in worktree {repo} on branch main: it changed "
+                     "while the command ran")
+    assert hint.startswith("hint: check `majordomus task show`; run the command again for the task that is active now")
+    assert ("exits 11, not CMD's 0" in hint) == (status == 0)
+    assert runs_of(repo) == [] and events_named(repo, "task.run") == []
+
+
+def test_a_run_whose_ledger_event_failed_says_its_record_is_stored_and_the_next_run_completes_it(repo, task):
+    from majordomus.store.fault import Faults
+
+    with Faults(repo, "fsync", 1, "EIO", only="ledger.jsonl").active() as faults:
+        result = run_here("run", "--label", "unit", "--", "true", cwd=repo)
+    assert faults.fired and result.returncode == 12
+    [record] = runs_of(repo)
+    first = result.stderr.decode().split("\n")[0]
+    shown = os.path.relpath(record, repo)
+    assert first.startswith(f"majordomus: the command ran (exit status 0); the run record {shown} is stored, but "
+                            "its ledger event was not written: ")
+    assert "not written: the run record" not in first  # one true thing, not "not written … is stored"
+    assert "exits 12, not CMD's 0" in result.stderr.decode()
+    assert events_named(repo, "task.run") == []
+    assert run_here("run", "--label", "unit", "--", "echo", "again", cwd=repo).returncode == 0
+    completed, new = (e["path"] for e in events_named(repo, "task.run"))  # the missing event first, then the new run's
+    assert completed == f"runs/{record.name}" and new != completed

@@ -195,7 +195,7 @@ def test_a_run_whose_task_stopped_being_active_while_it_ran_is_refused_and_recor
     result = run_here("run", "--", me, "task", "start", "t2", cwd=repo)
     assert result.returncode == 11, result.stderr
     err = result.stderr.decode()
-    assert "the command ran (exit status 0) but its run record was not written" in err
+    assert "the command ran (exit status 0), but its run record was not written" in err
     assert "task `t1` is no longer the active task" in err
     assert records_in(repo, "runs") == [] and events_named(repo, "task.run") == []
 

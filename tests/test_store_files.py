@@ -324,3 +324,107 @@ def test_an_identical_record_already_stored_is_neither_linked_nor_logged_again(c
     assert again.exit_code == 0 and "already stored" in again.stderr
     assert tracer.synced(state_dir(repo)) == ["checkpoints/.tmp"]  # written and synced, then not linked
     assert ledger_bytes(repo) == ledger and temp_files(repo) == []
+
+
+# ---------------------------------------------------------------- a temporary name that will not go
+
+
+class FailingUnlink:
+    """Removing a `.tmp-*` name fails with EIO the first `times` times (a disk that errs); `tried` lists them."""
+
+    def __init__(self, times: int) -> None:
+        self.times = times
+        self.tried: list[str] = []
+
+
+@pytest.fixture
+def failing_unlink(monkeypatch: pytest.MonkeyPatch) -> FailingUnlink:
+    import errno
+
+    real, faults = os.unlink, FailingUnlink(2)
+
+    def unlink(path: Any, *args: Any, **kw: Any) -> None:
+        if os.path.basename(os.fsdecode(path)).startswith(".tmp-") and len(faults.tried) < faults.times:
+            faults.tried.append(os.fsdecode(path))
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real(path, *args, **kw)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    return faults
+
+
+def test_a_temporary_name_that_fails_once_is_removed_by_trying_again(cli, repo, failing_unlink):
+    start_task(cli)
+    failing_unlink.times = 1
+    result = cli("checkpoint", input="landed\n")
+    assert result.exit_code == 0, result.stderr
+    assert len(failing_unlink.tried) == 1 and temp_files(repo) == []
+    assert run_here("doctor", "--strict", cwd=repo).returncode == 0
+
+
+def test_a_temporary_name_left_after_the_write_landed_goes_with_the_next_write(cli, repo, failing_unlink):
+    """The write landed: exit 0 and nothing said; the name left is the record's second link, which doctor
+    names as such, and the next checkpoint of the task removes it (design §2b: the state is whole again)."""
+    start_task(cli)
+    result = cli("checkpoint", input="landed\n")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == "" and len(failing_unlink.tried) == 2
+    [temp] = temp_files(repo)
+    [name] = records_in(repo, "checkpoints")
+    assert os.path.samefile(temp, state_dir(repo) / "checkpoints" / name)
+    assert len(events_named(repo, "task.checkpoint")) == 1
+    code, findings = doctor(repo)
+    assert code == 0 and [(f["level"], f["code"]) for f in findings] == [("warn", "store.temp-file")]
+    assert "second name of a stored record" in findings[0]["message"]
+    assert "loses nothing" in findings[0]["hint"]
+    assert run_here("doctor", "--strict", cwd=repo).returncode == 1
+    assert cli("checkpoint", input="the next one\n").exit_code == 0
+    assert temp_files(repo) == [] and len(records_in(repo, "checkpoints")) == 2
+    assert run_here("doctor", "--strict", cwd=repo).returncode == 0
+
+
+def test_the_next_write_keeps_a_temporary_whose_write_never_landed(cli, repo):
+    """One past the rule: a temporary with a single link holds bytes that never landed; it is reported,
+    never removed, and neither is a second name of a record the task does not point at."""
+    start_task(cli)
+    assert cli("checkpoint", input="first\n").exit_code == 0
+    [name] = records_in(repo, "checkpoints")
+    directory = state_dir(repo) / "checkpoints"
+    lone = directory / ".tmp-999999-0"
+    lone.write_bytes(b"an interrupted write\n")
+    lone.chmod(0o600)
+    os.link(directory / name, directory / ".tmp-999999-1")  # the record's second name: removed
+    assert cli("checkpoint", input="second\n").exit_code == 0
+    assert temp_files(repo) == [lone] and lone.read_bytes() == b"an interrupted write\n"
+    code, findings = doctor(repo)
+    assert code == 0 and [(f["level"], f["code"]) for f in findings] == [("warn", "store.temp-file")]
+    assert findings[0]["message"].endswith("is a temporary file left by an interrupted write")
+
+
+# ---------------------------------------------------------------- the lock file is not a file
+
+
+@pytest.mark.parametrize("what", ["a directory", "a FIFO"])
+def test_a_lock_that_is_not_a_regular_file_is_refused_naming_it(cli, repo, what):
+    """Exit 12 naming the lock and what it is, with the way out; nothing is written."""
+    from helpers import snapshot
+
+    start_task(cli)
+    lock = state_dir(repo) / ".lock"
+    lock.unlink()
+    if what == "a directory":
+        lock.mkdir(mode=0o700)
+    else:
+        os.mkfifo(lock, 0o600)
+    before = snapshot(repo)
+    result = cli("checkpoint", input="not locked\n")
+    assert result.exit_code == 12
+    assert f"the lock file {lock} is {what}, not a regular file" in result.stderr
+    assert ("rmdir" if what == "a directory" else "rm '") in result.stderr and "creates the lock file" in result.stderr
+    assert snapshot(repo) == before and records_in(repo) == []
+    if what == "a directory":
+        lock.rmdir()
+    else:
+        lock.unlink()
+    assert cli("checkpoint", input="locked again\n").exit_code == 0  # the way out works
+    assert lock.is_file()

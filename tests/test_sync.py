@@ -200,7 +200,13 @@ def test_tampered_new_record_alone_writes_nothing(cli, repo, remote, b, tmp_path
     before, ledger = snapshot(b), (state_dir(b) / "ledger.jsonl").read_bytes()
     result = cli("sync", "pull", cwd=b)
     assert result.exit_code == 10 and "does not match its name" in result.stderr
-    assert snapshot(b) == before and (state_dir(b) / "ledger.jsonl").read_bytes() == ledger
+    # Nothing but the ledger's account of the refusal (design §13): one event appended, the rest as it was.
+    after = (state_dir(b) / "ledger.jsonl").read_bytes()
+    assert after.startswith(ledger) and after.count(b"\n") == ledger.count(b"\n") + 1
+    [refused] = events(b, "sync.refused")
+    assert refused["count"] == 1 and refused["refused"][0]["path"].endswith(forged_name)
+    now = snapshot(b)
+    assert {k for k in set(now) | set(before) if now.get(k) != before.get(k)} == {".ai/local/state/ledger.jsonl"}
 
 
 @pytest.mark.parametrize("old, new, reason", [
@@ -219,10 +225,10 @@ def test_invalid_task_record_on_the_remote_is_refused(cli, repo, remote, b, tmp_
     result = cli("sync", "pull", cwd=b)
     assert result.exit_code == 10 and f"tasks/t1.yaml ({machine_ref(repo)}): {reason}" in result.stderr
     assert not (state_dir(b) / "tasks").exists() or list((state_dir(b) / "tasks").iterdir()) == []
-    assert events(b, "sync.import") == []
+    assert events(b, "sync.import") == [] and [e["count"] for e in events(b, "sync.refused")] == [1]
     assert {k for k in snapshot(b)} - set(before) <= {".ai/", ".ai/local/", ".ai/local/.gitignore",
                                                       ".ai/local/state/", ".ai/local/state/.sync-lock",
-                                                      ".ai/local/state/cache/"}
+                                                      ".ai/local/state/cache/", ".ai/local/state/ledger.jsonl"}
 
 
 def test_remote_without_majordomus_refs_is_a_clear_error(cli, repo, remote, b):

@@ -218,4 +218,17 @@ def test_a_pull_shows_at_most_twenty_refusals_and_counts_the_rest(cli, tmp_path,
     assert sorted(p.name for p in (state_dir(b) / "tasks").iterdir()) == ["good.yaml"]
     listed = cli("sync", "pull", "--json", cwd=b)
     assert listed.exit_code == 10
-    assert len(json.loads(listed.stdout)["refused"]) == bad
+    every = json.loads(listed.stdout)["refused"]
+    assert len(every) == bad
+    # design §13 "all are in the ledger": one bounded event per pull, the first 20 named, the whole list's
+    # digest (of what `--json` lists, one compact line each) to check the rest against.
+    first, second = events(b, "sync.refused")
+    assert first["task"] is None and first["remote"] == "origin" and first["count"] == bad
+    assert first["refused"] == every[:20] and {k: v for k, v in first.items() if k not in ("seq", "at", "prev")} \
+        == {k: v for k, v in second.items() if k not in ("seq", "at", "prev")}
+    lines = "\n".join(json.dumps(r, sort_keys=True, separators=(",", ":")) for r in every)
+    assert first["sha256"] == hashlib.sha256(lines.encode()).hexdigest()
+    more = f"; and {bad - 1} more" if bad > 1 else ""
+    assert (f"sync.refused     -  {bad} entries refused from origin: tasks/bad00.yaml ({MALLORY}): "
+            f"{every[0]['reason']}{more} (sha256 {first['sha256'][:16]})") in cli("ledger", cwd=b).stdout
+    assert f" refused     -------  {bad} entries refused from origin: tasks/bad00.yaml" in cli("log", "--all", cwd=b).stdout

@@ -55,6 +55,10 @@ def ledger_cmd(ctx: click.Context, as_json: bool, task_id: str | None, verify: b
                 from majordomus import rewrites
 
                 detail = rewrites.summary(ev)
+            elif ev["event"] == "sync.refused":  # its entries are for --json
+                from majordomus.sync import pull_refused
+
+                detail = pull_refused.summary(ev)
             out.write(escape(f"{ev['seq']:>6}  {ev['at']}  {ev['event']:<16} {ev.get('task') or '-'}  {detail}"
                              .rstrip()) + "\n")
         shown += 1

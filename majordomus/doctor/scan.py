@@ -39,6 +39,9 @@ class _Walk:
         self.local = ws.paths.local
         self.local_shown = ws.display(self.local)
         self.record_dirs = {ws.paths.checkpoints: "checkpoints", ws.paths.handoffs: "handoffs", ws.paths.runs: "runs"}
+        p = ws.paths  # the files of the state directory itself; the two locks are made again when gone
+        self.locks = {p.lock, p.sync_lock}
+        self.files = self.locks | {p.ledger, p.active_index, p.claims, p.machine_id}
 
     def show(self, path: str) -> str:
         if path.startswith(self.local + os.sep):
@@ -149,8 +152,21 @@ class _Walk:
                      "inside its state", "replace the link with the real file or directory, or remove it")
             return
         if entry.name.startswith(files.TMP_PREFIX):
-            self.add(WARN, "store.temp-file", entry.path, "{path} is a temporary file left by an interrupted write",
-                     "when no majordomus command is running, remove it: `rm '{path}'`")
+            try:
+                landed = files.landed(entry.stat(follow_symlinks=False))
+            except OSError:
+                return  # gone since it was listed: a write that finished
+            if landed:  # the rule by which the next write of a task's record removes it
+                self.add(WARN, "store.temp-file", entry.path, "{path} is a second name of a stored record: its "
+                         "write landed, and the temporary name was not removed", "removing it loses nothing: `rm '{path}'`")
+            else:
+                self.add(WARN, "store.temp-file", entry.path, "{path} is a temporary file left by an interrupted "
+                         "write", "when no majordomus command is running, remove it: `rm '{path}'`")
+            return
+        if entry.is_dir(follow_symlinks=False) and entry.path in self.files:
+            self.add(FAIL, "state.not-a-file", entry.path, "{path} is a directory where majordomus keeps a file; "
+                     "no command can use it", "remove it: `rmdir '{path}'` (majordomus creates the lock file again)"
+                     if entry.path in self.locks else "move it out of the state directory")
             return
         if entry.is_dir(follow_symlinks=False) and directory in self.record_dirs:
             self.add(FAIL, "state.not-a-file", entry.path, "{path} is a directory where only records belong",

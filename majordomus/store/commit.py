@@ -188,6 +188,9 @@ def transact(write: Write) -> Committed | None:
             if earlier is None:  # nothing to complete after all: the task is not held here
                 raise NoActiveTask(write.where)
             return earlier
+        previous = write.pointer_of(task)
+        if previous is not None and names.is_record_pointer(previous, write.subdir):
+            files.drop_second_names(state.absolute(previous))  # its temporary name, when removing it failed
         fields = write.fields
         meta = dict(fields)
         path, created, digest = link_record(state, write.subdir, fields, write.body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 
 from majordomus.errors import EnvironmentProblem
 from majordomus.store import fault
@@ -100,6 +101,46 @@ def _unlink_quietly(path: str) -> None:
         pass
 
 
+def _drop_temp(tmp: str) -> None:
+    """Remove a temporary name once the record is linked in: a failure is tried again once (an I/O error can
+    be passing); a name still left is a second name of the stored record, which the next write of that
+    record's kind removes (`drop_second_names`). The write landed either way: never an error."""
+    for _attempt in range(2):
+        try:
+            os.unlink(tmp)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            continue
+
+
+def landed(st: os.stat_result) -> bool:
+    """The one rule for a leftover temporary (`.tmp-*`): one whose file has a second link was linked in
+    under its final name, so its write landed and removing it loses nothing, whoever wrote it; one with a
+    single link holds bytes that never landed (an interrupted write), which are reported, never removed."""
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+
+def drop_second_names(record: str) -> None:
+    """Remove the temporary names of `record` (the record a task points at) left when removing them failed
+    after it landed. One lstat on the clean path: only a record with a second link has its directory
+    listed. Best effort: whatever stays, `doctor` names."""
+    try:
+        st = os.lstat(record)
+    except OSError:
+        return
+    if not landed(st):
+        return
+    try:
+        with os.scandir(os.path.dirname(record)) as entries:
+            found = [e.path for e in entries if e.name.startswith(TMP_PREFIX) and e.inode() == st.st_ino]
+    except OSError:
+        return
+    for path in found:
+        _unlink_quietly(path)
+
+
 def link_in(directory: str, name: str, data: bytes, *, sync_dir: bool = True, mode: int = FILE_MODE) -> tuple[str, bool]:
     """Store an immutable record under `name`, never replacing anything. Returns (path, created).
 
@@ -115,7 +156,7 @@ def link_in(directory: str, name: str, data: bytes, *, sync_dir: bool = True, mo
         _unlink_quietly(tmp)
         raise _environment(final, exc) from exc
     fault.point("after-link")
-    _unlink_quietly(tmp)
+    _drop_temp(tmp)
     if created and sync_dir:
         try:
             fsync_dir(directory)
@@ -159,6 +200,12 @@ def write_derived(path: str, data: bytes) -> None:
         _unlink_quietly(tmp)
 
 
+def _not_a_lock(path: str, what: str) -> EnvironmentProblem:
+    return EnvironmentProblem(f"the lock file {path} is {what}, not a regular file",
+                              f"remove it (`{'rmdir' if what == 'a directory' else 'rm'} '{path}'`) and run the same "
+                              "command again: majordomus creates the lock file")
+
+
 class locked:
     """Hold the exclusive lock that serialises changes to mutable state (a plain class: contextlib is
     not free on the hot paths)."""
@@ -175,8 +222,15 @@ class locked:
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise EnvironmentProblem(f"{self.path} is a symbolic link", "remove the link") from exc
+            if exc.errno == errno.EISDIR:
+                raise _not_a_lock(self.path, "a directory") from exc
             raise _environment(self.path, exc) from exc
         try:
+            st = os.fstat(self.fd)
+            if not stat.S_ISREG(st.st_mode):  # a FIFO or a device opens too: never one to lock on
+                from majordomus.lite.safeio import kind_of
+
+                raise _not_a_lock(self.path, kind_of(st.st_mode))
             fcntl.flock(self.fd, fcntl.LOCK_EX)
         except BaseException:
             os.close(self.fd)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from majordomus import clock
 from majordomus.errors import EnvironmentProblem, NotFound
 from majordomus.store import files
-from majordomus.sync import apply, machine, union
+from majordomus.sync import apply, machine, pull_refused, union
 from majordomus.sync import remote as remotes
 from majordomus.sync.apply import Imported
 from majordomus.sync.layout import Refusal
@@ -52,4 +52,6 @@ def pull(ws: Workspace, name: str | None) -> PullResult:
         result.settled = apply.settle(ws, remote, plan, found.refs)
     result.conflicts = plan.conflicts
     result.refused = found.refused + plan.refused
+    if result.refused:  # one bounded event per pull, never one per entry
+        ws.event(pull_refused.EVENT, None, at, **pull_refused.fields(remote, result.refused))
     return result

@@ -382,3 +382,19 @@ def test_the_console_script_from_a_subdirectory_prints_the_same_path(repo):
     result = run("checkpoint", cwd=repo / "sub", input="console\n")
     assert result.returncode == 0 and result.stdout.startswith(b"../.ai/local/state/checkpoints/")
     assert (repo / "sub" / result.stdout.decode().strip()).exists()
+
+
+@pytest.mark.parametrize("edit", [lambda text: text.replace("the note", "REPLACED"),  # the body
+                                  lambda text: text.replace('kind: "checkpoint"', 'kind: "checkpoint" ')])
+@pytest.mark.parametrize("args", [("checkpoint", "--show"), ("checkpoint", "--show", "--json")])
+def test_show_refuses_a_record_whose_content_was_replaced(cli, repo, edit, args):
+    """`--show` prints what was written or nothing: a record whose bytes no longer hash to the digest in its
+    name is refused naming it (exit 12), as brief names it instead of showing it."""
+    start_task(cli)
+    first = cli("checkpoint", input="an older note\n").stdout.strip()
+    path = repo / cli("checkpoint", input="the note\n").stdout.strip()
+    assert first and cli(*args).exit_code == 0  # the edge: as written, it is shown
+    text = path.read_text()
+    path.write_text(edit(text))
+    assert path.read_text() != text
+    assert_refused(cli, repo, args, 12, path.name, "no longer matches the digest in its name", "hint: ")

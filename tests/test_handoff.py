@@ -215,3 +215,17 @@ def test_resume_works_after_the_context_directory_is_removed(cli: Any, repo: Pat
     result = run_here("task", "resume", "t1", cwd=repo)
     assert result.returncode == 0, result.stderr
     assert run_here("checkpoint", cwd=repo, input="resumed without pins\n").returncode == 0
+
+
+@pytest.mark.parametrize("as_json", [(), ("--json",)])
+def test_show_refuses_a_handoff_whose_content_was_replaced(cli: Any, repo: Path, as_json: tuple[str, ...]) -> None:
+    cli("task", "start", "t1")
+    path = repo / cli("handoff", input=BODY).stdout.strip()
+    assert cli("handoff", "--show", "t1", *as_json).exit_code == 0  # the edge: as written, it is shown
+    path.write_text(path.read_text().replace("## State\n", "## State\nREPLACED\n"))
+    before, ledger = snapshot(repo), ledger_bytes(repo)
+    result = cli("handoff", "--show", "t1", *as_json)
+    assert result.exit_code == 12 and result.stdout == "", result
+    assert result.stderr.startswith("majordomus: ") and path.name in result.stderr
+    assert "no longer matches the digest in its name" in result.stderr and "\nhint: " in result.stderr
+    assert snapshot(repo) == before and ledger_bytes(repo) == ledger

@@ -76,6 +76,6 @@ def show(ws: Workspace, as_json: bool) -> int:
     if as_json:
         output.emit_json(reading.describe(ws, path) if path else None)
     elif path is not None:
-        text = reading.whole(ws, path).decode("utf-8", "replace")
+        text = reading.shown(ws, path).decode("utf-8", "replace")
         sys.stdout.write(output.escape(text, body=True))
     return 0

@@ -49,7 +49,7 @@ def handoff(task_id: str | None, show: bool, list_: bool, as_json: bool) -> None
         if as_json:
             emit_json(reading.describe(ws, path))
         else:
-            sys.stdout.write(escape(reading.whole(ws, path).decode("utf-8", "replace"), body=True))
+            sys.stdout.write(escape(reading.shown(ws, path).decode("utf-8", "replace"), body=True))
         return
     if list_:
         found = listing.summaries(ws, ws.paths.handoffs) if paths.check_readable(ws.paths) else iter(())

@@ -85,9 +85,22 @@ def whole(ws: Site, path: str, *, oversized: type[Exception] | None = None) -> b
 
 
 def describe(ws: Site, path: str) -> dict[str, Any]:
-    """The summary `--show --json` and `--list --json` give for one stored record, read as every reader of
-    the store reads one (`whole`)."""
-    return listing.summary(whole(ws, path), ws.display(path), os.path.basename(path))
+    """The summary `--show --json` gives for one stored record, read as `shown` reads it."""
+    return listing.summary(shown(ws, path), ws.display(path), os.path.basename(path))
+
+
+def shown(ws: Site, path: str) -> bytes:
+    """The bytes `--show` prints: `whole`, and only when they are the ones the record's name was made from;
+    a record whose content was replaced after it was written is refused (exit 12, naming it), as the
+    briefing names it instead of showing it."""
+    claimed = names.name_digest(os.path.basename(path))
+    data = whole(ws, path)
+    if claimed is None or not records.sha256(data).startswith(claimed):
+        raise safeio.UnsafeFile(ws.display(path), "no longer matches the digest in its name (its content was "
+                                "replaced after it was written)",
+                                "`majordomus doctor` names every such record; the ledger still holds the digest "
+                                "of what was written (`majordomus ledger`)")
+    return data
 
 
 def verify(ws: Site, rel: str) -> int | Gone:

@@ -194,6 +194,8 @@ ALIAS_BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
     ("base: &b {max_body_lines: 5}\ncheckpoint:\n  <<: *b\n", "alias"),
     ("checkpoint:\n  max_body_bytes: 100000000000000000000000000\n", "checkpoint.max_body_bytes"),
     ("continuity:\n  render_max_bytes: 0\n", "continuity.render_max_bytes"),
+    ("checkpoint:\n  max_body_lines: 5\ncheckpoint:\n  max_body_lines: 50\n", "names `checkpoint` twice"),
+    ("checkpoint:\n  max_body_lines: 5\n  max_body_lines: 50\n", "names `max_body_lines` twice"),
 ])
 def test_a_hostile_config_is_refused_quickly_by_name(repo, content, named):
     (repo / ".ai").mkdir()

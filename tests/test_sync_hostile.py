@@ -81,6 +81,8 @@ def hostile(tmp_path: Path, remote: Path) -> dict[str, str]:
     odd_ho, odd_ho_data = record("handoff", HANDOFF_BODY, extra='previous_handoff: null\ncheckpoints: [{"x":1}]\n')
     wrong_kind, wrong_kind_data = record("handoff", "x", extra="previous_handoff: null\ncheckpoints: []\n")
     misplaced, misplaced_data = record("checkpoint", "in the wrong month", stamp="2026-05-01T10:00:00Z")
+    # A key named twice: YAML readers take the last, others the first; every reader refuses it alike.
+    twice, twice_data = record("checkpoint", "who wrote me?", extra='owner: "x"\n')
     files: dict[str, bytes | tuple[str, str]] = {
         "format": b"majordomus-state 2\n",
         "tasks/good.yaml": task("good"),
@@ -90,6 +92,7 @@ def hostile(tmp_path: Path, remote: Path) -> dict[str, str]:
         "tasks/garbage.yaml": task("garbage", checkpoint_at='"garbage"'),
         "tasks/leaky.yaml": task("leaky", title='"deploy with AKIAIOSFODNN7EXAMPLE"'),
         "tasks/tokenowner.yaml": task("tokenowner", owner='"ghp_abcdefghijklmnopqrstuvwxyz0123456789"'),
+        "tasks/twice.yaml": task("twice") + b'title: "Other"\n',
         layout_path("checkpoints", good_cp): good_cp_data,
         layout_path("handoffs", good_ho): good_ho_data,
         layout_path("checkpoints", tall): tall_data,
@@ -98,6 +101,7 @@ def hostile(tmp_path: Path, remote: Path) -> dict[str, str]:
         layout_path("handoffs", odd_ho): odd_ho_data,
         layout_path("checkpoints", wrong_kind): wrong_kind_data,
         layout_path("checkpoints", misplaced).replace("2026-05", "2026-03"): misplaced_data,
+        layout_path("checkpoints", twice): twice_data,
     }
     tree = build_tree(remote, files, tmp_path)
     blob = hash_blob(remote, good_cp_data)
@@ -122,6 +126,7 @@ def hostile(tmp_path: Path, remote: Path) -> dict[str, str]:
         "tasks/garbage.yaml": "`checkpoint_at` 'garbage' is not a UTC time",
         "tasks/leaky.yaml": "its `title` looks like it carries a secret (an AWS access key)",
         "tasks/tokenowner.yaml": "its `owner` looks like it carries a secret (a GitHub token)",
+        "tasks/twice.yaml": "names `title` twice",
         "tasks/../../evil.yaml": "not a task record name",
         layout_path("checkpoints", tall): "has 203 lines; the limit is 40",
         layout_path("checkpoints", forged): "sets the identity field `owner` on line 2",
@@ -129,6 +134,7 @@ def hostile(tmp_path: Path, remote: Path) -> dict[str, str]:
         layout_path("handoffs", odd_ho): "its front matter `checkpoints` is not of its type",
         layout_path("checkpoints", wrong_kind): "a record of kind `handoff` does not belong in checkpoints/",
         layout_path("checkpoints", misplaced).replace("2026-05", "2026-03"): "not where its name puts it",
+        layout_path("checkpoints", twice): "names `owner` twice",
         where + good_cp[:-3] + "/../../../../escaped.md": "not a record name",
         where + "..": "not a record name",
         where + "\\x1b[2J" + good_cp: "not a record name",

@@ -191,10 +191,17 @@ def emit_yaml(fields: Iterable[tuple[str, Any]]) -> str:
     return "".join(out)
 
 
+class DuplicateKey(ValueError):
+    """A mapping that names one key twice: which of the two a reader takes is the reader's choice (YAML
+    libraries take the last, others the first), so such a text is refused by every reader alike."""
+
+
 def parse_yaml(text: str) -> dict[str, Any]:
     """Read what `emit_yaml` wrote; anything else (an edited file) goes through a real YAML parser."""
     try:
         return _parse_flat(text)
+    except DuplicateKey:
+        raise
     except ValueError:
         pass
     data = load_yaml(text)
@@ -221,9 +228,34 @@ def load_yaml(text: str | bytes) -> Any:
                 raise ValueError(f"uses a YAML alias or anchor (line {line}); majordomus never expands them")
             if isinstance(event, yaml.ScalarEvent) and event.value == "<<" and not event.style:  # plain: None or ""
                 raise ValueError(f"uses a YAML merge key `<<` (line {line})")
-        return yaml.load(text, Loader=loader)
+        return yaml.load(text, Loader=_strict_loader(loader))
     except yaml.YAMLError as exc:
         raise ValueError(f"not valid YAML: {exc}") from exc
+
+
+_STRICT: dict[type, type] = {}
+
+
+def _strict_loader(base: type) -> type:
+    """`base` refusing a mapping that names a key twice (DuplicateKey), in the same one pass."""
+    strict = _STRICT.get(base)
+    if strict is None:
+        def construct_mapping(self: Any, node: Any, deep: bool = False) -> Any:
+            seen = set()
+            for key_node, _value in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    fresh = key not in seen
+                    seen.add(key)
+                except TypeError:
+                    continue  # an unhashable key: the constructor says so below
+                if not fresh:
+                    line = key_node.start_mark.line + 1 if key_node.start_mark is not None else 0
+                    raise DuplicateKey(f"names `{key}` twice (line {line})")
+            return base.construct_mapping(self, node, deep)  # type: ignore[attr-defined]
+
+        strict = _STRICT[base] = type(f"Strict{base.__name__}", (base,), {"construct_mapping": construct_mapping})
+    return strict
 
 
 def _parse_flat(text: str) -> dict[str, Any]:
@@ -236,6 +268,8 @@ def _parse_flat(text: str) -> dict[str, Any]:
         key, colon, value = line.partition(":")
         if not (colon and key.isascii() and key.isidentifier()):
             raise ValueError(line)
+        if key in result:
+            raise DuplicateKey(f"names `{key}` twice")
         if not value:
             current = result[key] = []
         elif value[0] == " ":

@@ -37,3 +37,32 @@ def test_a_push_whose_objects_or_ref_cannot_be_written_is_exit_12_and_the_rerun_
     refs = subprocess.run(["git", "for-each-ref", "refs/majordomus/machines/"], cwd=remote, capture_output=True,
                           text=True, check=True).stdout
     assert refs.strip(), "the rerun pushed the machine's ref"
+
+
+@pytest.mark.parametrize("op", ["write", "fsync", "open"])
+def test_a_push_whose_ledger_event_did_not_land_is_completed_by_the_next_push(repo, remote, op):
+    """The ref reached the remote but its `sync.push` event did not reach the ledger (exit 12): the next push
+    finds the remote holding the commit and this machine's tracking ref not, writes the event, and says so;
+    the one after is up to date and writes nothing."""
+    from helpers import events_named, state_dir
+
+    from majordomus.store.fault import Faults
+
+    _pushable(repo)
+    ledger = str(state_dir(repo) / "ledger.jsonl")
+    with Faults(repo, op, 1, "EIO" if op == "fsync" else "ENOSPC", only="ledger.jsonl").active() as faults:
+        failed = run_here("sync", "push", "origin", "--checkpoints", cwd=repo, text=True)
+    assert faults.fired and failed.returncode == 12, failed
+    assert failed.stderr.startswith("majordomus: ") and "\nhint: " in failed.stderr and ledger
+    assert events_named(repo, "sync.push") == []
+    pushed = subprocess.run(["git", "for-each-ref", "--format=%(objectname)", "refs/majordomus/machines/"],
+                            cwd=remote, capture_output=True, text=True, check=True).stdout.split()
+    assert len(pushed) == 1  # it did land there
+    again = run_here("sync", "push", "origin", "--checkpoints", cwd=repo, text=True)
+    assert again.returncode == 0 and "the event is written now" in again.stderr, again
+    [event] = events_named(repo, "sync.push")
+    assert event["commit"] == pushed[0]
+    third = run_here("sync", "push", "origin", "--checkpoints", cwd=repo, text=True)
+    assert third.returncode == 0 and "already up to date" in third.stdout and third.stderr == "", third
+    assert len(events_named(repo, "sync.push")) == 1
+    assert run_here("doctor", "--strict", cwd=repo).returncode == 0

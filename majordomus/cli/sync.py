@@ -90,11 +90,15 @@ def push_cmd(remote: str | None, checkpoints: bool, timeout: float, as_json: boo
     if as_json:
         emit_json({"remote": result.remote, "machine": result.machine, "ref": result.ref, "commit": result.commit,
                    "pushed": result.pushed, "attempts": result.attempts, "migrated": result.migrated,
+                   "completed": result.completed,
                    "sent": result.sent, "refused": [vars(r) for r in result.refused]})
     elif result.commit is None:
         note("majordomus: nothing to push: no task records here yet (start one with `majordomus task start ID`)")
     else:
         what = "pushed" if result.pushed else "already up to date:"
+        if result.completed:
+            note(f"majordomus: {result.remote} already had {result.commit[:7]}, pushed by an earlier `sync push` "
+                 "that stopped before writing its ledger event; the event is written now")
         sent = f": sent {_counts(result.sent)}" if result.pushed else ""
         emit(f"{what} {result.ref} to {result.remote} ({result.commit[:7]}){sent}"
              + (f" after {result.attempts} attempts" if result.attempts > 1 else ""))

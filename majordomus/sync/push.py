@@ -38,6 +38,7 @@ class PushResult:
     pushed: bool = False
     attempts: int = 0
     migrated: bool = False  # the remote's format-1 state was rewritten in format 2
+    completed: bool = False  # an earlier push landed this commit but did not log it: its event is written now
     sent: dict[str, int] = field(default_factory=lambda: {d: 0 for d in DIRS})
     refused: list[Refusal] = field(default_factory=list)
 
@@ -129,6 +130,7 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
     with files.locked(lock_path(ws)):
         tip = _commit_snapshot(ws, ref, checkpoints, result)
         started, delay = time.monotonic(), FIRST_DELAY
+        landed: list[transport.Update] = []
         while True:
             result.attempts += 1
             there = transport.list_refs(ws.place, remote)  # ask first: never upload to lose
@@ -140,14 +142,17 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
             if migrated is not None:
                 updates.append(transport.Update(migrated, machine.STATE_REF))
             if not updates:
+                # The remote has it, but our tracking ref does not: the push that sent it stopped before its
+                # event and tracking ref (design §10: a retry completes what is missing).
+                if odb.ref_target(repo, transport.tracking(remote, ref)) != tip:
+                    result.completed = True
+                    landed = [transport.Update(tip, ref)]
                 break
             out = transport.push(ws.place, remote, updates)
             if out.ok:
                 result.pushed = there.get(ref) != tip
                 result.migrated = migrated is not None
-                for update in updates:
-                    track = transport.tracking(remote, update.dst)
-                    odb.update_ref(repo, track, update.src, odb.ref_target(repo, track), f"majordomus sync: pushed to {remote}")
+                landed = updates
                 break
             if not out.race:
                 names = ", ".join(u.dst for u in updates)
@@ -160,7 +165,12 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
             time.sleep(min(timeout - spent, random.uniform(0, delay)))  # full jitter: racers spread out
             delay = min(delay * 2, MAX_DELAY)
         result.commit = tip
-        if result.pushed or result.migrated:
+        if result.pushed or result.migrated or result.completed:
+            # The event first, the tracking refs after it: a push whose event did not land is completed by
+            # the next one (the remote has the commit, the tracking ref does not).
             ws.event("sync.push", None, clock.now_iso(), remote=remote, ref=ref, commit=tip, attempts=result.attempts,
                      checkpoints=checkpoints, migrated=result.migrated)
+            for update in landed:
+                track = transport.tracking(remote, update.dst)
+                odb.update_ref(repo, track, update.src, odb.ref_target(repo, track), f"majordomus sync: pushed to {remote}")
     return result

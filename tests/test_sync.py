@@ -402,6 +402,26 @@ def test_a_newer_format_is_refused_and_the_other_machines_imported(cli, repo, re
     assert (state_dir(b) / "tasks" / "t1.yaml").exists() and not (state_dir(b) / "tasks" / "t2.yaml").exists()
 
 
+@pytest.mark.parametrize(("content", "shown"), [
+    (b"garbage\n", '"garbage\\n"'), (b"", "empty"), (b"majordomus-state 02x\n", "majordomus-state 02x"),
+    (b"majordomus-state 0\n", "majordomus-state 0"), (b"x" * 65, "65 bytes"),
+])
+def test_a_format_file_no_majordomus_writes_is_said_so_not_newer(cli, repo, remote, b, tmp_path, content, shown):
+    """`majordomus-state N` with N above what this version reads is newer (the edge: 3, above); anything else
+    in `format` is not a format at all, and no upgrade would read it."""
+    cli("task", "start", "t1")
+    cli("sync", "push")
+    c = clone(tmp_path, remote, "c")
+    cli("task", "start", "t2", cwd=c)
+    cli("sync", "push", cwd=c)
+    rewrite_ref(remote, machine_ref(c), {"format": content}, tmp_path, "odd format")
+    result = cli("sync", "pull", cwd=b)
+    assert result.exit_code == 12
+    assert f"{machine_ref(c)}: its `format` file (" in result.stderr and "is not one majordomus writes" in result.stderr
+    assert shown in result.stderr and "newer" not in result.stderr, result.stderr
+    assert (state_dir(b) / "tasks" / "t1.yaml").exists() and not (state_dir(b) / "tasks" / "t2.yaml").exists()
+
+
 def test_a_symlinked_store_directory_is_refused(cli, repo, remote, tmp_path):
     cli("task", "start", "t1")
     elsewhere = tmp_path / "elsewhere"

@@ -40,6 +40,13 @@ def task(task_id: str, **change: str) -> bytes:
     return "".join(f"{k}: {v}\n" for k, v in fields.items()).encode()
 
 
+def claim(**change: str) -> str:
+    """A claim list of one, as a YAML flow sequence, with `change` written into its strings as given."""
+    fields = {"id": "0123456789abcdef", "owner": "m", "host": "h", "worktree": "/elsewhere",
+              "at": "2026-03-01T09:00:00Z", **change}
+    return "[{" + ", ".join(f'"{k}": "{v}"' for k, v in fields.items()) + "}]"
+
+
 HANDOFF_BODY = "## State\ns\n\n## Decisions\nd\n\n## Open items\no\n\n## Next actions\nn"
 BOMB = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
         + "".join(f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8))
@@ -238,3 +245,28 @@ def test_a_pull_shows_at_most_twenty_refusals_and_counts_the_rest(cli, tmp_path,
     assert (f"sync.refused     -  {bad} entries refused from origin: tasks/bad00.yaml ({MALLORY}): "
             f"{every[0]['reason']}{more} (sha256 {first['sha256'][:16]})") in cli("ledger", cwd=b).stdout
     assert f" refused     -------  {bad} entries refused from origin: tasks/bad00.yaml" in cli("log", "--all", cwd=b).stdout
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    ({"owner": "m\\n# CLAIMED BY root"}, "its claim 1: `owner` holds a line break"),
+    ({"host": "h\\u2028# HOST"}, "its claim 1: `host` holds"),
+    ({"worktree": "/w\\x1b[2J"}, "its claim 1: `worktree` holds"),
+    ({"branch": "main\\r# BRANCH"}, "its claim 1: `branch` holds"),
+    ({"ended_by": "done\\n# ENDED", "ended_at": "2026-03-01T10:00:00Z"}, "its claim 1: `ended_by` holds"),
+])
+def test_a_remote_claim_is_held_to_the_field_grammars(cli, tmp_path, remote, change, reason):
+    """A claim's owner, host and reason are one-line fields, its worktree and branch stored C-quoted, as the
+    task's own are: a remote claim that breaks one is refused by name, and the task is not imported. The edge,
+    the same claim without the bad character, is imported."""
+    bad = {k: v for k, v in change.items()}
+    fine = {k: v.split("\\", 1)[0] for k, v in change.items()}
+    files: dict[str, bytes | tuple[str, str]] = {"format": b"majordomus-state 2\n",
+                                                  "tasks/held.yaml": task("held", claims=claim(**bad)),
+                                                  "tasks/fine.yaml": task("fine", claims=claim(**fine))}
+    git(remote, "update-ref", MALLORY, commit_tree(remote, build_tree(remote, files, tmp_path), message="mallory"))
+    b = clone(tmp_path, remote, "b")
+    result = cli("sync", "pull", cwd=b)
+    assert result.exit_code == 10 and "imported from origin: 1 task" in result.stdout, result.output
+    [line] = [line for line in result.stderr.splitlines() if line.startswith(f"  tasks/held.yaml ({MALLORY}): ")]
+    assert reason in line and "\x1b" not in result.stderr, line
+    assert sorted(p.name for p in (state_dir(b) / "tasks").iterdir()) == ["fine.yaml"]

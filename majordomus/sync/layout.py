@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from majordomus.git import odb
-from majordomus.lite import names
+from majordomus.lite import names, textrules
 from majordomus.sync.rules import RECORD_KINDS
 
 FORMAT_PATH = "format"
@@ -31,6 +31,10 @@ ON_REQUEST = ("checkpoints", "runs")
 
 class NewerFormat(Exception):
     """A tree written by a newer majordomus: read nothing of it."""
+
+
+class NotAFormat(NewerFormat):
+    """A tree whose `format` file is not one any majordomus writes (garbage, empty, not a file): read nothing."""
 
 
 @dataclass
@@ -65,15 +69,21 @@ def record_path(directory: str, name: str) -> tuple[str, ...]:
 
 
 def format_of(view: odb.TreeView) -> int:
-    """1 or 2; raises NewerFormat for anything else (a missing `format` is a format-1 tree)."""
+    """1 or 2; raises NewerFormat for `majordomus-state N` above those, NotAFormat for anything else (a
+    missing `format` is a format-1 tree)."""
     entry = view.get(FORMAT_PATH)
     if entry is None:
         return 1
     size = odb.blob_size(view.repo, entry.oid)
-    data = odb.read_blob(view.repo, entry.oid) if size is not None and size <= 64 else b"?"
-    if data not in FORMATS:
-        raise NewerFormat(data[:40].decode("utf-8", "replace"))
-    return FORMATS[data]
+    data = odb.read_blob(view.repo, entry.oid) if size is not None and size <= 64 else None
+    if data in FORMATS:
+        return FORMATS[data]
+    prefix = b"majordomus-state "
+    number = data[len(prefix):-1] if data is not None and data.startswith(prefix) and data.endswith(b"\n") else b""
+    if number.isdigit() and len(number) <= 6 and int(number) > max(FORMATS.values()):
+        raise NewerFormat((prefix + number).decode("ascii"))
+    raise NotAFormat("not a file" if size is None else f"{size} bytes" if data is None else "empty" if not data
+                     else textrules.c_quote(data[:40].decode("utf-8", "replace")))
 
 
 def _shown(parts: list[str], raw: bytes, name: str | None) -> str:

@@ -74,6 +74,8 @@ def read(ws: Workspace, remote: str, name: str, oid: str) -> tuple[RemoteRef | N
         return None, Refusal(name, "its commit has no readable tree")
     try:
         fmt = layout.format_of(view)
+    except layout.NotAFormat as exc:
+        return None, Refusal(name, f"its `format` file ({exc}) is not one majordomus writes; nothing of it was read")
     except layout.NewerFormat as exc:
         return None, Refusal(name, f"written by a newer majordomus (format {str(exc)!r}); upgrade majordomus "
                                    "on this machine to read it")

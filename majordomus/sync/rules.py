@@ -181,6 +181,15 @@ def check_task(name: str, data: bytes) -> str | None:
         problem = textrules.unquoted_problem(getattr(task, key) or "")
         if problem is not None:
             return f"its `{key}` {problem}"
+    for n, claim in enumerate(task.claims, 1):  # a claim's fields are held to the same grammars
+        for key in ("owner", "host", "ended_by"):
+            problem = textrules.field_problem(claim[key]) if claim.get(key) is not None else None
+            if problem is not None:
+                return f"its claim {n}: `{key}` {problem}"
+        for key in ("worktree", "branch"):
+            problem = textrules.unquoted_problem(claim.get(key) or "")
+            if problem is not None:
+                return f"its claim {n}: `{key}` {problem}"
     for key in ("title", "objective", "owner"):  # an owner is held to the secret rule from every source
         what = secretscan.looks_secret(getattr(task, key))
         if what is not None:

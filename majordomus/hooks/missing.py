@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 def missing(ws: Any) -> list[tuple[str, str, str, str]]:
     """(runtime, path, message, hint) of each installed hook that went missing."""
     out = [(runtime, path, f"the {runtime} hook that `hooks install` wrote no longer runs majordomus",
-            f"run `majordomus hooks install --runtime {runtime}` again") for runtime, path in _receipted(ws)]
+            f"run `majordomus hooks install --runtime {runtime}` again to keep it, or `majordomus hooks uninstall "
+            f"--runtime {runtime}` to finish removing it (an uninstall that stopped before its receipt)")
+           for runtime, path in _receipted(ws)]
     for module in (gemini, copilot):
         for gone in module.missing(ws):
             message, hint = gone.message(ws.display(gone.path), module.NAME)

@@ -150,31 +150,36 @@ def _sha(data: bytes) -> str:
 def test_a_same_second_change_made_on_top_of_ours_elsewhere_is_taken(cli, repo, remote, tmp_path):
     """The other direction: machine B took A's version and changed it in the same second; A's version sorts
     after B's by its digest, and A still settles on B's (B held A's version first): both machines agree."""
-    b = clone(tmp_path, remote, "b")
     with freeze_time("2026-03-01T10:00:00Z"):
-        assert cli("task", "start", "s1").exit_code == 0
-        write_handoff(repo)
-        assert cli("sync", "push").exit_code == 0
-        assert cli("sync", "pull", cwd=b).exit_code == 0
-        assert cli("sync", "push", cwd=b).exit_code == 0  # B's ref holds A's version first
-        ours = (state_dir(repo) / "tasks" / "s1.yaml").read_bytes()
-        assert cli("task", "resume", "s1", cwd=b).exit_code == 0
-        # A's version is fixed here and its digest depends on this run's paths: one of B's sorts below it with
-        # probability digest(A) / 2**256 a try; 1,024 tries miss about once in a thousand runs (64 missed ~1 in 15).
-        for n in range(1024):
-            theirs = (state_dir(b) / "tasks" / "s1.yaml").read_bytes()
-            if _sha(theirs) < _sha(ours):
-                break
-            assert cli("checkpoint", input=f"B {n}", cwd=b).exit_code == 0
+        # A's version is fixed once written, and its digest depends on this run's paths: one of B's sorts below
+        # it with probability digest(A) / 2**256 a try. Up to 64 tries for one version of A, then a new task
+        # (and a new clone for B): each round misses with probability 1/65, so six miss about once in 10**11.
+        for attempt in range(6):
+            task, b = f"s{attempt}", clone(tmp_path, remote, f"b{attempt}")
+            assert cli("task", "start", task).exit_code == 0
+            write_handoff(repo)
+            assert cli("sync", "push").exit_code == 0
+            assert cli("sync", "pull", cwd=b).exit_code == 0
+            assert cli("sync", "push", cwd=b).exit_code == 0  # B's ref holds A's version first
+            ours = (state_dir(repo) / "tasks" / f"{task}.yaml").read_bytes()
+            assert cli("task", "resume", task, cwd=b).exit_code == 0
+            for n in range(64):
+                theirs = (state_dir(b) / "tasks" / f"{task}.yaml").read_bytes()
+                if _sha(theirs) < _sha(ours):
+                    break
+                assert cli("checkpoint", input=f"B {n}", cwd=b).exit_code == 0
+            else:
+                continue
+            break
         else:
             raise AssertionError("no version sorted below A's")
         assert cli("sync", "push", cwd=b).exit_code == 0
         result = cli("sync", "pull")
     assert result.exit_code == 0, result.output
-    assert (state_dir(repo) / "tasks" / "s1.yaml").read_bytes() == theirs
+    assert (state_dir(repo) / "tasks" / f"{task}.yaml").read_bytes() == theirs
     assert events(repo, "sync.conflict") == []
     assert cli("sync", "pull", cwd=b).exit_code == 0
-    assert (state_dir(b) / "tasks" / "s1.yaml").read_bytes() == theirs
+    assert (state_dir(b) / "tasks" / f"{task}.yaml").read_bytes() == theirs
 
 
 

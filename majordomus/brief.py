@@ -9,13 +9,9 @@ Pins are working memory: with `context/ID/` gone the briefing still stands on re
 
 from __future__ import annotations
 
-import json
-import os
-
 from majordomus import budget, claims, continuity, continuity_doc, drift, tasks
 from majordomus.drift import esc
 from majordomus.git import status
-from majordomus.lite import names
 from majordomus.store import ledger, listing, reading
 from majordomus.workspace import Workspace
 
@@ -33,12 +29,14 @@ class Briefing:
     (`pin:…`, `record:…`, `claims`, `runs`, `drift`) with the text each shows: what a session-start update
     compares with what it gave a conversation before (design §12)."""
 
-    __slots__ = ("drift", "dropped", "missing", "parts", "task", "text")
+    __slots__ = ("drift", "dropped", "missing", "parts", "task", "text", "unshared")
 
     def __init__(self, task: str, text: str, dropped: list[str], drift: list[str],
-                 missing: list[reading.Gone] | None = None, parts: dict[str, tuple[str, str]] | None = None) -> None:
+                 missing: list[reading.Gone] | None = None, parts: dict[str, tuple[str, str]] | None = None,
+                 unshared: list[reading.Gone] | None = None) -> None:
         self.task, self.text, self.dropped, self.drift = task, text, dropped, drift
         self.missing = missing or []
+        self.unshared = unshared or []  # named by another machine's records, never shared here
         self.parts = parts or {}
 
 
@@ -54,62 +52,14 @@ def build(ws: Workspace, task_id: str | None = None, budget_bytes: int | budget.
     return compose(ws, task_id, budget_bytes).text
 
 
-LEDGER_LOOKBACK = 4096  # ledger lines read backwards for the records it names: flat in the store's size
+LEDGER_LOOKBACK = reading.LEDGER_LOOKBACK  # ledger lines read backwards for the records it names
 MISSING_LOOKBACK = 64  # the task's own events asked for a record kind its task record names none of
-SESSION_EVENTS = ("session.start", "session.stop")  # bookkeeping, never a "last event" of the work
-
-
-def _task_events(ws: Workspace, task_id: str) -> Iterator[dict[str, Any]]:
-    """The task's ledger events, newest first, from the last `LEDGER_LOOKBACK` lines only."""
-    # The ledger writes `"task":"ID"` compactly (store/ledger.py): lines of other tasks are not parsed.
-    needle = b'"task":' + json.dumps(task_id, ensure_ascii=False).encode("utf-8")
-    return (obj for obj in ledger_tail(ws, needle) if obj.get("task") == task_id)
+SESSION_EVENTS = reading.SESSION_EVENTS  # bookkeeping, never a "last event" of the work
 
 
 def ledger_tail(ws: Workspace, needle: bytes | None = None) -> Iterator[dict[str, Any]]:
     """The ledger's events, newest first, from the last `LEDGER_LOOKBACK` lines only (`ledger.tail`)."""
     return ledger.tail(ws.paths.ledger, LEDGER_LOOKBACK, needle)
-
-
-class Walk:
-    """The task's `task.checkpoint` events back to its latest handoff's event (or its start): their paths,
-    newest first; the path of that handoff event; whether the walk reached it within its bounds; and the
-    task's newest event that is not a session's bookkeeping, when the walk met one (the briefing's "last
-    event", read from the same lines instead of a second pass over the ledger)."""
-
-    __slots__ = ("checkpoints", "handoff", "latest", "reached")
-
-    def __init__(self) -> None:
-        self.checkpoints: list[str] = []
-        self.handoff: str | None = None
-        self.latest: dict[str, Any] | None = None
-        self.reached = False
-
-
-def _walk(ws: Workspace, task: tasks.Task, limit: int | None) -> Walk:
-    """At most `LEDGER_LOOKBACK` ledger lines (and `limit` of the task's events): flat in the ledger's size."""
-    walk = Walk()
-    events = _task_events(ws, task.id)
-    for seen, event in enumerate(events):
-        if limit is not None and seen >= limit:
-            if walk.latest is None:  # sessions only so far: the same lines on, for the last event alone
-                walk.latest = event if event["event"] not in SESSION_EVENTS else \
-                    next((e for e in events if e["event"] not in SESSION_EVENTS), None)
-            break
-        kind, rel = event["event"], event.get("path")
-        if walk.latest is None and kind not in SESSION_EVENTS:
-            walk.latest = event
-        if kind == "task.start":
-            walk.reached = True
-            break
-        if kind == "task.handoff":
-            walk.handoff = rel if names.is_record_pointer(rel, "handoffs") else None
-            walk.reached = True
-            break
-        if kind == "task.checkpoint" and isinstance(rel, str) and names.is_record_pointer(rel, "checkpoints") \
-                and rel not in walk.checkpoints:
-            walk.checkpoints.append(rel)
-    return walk
 
 
 class Sources:
@@ -128,56 +78,59 @@ class Sources:
 def sources(ws: Workspace, task: tasks.Task, enough: int, *, list_store: bool = True,
             units: int | None = None, measure: Callable[[reading.Record], tuple[int, int]] | None = None,
             ) -> Sources:
-    """The latest handoff and the checkpoints since it, every one read checked against the digest in its
-    name, and every record that the task, its index or the ledger names since that handoff and that is
-    deleted, unreadable or replaced (design §9). Without a whole index the names come from a listing of
-    the store, or with `list_store` False (`check`: only `gone` is asked for, and the records are checked
-    against their names without being parsed) from the ledger's events of the task only. Checkpoints are
-    read newest first until they pass `enough` bytes or `units` characters (each as `measure` says, its
-    body alone without it): older ones could not be shown."""
+    """The latest handoff and the checkpoints that arrived here since it, every one read checked against the
+    digest in its name, and every record that the task, its index or the ledger names since that handoff
+    and that is deleted, unreadable or replaced — or, named by a record from another machine, never shared
+    here (design §9). "Since" is the order the records arrived here: the task's index, else the ledger's
+    events of the task back to the handoff's arrival; only what lies past the ledger's bounded tail comes
+    from a listing of the store, and with `list_store` False (`check`: only `gone` is asked for, and the
+    records are checked against their names without being parsed) not even that. Checkpoints are read
+    newest first until they pass `enough` bytes or `units` characters (each as `measure` says, its body
+    alone without it): older ones could not be shown."""
     gone: list[reading.Gone] = []
     latest: reading.Record | None = None
-    if task.handoff:
-        found = reading.examine(ws, task.handoff)
-        if isinstance(found, reading.Gone):
-            gone.append(found)
-        else:
-            latest = found
-    indexed = listing.indexed_names(ws, task)
-    # The ledger is walked back to the handoff when it can tell what the names cannot: a checkpoint written
-    # after a handoff with a clock running ahead, or one gone from a store listed without an index.
-    walk = _walk(ws, task, None if indexed is None or latest is not None else MISSING_LOOKBACK)
-    exact = walk.reached and walk.handoff == task.handoff
-    fallback = None
-    if indexed is None and not list_store:
-        fallback = [os.path.basename(rel) for rel in reversed(walk.checkpoints)]
-    found_names = reading.candidates(ws, task, latest, indexed, fallback)
+    indexed = listing.arrivals(ws, task)
+    found_handoff: reading.Record | reading.Gone | None = reading.examine(ws, task.handoff) if task.handoff else None
+    if isinstance(found_handoff, reading.Record):
+        latest = found_handoff
+    # Without a whole index the ledger is walked back to the arrival "since the handoff" counts from: what
+    # arrived since is what is since, whatever the clocks wrote (design §9). With one, only for the last event.
+    trail = reading.walk(ws, task, None if indexed is None else MISSING_LOOKBACK, reading.anchor_of(latest))
+    found_names = reading.candidates(ws, task, latest, indexed, trail if indexed is None else None,
+                                     list_store=list_store)
+    if isinstance(found_handoff, reading.Gone):
+        gone.append(reading.unshared(found_handoff, found_names))
     since, unread, lost = reading.recent_checkpoints(ws, task, found_names, enough, parse=list_store, units=units,
                                                      measure=measure)
-    gone += lost
+    gone += [reading.unshared(g, found_names) for g in lost]
     covered = {r.rel for r in since} | {g.rel for g in gone} | found_names.listed
     covered.update("checkpoints/" + n for n in found_names.names)
-    extra: list[reading.Record] = []
-    for rel in reversed(walk.checkpoints):  # oldest first, as the ledger recorded them
-        if rel in covered or not (exact or os.path.basename(rel)[:16] >= found_names.lower):
-            continue  # before the handoff, as far as the ledger's tail can tell
-        covered.add(rel)
-        record = reading.examine(ws, rel)
-        if isinstance(record, reading.Gone):
-            gone.append(record)
-        elif record.meta.get("task") == task.id:
-            extra.append(record)
-    for named in (task.checkpoint, None if task.handoff else walk.handoff):
+    for named in (task.checkpoint, None if task.handoff else trail.handoff):
         if named and named not in covered:  # the pointers, and the ledger's latest handoff the task names none of
             pointed = reading.examine(ws, named)
             if isinstance(pointed, reading.Gone):
-                gone.append(pointed)
-    return Sources(latest, since + extra, unread, gone, walk.latest)
+                gone.append(reading.unshared(pointed, found_names))
+    return Sources(latest, since, unread, gone, trail.latest)
+
+
+def split_gone(gone: list[reading.Gone]) -> tuple[list[reading.Gone], list[reading.Gone]]:
+    """The records missing here (deleted, unreadable, replaced), and those never shared here."""
+    return [g for g in gone if g.why != reading.NOT_SHARED], [g for g in gone if g.why == reading.NOT_SHARED]
 
 
 def missing_records(ws: Workspace, task: tasks.Task) -> list[reading.Gone]:
     """The records the task, its index or the ledger names that a briefing cannot stand on, as `check`
-    asks: the same as `sources` finds, with no listing of the store."""
+    and `doctor` ask: the same as `sources` finds, with no listing of the store. A record another machine
+    never shared is not among them: here it is simply absent (`not_shared_records`)."""
+    return split_gone(_gone(ws, task))[0]
+
+
+def not_shared_records(ws: Workspace, task: tasks.Task) -> list[reading.Gone]:
+    """The records the task names that another machine never shared here."""
+    return split_gone(_gone(ws, task))[1]
+
+
+def _gone(ws: Workspace, task: tasks.Task) -> list[reading.Gone]:
     enough = int(ws.config.get("continuity", "render_max_bytes"))
     return sources(ws, task, enough, list_store=False).gone
 
@@ -193,6 +146,17 @@ def missing_lines(missing: list[reading.Gone], task_id: str) -> str:
             f"This briefing is not complete: work recorded there is not shown. Run `majordomus doctor`, and "
             f"write a new checkpoint of what holds now (`majordomus checkpoint`) before trusting a resume "
             f"of `{task_id}`.\n")
+
+
+def not_shared_lines(unshared: list[reading.Gone], task_id: str) -> str:
+    """What heads a briefing whose task names records that another machine never shared here."""
+    if not unshared:
+        return ""
+    named = ", ".join(esc(g.rel) for g in unshared)
+    return (f"\nNOT SHARED HERE: {named} — named by `{task_id}`'s records from another machine, which never "
+            f"pushed {'them' if len(unshared) > 1 else 'it'} (`majordomus sync push` without `--checkpoints`). "
+            f"Nothing here was lost, but work recorded there is not shown: run `majordomus sync push "
+            f"--checkpoints` on that machine and `majordomus sync pull` here for the whole briefing.\n")
 
 
 def _where(meta: dict[str, Any]) -> str:
@@ -275,13 +239,16 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
         return text
 
     found = sources(ws, task, room.max_bytes, units=room.max_units, measure=lambda r: room.measure(entry(r)))
-    latest_handoff, since, unread, missing = found.handoff, found.since, found.unread, found.gone
+    latest_handoff, since, unread = found.handoff, found.since, found.unread
+    missing, unshared = split_gone(found.gone)
     last = since[-1] if since else latest_handoff
     keyed: dict[str, tuple[str, str]] = {}  # key -> (the heading an update shows it under, its text)
 
     parts: list[budget.Part] = [_title(ws, task)]
     if missing:
         parts.append(missing_lines(missing, task.id))
+    if unshared:
+        parts.append(not_shared_lines(unshared, task.id))
     double = claims.brief_section(task.id, task.claims)  # a double claim comes first
     if double:
         parts.append(double)
@@ -343,9 +310,12 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
         keyed["runs"] = ("", section)
 
     def closing(labels: list[str]) -> str:
-        return budget.closing_line(room, labels, complete=not missing)
+        if unshared and not missing and not labels:
+            return (f"\n(incomplete: a record was not shared here (named at the top); nothing else was dropped "
+                    f"to fit {room.describe()})\n")
+        return budget.closing_line(room, labels, complete=not (missing or unshared))
 
     # Checkpoints too old to matter were only counted (see reading.recent_checkpoints): dropped first.
     fitted = budget.fit(parts, order, room, closing, already=(budget.Entry("", *checkpoint_label), unread))
     return Briefing(task=task.id, text=fitted.text, dropped=fitted.dropped, drift=moved, missing=missing,
-                    parts=keyed)
+                    parts=keyed, unshared=unshared)

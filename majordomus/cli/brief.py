@@ -25,7 +25,8 @@ def brief(task_id: str | None, max_bytes: int | None, as_json: bool) -> None:
     if as_json:
         emit_json({"task": result.task, "text": result.text, "bytes": len(result.text.encode("utf-8")),
                    "dropped": result.dropped, "drift": result.drift,
-                   "missing": [{"path": gone.rel, "why": gone.why} for gone in result.missing]})
+                   "missing": [{"path": gone.rel, "why": gone.why} for gone in result.missing],
+                   "not_shared": [gone.rel for gone in result.unshared]})
     else:
         sys.stdout.write(escape(result.text, body=True))  # an old record's body may hold what ingest refuses now
 

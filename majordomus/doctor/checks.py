@@ -229,7 +229,37 @@ def run(ws: Workspace, config_findings: list[Finding]) -> list[Finding]:
     found += check_continuity(ws, scan.continuity)
     found += boundaries.run(ws, scan.tasks)
     found += check_heads(ws, scan.tasks)
+    found += check_briefings(ws, scan.tasks)
     found += check_hooks(ws)
+    return found
+
+
+def check_briefings(ws: Workspace, task_ids: list[str]) -> list[Finding]:
+    """design §9: what `brief` names under MISSING RECORDS for each unfinished task, doctor fails too (found
+    the same way: the task's index or its ledger events, not this scan, so that a ledger moved away still
+    tells). A record another machine never shared here is no fault of this state: said, not failed."""
+    from majordomus import brief
+
+    found = []
+    unshared = []
+    for task_id, task in boundaries.loaded(ws, task_ids):
+        if task.status == "done":
+            continue
+        try:
+            gone = brief.split_gone(brief._gone(ws, task))
+        except (MajordomusError, OSError, ValueError):
+            continue  # an unreadable store or ledger is another check's finding
+        for record in gone[0]:
+            found.append(Finding(FAIL, "brief.missing-record", f"task `{task_id}` names {record.rel}, which is "
+                                 f"{record.why}: its briefing is not complete and `check` exits 1",
+                                 ws.display(ws.paths.absolute(record.rel)),
+                                 "restore the record from a backup or another machine (`majordomus sync pull`); "
+                                 f"else write what holds now with `majordomus checkpoint` in the task's worktree "
+                                 f"(`majordomus brief {task_id}` names what is not shown)"))
+        unshared += [f"`{task_id}` names {record.rel}" for record in gone[1]]
+    if unshared:
+        found.append(Finding(OK, "brief.not-shared", "not shared here by the machine that wrote them (a push "
+                             "without --checkpoints), so not shown by brief: " + "; ".join(unshared)))
     return found
 
 

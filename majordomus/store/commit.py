@@ -119,8 +119,9 @@ class Write:
         """Derived bookkeeping after the pointer moved (best effort); `fresh` when the record was linked
         now, so that no index can list it already."""
         index = self.paths.checkpoint_index(task.id)
-        if self.indexed and (fresh or not listing.has_name(index, name)):
-            listing.add_name(index, name)
+        entry = name if self.indexed else listing.entry_of(f"{self.subdir}/{name}")  # a handoff's place too
+        if entry and (fresh or not listing.has_name(index, entry)):
+            listing.add_name(index, entry)
 
     def event_fields(self, rel: str, digest: str, meta: dict[str, Any], body: str) -> dict[str, Any]:
         """The ledger event's fields, from the record itself (so that a completion logs what the first

@@ -138,9 +138,13 @@ def summaries(ws: Site, directory: str) -> Iterator[dict[str, Any]]:
 
 # ---------------------------------------------------------------- the per-task checkpoint index
 # Derived and rebuildable: `brief` and session-start read it instead of listing every record of the store.
-# It is trusted only while its last name is the one the task record points at (a checkpoint brought by
-# sync, or a lost append, sends readers back to the listing).
+# It keeps the order the task's records arrived here (design §9): a checkpoint's name when it was written
+# here or imported, `handoffs/NAME` when a handoff was, one line each, appended. A handoff's place among the
+# names is what "since the handoff" means; no clock is compared. It is trusted only while it names the
+# records the task record points at that are here (a lost append, or an index from before handoffs were
+# kept in it, sends readers to the ledger).
 INDEX_MAX_BYTES = 16 << 20
+HANDOFF_ENTRY = "handoffs/"
 
 
 def index_path(ws: Site, task_id: str) -> str:
@@ -150,6 +154,13 @@ def index_path(ws: Site, task_id: str) -> str:
 def start_index(ws: Site, task_id: str) -> None:
     """An empty index, made when the task starts here: only an index that saw every checkpoint is whole."""
     files.write_derived(index_path(ws, task_id), b"")
+
+
+def entry_of(rel: str) -> str | None:
+    """The index line of the record at `rel` (`checkpoints/N` -> `N`, `handoffs/N` -> `handoffs/N`)."""
+    if rel.startswith("checkpoints/"):
+        return rel[len("checkpoints/"):]
+    return rel if rel.startswith(HANDOFF_ENTRY) else None
 
 
 def has_name(index: str, name: str) -> bool:
@@ -164,30 +175,76 @@ def has_name(index: str, name: str) -> bool:
 def add_name(index: str, name: str) -> None:
     """Append `name` to the task's index at `index`. Best effort: a failure costs readers a listing, never
     a write."""
-    try:  # never created here: a task started elsewhere (or before indexes) keeps using the listing
+    add_names(index, [name])
+
+
+def add_names(index: str, entries: list[str]) -> None:
+    """Append `entries` (index lines, in the order they arrived) in one write, to an index that exists."""
+    try:  # never created here: a task started elsewhere (or before indexes) keeps using the ledger
         fd = os.open(index, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return
     try:
-        os.write(fd, name.encode("ascii") + b"\n")
-    except OSError:
+        os.write(fd, "".join(e + "\n" for e in entries).encode("ascii"))
+    except (OSError, UnicodeEncodeError):
         pass
     finally:
         os.close(fd)
 
 
-def indexed_names(ws: Site, task: Task) -> list[str] | None:
-    """The task's checkpoint names, oldest first, when its index is whole; None to fall back to a listing."""
-    if not task.checkpoint:
-        return []
+class Arrivals:
+    """A whole index read back: the task's checkpoint names in the order they arrived here, and where each
+    handoff arrived among them (how many names came before it)."""
+
+    __slots__ = ("handoffs", "names")
+
+    def __init__(self, names: list[str], handoffs: dict[str, int]) -> None:
+        self.names, self.handoffs = names, handoffs
+
+    def since(self, handoff: str | None) -> list[str]:
+        """The names that arrived after the handoff at `handoff` (every name without one), oldest first."""
+        at = self.handoffs.get(handoff) if handoff else None
+        return self.names[at:] if at is not None else list(self.names)
+
+    def holds(self, rel: str) -> bool:
+        """Whether the record at `rel` arrived here, as far as the index knows."""
+        entry = entry_of(rel)
+        return entry is not None and (entry in self.handoffs or entry in self.names)
+
+
+def arrivals(ws: Site, task: Task) -> Arrivals | None:
+    """The task's index when it is whole; None to fall back to the ledger (or a listing)."""
     try:  # a link where `cache/` belongs is never read through: the index is only derived
         data = safeio.read_optional(index_path(ws, task.id), INDEX_MAX_BYTES) if statepaths.is_real_dir(
             ws.paths.cache) else None
     except (OSError, safeio.EnvironmentProblem):
         return None
-    if not data:
+    if data is None:
         return None
-    found = [n for n in data.decode("ascii", "replace").split("\n") if n]
-    if not found or "checkpoints/" + found[-1] != task.checkpoint or not all(names.RecordName.parse(n) for n in found):
-        return None
-    return found
+    found: list[str] = []
+    seen: set[str] = set()
+    handoffs: dict[str, int] = {}
+    for line in data.decode("ascii", "replace").split("\n"):
+        if not line:
+            continue
+        if line.startswith(HANDOFF_ENTRY):
+            if not names.RecordName.parse(line[len(HANDOFF_ENTRY):]):
+                return None
+            handoffs.setdefault(line, len(found))
+        elif not names.RecordName.parse(line):
+            return None
+        elif line not in seen:
+            seen.add(line)
+            found.append(line)
+    if task.handoff and task.handoff not in handoffs:
+        return None  # an index from before handoffs were kept in it, or a lost append: the ledger tells
+    pointer = task.checkpoint
+    if pointer and entry_of(pointer) not in seen and os.path.lexists(ws.paths.absolute(pointer)):
+        return None  # here, yet not in the index: an append was lost (one not here never came: not shared)
+    return Arrivals(found, handoffs)
+
+
+def indexed_names(ws: Site, task: Task) -> list[str] | None:
+    """The task's checkpoint names, in the order they arrived here, when its index is whole; else None."""
+    found = arrivals(ws, task)
+    return None if found is None else found.names

@@ -3,17 +3,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 from majordomus import clock
 from majordomus.errors import EnvironmentProblem
 from majordomus.lite import names, safeio, statepaths
 from majordomus.lite.statepaths import UnsafeDirectory
-from majordomus.store import listing, records
+from majordomus.store import ledger, listing, records
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     from majordomus.store.paths import Site
@@ -139,36 +140,154 @@ def previous_handoff(ws: Site, task: Task) -> Record | None:
     return found if isinstance(found, Record) else None
 
 
+# ---------------------------------------------------------------- "since the handoff", by the order of events
+# Which checkpoints are since the latest handoff is decided by the order in which records arrived here (design
+# §9): the task's index when it is whole, else the ledger's events of the task (a checkpoint or handoff
+# written here, a record a pull imported). Never by comparing times that different clocks wrote.
+
+LEDGER_LOOKBACK = 4096  # ledger lines read backwards for the records it names: flat in the store's size
+SESSION_EVENTS = ("session.start", "session.stop")  # bookkeeping, never a "last event" of the work
+NOT_SHARED = "not shared here"  # a `Gone.why`: named by a record from another machine, never brought here
+
+
+class Walk:
+    """The task's events of the ledger's tail, newest first, back to the arrival here of a handoff (its
+    `task.handoff`, or the `sync.import` that brought it; see `anchor_of`) — without one, back to the task's
+    start here or the pull that first brought it. The checkpoints that arrived on the way (newest
+    first); every record path an event on the way names (`arrived`); the latest handoff event met when the
+    task names none; whether the walk reached that arrival within its bounds (then it knows exactly what
+    arrived since); and the task's newest event that is not a session's (the briefing's "last event")."""
+
+    __slots__ = ("arrived", "checkpoints", "handoff", "latest", "reached")
+
+    def __init__(self) -> None:
+        self.checkpoints: list[str] = []
+        self.arrived: set[str] = set()
+        self.handoff: str | None = None
+        self.latest: dict[str, Any] | None = None
+        self.reached = False
+
+
+def task_events(ws: Site, task_id: str) -> Iterator[dict[str, Any]]:
+    """The task's ledger events, newest first, from the last `LEDGER_LOOKBACK` lines only."""
+    # The ledger writes `"task":"ID"` compactly (store/ledger.py): lines of other tasks are not parsed.
+    needle = b'"task":' + json.dumps(task_id, ensure_ascii=False).encode("utf-8")
+    return (obj for obj in ledger.tail(ws.paths.ledger, LEDGER_LOOKBACK, needle) if obj.get("task") == task_id)
+
+
+def anchor_of(previous: Record | None) -> str | None:
+    """Where "since the handoff" starts counting: the arrival here of `previous`'s own previous handoff (None:
+    the task's start here). What arrived since then and `previous` does not list, `previous`'s writer had
+    not taken in — written here after it came, or alongside it on another machine (design §9)."""
+    found = previous.meta.get("previous_handoff") if previous is not None else None
+    return found if isinstance(found, str) and names.is_record_pointer(found, "handoffs") else None
+
+
+def walk(ws: Site, task: Task, limit: int | None = None, anchor: str | None = None) -> Walk:
+    """The walk back to the arrival of `anchor` (a handoff's path; None: the task's start here). At most
+    `LEDGER_LOOKBACK` ledger lines (and `limit` of the task's events): flat in the ledger's size."""
+    out = Walk()
+    events = task_events(ws, task.id)
+    first_pull: object = None  # the `at` of the pull that first brought the task: its records came with it
+    for seen, event in enumerate(events):
+        if limit is not None and seen >= limit:
+            if out.latest is None:  # sessions only so far: the same lines on, for the last event alone
+                out.latest = event if event["event"] not in SESSION_EVENTS else \
+                    next((e for e in events if e["event"] not in SESSION_EVENTS), None)
+            break
+        kind, rel = event["event"], event.get("path")
+        if first_pull is not None and (kind != "sync.import" or event.get("at") != first_pull):
+            break  # before the task came here
+        if out.latest is None and kind not in SESSION_EVENTS:
+            out.latest = event
+        if kind == "task.start":
+            out.reached = True
+            break
+        if kind == "task.handoff" and not task.handoff:
+            out.handoff = rel if names.is_record_pointer(rel, "handoffs") else None
+            break  # a handoff the task names none of: what is since it is not told here
+        if anchor is not None and rel == anchor and kind in ("task.handoff", "sync.import"):
+            out.reached = True
+            break
+        if kind == "sync.import" and event.get("kind") == "task" and not event.get("replaced"):
+            out.reached = True  # the task's first arrival: the records of that same pull came just before
+            first_pull = event.get("at")
+            continue
+        if not isinstance(rel, str):
+            continue
+        out.arrived.add(rel)
+        if (kind == "task.checkpoint" or (kind == "sync.import" and event.get("kind") == "checkpoint")) \
+                and names.is_record_pointer(rel, "checkpoints") and rel not in out.checkpoints:
+            out.checkpoints.append(rel)
+    return out
+
+
 class Candidates:
-    """The checkpoint names a briefing looks at: from the second of the latest handoff (the task's start
-    without one) on, oldest first; the paths that handoff already listed; and whether the names are the
-    task's own (its index, or the ledger's events of it), so that one not on disk is missing, not merely
-    another task's."""
+    """The checkpoint names a briefing looks at, oldest first, by the order they arrived here; the paths the
+    latest handoff already listed; whether the names are all the task's own (its index, or the ledger's
+    events of it), so that one not on disk is missing, not merely another task's; the names the ledger gave
+    among them (the task's own too, when the rest come from a listing); and, for a record the task names
+    that is not here, whether it ever arrived here (`arrived`: True, False, or None when that cannot be told)."""
 
-    __slots__ = ("listed", "lower", "names", "own")
+    __slots__ = ("index", "listed", "names", "ours", "own", "trail")
 
-    def __init__(self, names: list[str], listed: set[str], lower: str, own: bool) -> None:
-        self.names, self.listed, self.lower, self.own = names, listed, lower, own
+    def __init__(self, names: list[str], listed: set[str], own: bool, ours: set[str] | None = None,
+                 index: listing.Arrivals | None = None, trail: Walk | None = None) -> None:
+        self.names, self.listed, self.own = names, listed, own
+        self.ours = ours or set()
+        self.index, self.trail = index, trail
+
+    def arrived(self, rel: str) -> bool | None:
+        if self.index is not None:
+            return self.index.holds(rel)
+        if self.trail is not None and self.trail.reached:
+            return rel in self.trail.arrived
+        return None
 
 
-def candidates(ws: Site, task: Task, previous: Record | None, indexed: list[str] | None = None,
-               fallback: list[str] | None = None) -> Candidates:
-    """`indexed` is the task's index (`listing.indexed_names`, read here when None); without a whole index,
-    `fallback` (names the ledger gave) instead of listing the store, when given."""
+def candidates(ws: Site, task: Task, previous: Record | None, indexed: listing.Arrivals | None = None,
+               trail: Walk | None = None, *, list_store: bool = True) -> Candidates:
+    """Since `anchor_of(previous)` arrived, not listed by `previous`: from the task's index (`indexed`) when
+    it is whole; else from the ledger's walk (`trail`) when it reached that arrival (or, with `list_store` False, whatever it reached); only past the ledger's
+    bounded tail from a listing, by the second of the latest handoff (the task's start without one) — what
+    the ledger's tail gave still counted, whatever its time."""
+    listed = set(previous.meta.get("checkpoints") or []) if previous else set()
+    statepaths.readable_dir(ws.paths, ws.paths.checkpoints)  # nothing below is looked at through a link
+    if indexed is not None:
+        return Candidates(indexed.since(anchor_of(previous)), listed, True, index=indexed)
+    logged = [os.path.basename(rel) for rel in reversed(trail.checkpoints)] if trail is not None else []
+    if trail is not None and (trail.reached or not list_store):
+        pointer = task.checkpoint
+        if pointer and anchor_of(previous) is None and pointer not in listed and pointer not in trail.arrived:
+            logged.append(os.path.basename(pointer))  # the task's latest, whose event never landed: still its
+        return Candidates(logged, listed, True, set(logged), trail=trail)
     since = previous.meta.get("timestamp") if previous else None
     start = since or task.started_at
     # A timestamp as majordomus writes it is rewritten as text; anything else is parsed (and refused) by clock.
     lower = clock.compact_of(start) if clock.is_iso(start) and start[0] != "0" else clock.compact(clock.parse(start))
-    listed = set(previous.meta.get("checkpoints") or []) if previous else set()
-    statepaths.readable_dir(ws.paths, ws.paths.checkpoints)  # nothing below is looked at through a link
-    if indexed is None:
-        indexed = listing.indexed_names(ws, task)  # the task's own names: no listing of a store of 100,000
-    own = indexed if indexed is not None else fallback
-    return Candidates(listing.names_since(ws.paths.checkpoints, lower, own), listed, lower, own is not None)
+    found = listing.names_since(ws.paths.checkpoints, lower)
+    seen = set(found)
+    return Candidates(found + [n for n in logged if n not in seen], listed, False, set(logged), trail=trail)
+
+
+def order_of(ws: Site, task: Task, previous: Record | None) -> Candidates:
+    """The candidates as every reader finds them: the index, else the ledger, else a listing."""
+    indexed = listing.arrivals(ws, task)
+    trail = None if indexed is not None else walk(ws, task, None, anchor_of(previous))
+    return candidates(ws, task, previous, indexed, trail)
+
+
+def unshared(gone: Gone, found: Candidates) -> Gone:
+    """`gone` as it is: a record the task names that is not here and that never arrived here (as far as the
+    index, or a ledger walk that reached the handoff's arrival, can tell) is one another machine did not
+    share (a push without `--checkpoints`), not one deleted here."""
+    if gone.why == "deleted" and found.arrived(gone.rel) is False:
+        return Gone(gone.rel, NOT_SHARED)
+    return gone
 
 
 def _candidates(ws: Site, task: Task, previous: Record | None) -> tuple[list[str], set[str], bool]:
-    found = candidates(ws, task, previous)
+    found = order_of(ws, task, previous)
     return found.names, found.listed, found.own
 
 
@@ -221,15 +340,16 @@ def recent_checkpoints(ws: Site, task: Task, found: Candidates, enough: int, *,
         rel = _rel(name)
         if rel in found.listed:
             continue
+        mine = found.own or name in found.ours
         if total > enough or (units is not None and chars > units):
-            if not found.own:
+            if not mine:
                 older += _is_ours_cheaply(ws, name, task.id, key)
             elif os.path.isfile(os.path.join(ws.paths.checkpoints, name)):  # counted without opening each one
                 older += 1
             else:
                 gone.append(Gone(rel, "deleted"))
             continue
-        if not parse and found.own:
+        if not parse and mine:
             size = verify(ws, rel)
             if isinstance(size, Gone):
                 gone.append(size)
@@ -238,7 +358,7 @@ def recent_checkpoints(ws: Site, task: Task, found: Candidates, enough: int, *,
             continue
         record = examine(ws, rel)
         if isinstance(record, Gone):
-            if found.own or (record.why in ("replaced", "unreadable") and _claims(ws, name, key)):
+            if mine or (record.why in ("replaced", "unreadable") and _claims(ws, name, key)):
                 gone.append(record)
             continue
         if record.meta.get("task") == task.id and record.meta.get("kind", "checkpoint") == "checkpoint":

@@ -15,7 +15,7 @@ from majordomus import tasks as tasks_mod
 from majordomus.git import odb
 from majordomus.lite import safeio
 from majordomus.store import files, ledger, records
-from majordomus.sync import layout, rules
+from majordomus.sync import arrival, layout, rules
 from majordomus.sync.remote import RemoteRef
 from majordomus.sync.union import LEGACY_REF, SYNCED_REF, Plan, base_view
 from majordomus.tasks import MAX_BYTES as TASK_MAX_BYTES
@@ -41,9 +41,10 @@ def import_records(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Im
     if not plan.records:
         return
     ws.ensure_state(*rules.RECORD_KINDS)
+    arriving = arrival.order(plan.records)  # each handoff after what it lists: "since the handoff" (design §9)
     with ThreadPoolExecutor(WORKERS) as pool:
-        for start in range(0, len(plan.records), BATCH):
-            batch = plan.records[start:start + BATCH]
+        for start in range(0, len(arriving), BATCH):
+            batch = arriving[start:start + BATCH]
             done = list(pool.map(lambda r: r.present or files.link_in(ws.paths.directory(r.directory), r.name,
                                                                       r.data, sync_dir=False)[1], batch))
             logged: list[tuple[str, dict[str, Any]]] = []
@@ -61,6 +62,7 @@ def import_records(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Im
                 files.fsync_dir(ws.paths.directory(directory))
             if logged:
                 ledger.append_many(ws.paths.ledger, logged, at)
+            arrival.index(ws, [item for item, created in zip(batch, done) if created])
 
 
 def import_tasks(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Imported], released: list[str]) -> None:

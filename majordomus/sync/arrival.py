@@ -1,0 +1,66 @@
+"""The order in which a pull brings records in (design §9, §13): what "since the handoff" means for imported
+records. The records of one pull arrive together, so their order is decided by what they say, never by the
+times their clocks wrote: each handoff after the checkpoints it lists and after its previous handoff, and a
+checkpoint that no handoff of the pull lists after every handoff of it (it was written since, or alongside
+on another machine: shown, never hidden). The ledger's `sync.import` events and each task's index keep it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from majordomus.lite import names
+from majordomus.store import listing, records
+from majordomus.sync.plan import RecordIn
+from majordomus.workspace import Workspace
+
+
+def _meta(item: RecordIn) -> dict[str, Any]:
+    try:
+        return records.split(item.data)[0]
+    except (ValueError, UnicodeDecodeError):  # passed the rules already; an unreadable one keeps its place
+        return {}
+
+
+def order(items: list[RecordIn]) -> list[RecordIn]:
+    """`items` in the order they arrive: runs and other records first, as planned; then, per the handoffs'
+    chain (a handoff after its previous one), each handoff after the checkpoints it lists; the checkpoints
+    that no handoff of the pull lists last, as planned."""
+    handoffs = {f"handoffs/{i.name}": i for i in items if i.directory == "handoffs"}
+    if not handoffs:
+        return items
+    metas = {rel: _meta(item) for rel, item in handoffs.items()}
+
+    def depth(rel: str, seen: int = 0) -> int:
+        previous = metas[rel].get("previous_handoff")
+        return 0 if seen > len(metas) or previous not in metas else 1 + depth(str(previous), seen + 1)
+
+    chain = sorted(handoffs, key=lambda rel: (depth(rel), rel))
+    place: dict[str, int] = {}
+    for rank, rel in enumerate(chain):
+        place[rel] = 2 * rank + 1
+        for listed in metas[rel].get("checkpoints") or []:
+            if isinstance(listed, str):
+                place.setdefault(listed, 2 * rank)
+    last = 2 * len(chain)
+
+    def place_of(item: RecordIn) -> int:
+        rel = f"{item.directory}/{item.name}"
+        if item.directory == "handoffs":
+            return place[rel]
+        if item.directory == "checkpoints":
+            return place.get(rel, last)
+        return -1
+
+    return sorted(items, key=place_of)  # stable: the plan's order within each place
+
+
+def index(ws: Workspace, arrived: list[RecordIn]) -> None:
+    """Append what arrived (in that order) to each task's index that exists here. Best effort, as a local
+    write's append: a task without an index is briefed from the ledger's `sync.import` events."""
+    entries: dict[str, list[str]] = {}
+    for item in arrived:
+        entry = listing.entry_of(f"{item.directory}/{item.name}")
+        if entry is not None and item.task is not None and names.is_task_id(item.task):
+            entries.setdefault(item.task, []).append(entry)
+    for task_id, found in entries.items():
+        listing.add_names(listing.index_path(ws, task_id), found)

@@ -219,3 +219,28 @@ def test_a_takeover_made_after_seeing_a_clock_ahead_version_replaces_it_there(cl
     else:
         assert [e["kept"] for e in events(b, "sync.conflict")] == ["local"]
         assert shown.exit_code == 0 and "B ahead" in shown.stdout
+
+
+@pytest.mark.parametrize("ahead", ["2026-03-02T09:00:01Z", "2099-01-01T00:00:00Z"], ids=["a-second", "years"])
+def test_a_version_from_a_clock_ahead_loses_to_a_change_made_after_it_elsewhere_on_a_third_machine(
+        cli, repo, remote, tmp_path, ahead):
+    """A (clock ahead) hands off; B, on the true clock, pulls it, resumes and checkpoints (a later change, with
+    an earlier `updated_at`); C, which held neither, pulls both: it settles on B's, as A does, because B's
+    machine had seen the push that carried A's, whether A's clock was a second or years ahead."""
+    b, c = clone(tmp_path, remote, "b"), clone(tmp_path, remote, "c")
+    with freeze_time(ahead):
+        assert cli("task", "start", "t1").exit_code == 0
+        write_handoff(repo)
+        assert cli("sync", "push").exit_code == 0
+    with freeze_time("2026-03-02T09:00:00Z"):
+        assert cli("sync", "pull", cwd=b).exit_code == 0
+        assert cli("task", "resume", "t1", cwd=b).exit_code == 0
+        assert cli("checkpoint", input="b's later note", cwd=b).exit_code == 0
+        assert cli("sync", "push", "--checkpoints", cwd=b).exit_code == 0
+        later = (state_dir(b) / "tasks" / "t1.yaml").read_bytes()
+    with freeze_time("2026-03-02T09:05:00Z"):
+        for where in (c, repo):
+            result = cli("sync", "pull", cwd=where)
+            assert result.exit_code == 0, result.output
+            assert (state_dir(where) / "tasks" / "t1.yaml").read_bytes() == later, where
+            assert "b's later note" in cli("brief", "t1", cwd=where).stdout

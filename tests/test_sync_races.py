@@ -68,7 +68,10 @@ def test_still_busy_after_the_time_bound_is_exit_75_and_loses_nothing(cli, repo,
     assert result.exit_code == 75, result.output
     assert f"origin kept changing {ref}" in result.stderr and "still busy" in result.stderr
     assert "Nothing was lost" in result.stderr and "run `majordomus sync push` again" in result.stderr
-    assert int((tmp_path / "races").read_text()) >= 2
+    # Each lost round is one race of the hook; how many fit in the bound is the machine's speed (a loaded CI
+    # machine may fit one), and the message counts them.
+    races = int((tmp_path / "races").read_text())
+    assert races >= 1 and f"({races} attempt" in result.stderr, (races, result.stderr)
     # What this push was for is committed on the local ref; the remote has only what it had.
     local = remote_files(repo, ref)
     assert "tasks/t2.yaml" in local and len([p for p in local if p.startswith("checkpoints/")]) == 1

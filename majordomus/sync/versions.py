@@ -100,7 +100,7 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeVi
         # Settled on, then replaced here: a floor no later than ours (one from a clock running ahead would
         # keep out every real change made elsewhere afterwards).
         floor = min(floor, key(local))
-    fresh = [v for v in found if v.oid != local_oid and (floor is None or v.key > floor)]
+    fresh = _not_superseded(ws, [v for v in found if v.oid != local_oid and (floor is None or v.key > floor)], name)
     if local is not None and local_oid is not None:
         # A version whose machine held ours before it is later than ours, whatever the clocks say (the same
         # second, or a clock behind): it counts as the newest, so that every machine settles on it.
@@ -150,6 +150,21 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeVi
         plan.tasks.append(TaskIn(task_id, odb.blob_id(kept), kept, newest.ref.name, local_oid, ours=True))
     plan.settled[task_id] = odb.blob_id(kept)
     plan.kept[plan.settled[task_id]] = kept  # a version of ours that no push carried yet is in no object store
+
+
+def _not_superseded(ws: Workspace, fresh: list[_Version], name: str) -> list[_Version]:
+    """`fresh` without the versions another one was built on: a version whose machine had seen the push that
+    carried another (its ref descends from that push) is later than that one, whatever the clocks say — a
+    clock running years ahead on one machine must not keep its version over every change made after it
+    elsewhere (design §13). The newest by `updated_at` is asked first, then the next, while one falls."""
+    out = list(fresh)
+    while len(out) > 1:
+        top = max(out, key=lambda v: v.key)
+        carried = _History(ws, top.ref, name, top.oid, min(v.key for v in out))
+        if not any(other.oid != top.oid and other.ref is not top.ref and carried.seen_by(other.ref) for other in out):
+            break
+        out.remove(top)
+    return out
 
 
 def _ours_kept(ws: Workspace, local: bytes, others: list[bytes], plan: Plan) -> bytes:

@@ -8,6 +8,7 @@ happens inside them, they exit 0.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -215,6 +216,8 @@ def _exit_code(exc: BaseException) -> int:
         return 0
     if isinstance(exc, OSError) and _writing_output(exc):
         return _output_failed(exc)
+    if isinstance(exc, OSError) and exc.errno in _ENVIRONMENT_ERRNOS:
+        return _environment_failed(exc)
     if isinstance(exc, KeyboardInterrupt):
         sys.stderr.write("majordomus: interrupted\n")
         return 130
@@ -223,6 +226,27 @@ def _exit_code(exc: BaseException) -> int:
     if isinstance(exc, Exception):
         return internal_error(exc)
     raise exc
+
+
+# What a file system says of itself, never of majordomus's logic: a failing or full disk, a stale network
+# file system, a lock the kernel refuses, no descriptors or memory left. Raised by a call no store function
+# wraps (a stat, a close, a flock, a read part way), it is exit 12 naming the file, as every wrapped one is.
+_ENVIRONMENT_ERRNOS = frozenset(getattr(errno, name) for name in (
+    "EIO", "ESTALE", "ENOLCK", "ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "EMFILE", "ENFILE", "ENOMEM",
+    "EBUSY", "EFBIG", "EOVERFLOW", "ETIMEDOUT", "EREMOTEIO", "ENOTCONN", "EHOSTDOWN") if hasattr(errno, name))
+
+
+def _environment_failed(exc: OSError) -> int:
+    from majordomus.errors import EnvironmentProblem
+    from majordomus.lite.textrules import render_error
+
+    where = f" on {exc.filename}" if exc.filename is not None else ""
+    sys.stderr.write(render_error(EnvironmentProblem(
+        f"the file system refused a call{where}: {exc.strerror or exc}",
+        "check the disk or file system the repository is on (full, read-only, failing, a network mount gone "
+        "stale), then run the command again: a write that stopped is completed by the same command, and "
+        "`majordomus doctor --strict` says what is there")) + "\n")
+    return 12
 
 
 # What a full or failing disk under stdout or stderr raises (`> /dev/full`, a redirect on a full file system).

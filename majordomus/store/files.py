@@ -232,8 +232,15 @@ class locked:
 
                 raise _not_a_lock(self.path, kind_of(st.st_mode))
             fcntl.flock(self.fd, fcntl.LOCK_EX)
-        except BaseException:
+        except BaseException as exc:
             os.close(self.fd)
+            if isinstance(exc, OSError) and exc.errno == errno.ENOLCK:
+                raise EnvironmentProblem(f"cannot lock {self.path}: {exc.strerror}",
+                                         "the file system refuses locks (a network file system without lock "
+                                         "support?): keep the repository on a local disk, then run the same "
+                                         "command again") from exc
+            if isinstance(exc, OSError):  # a stat the file system refuses (EIO, ESTALE)
+                raise _environment(self.path, exc) from exc
             raise
 
     def __exit__(self, *exc: object) -> None:

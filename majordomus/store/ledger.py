@@ -125,16 +125,24 @@ def tail(path: str, lookback: int, needle: bytes | None = None) -> Iterator[dict
     except (OSError, safeio.UnsafeFile):
         return
     try:
-        for number, line in enumerate(lines_backwards(fd, os.fstat(fd).st_size)):
-            if number >= lookback:
-                return
-            if needle is not None and needle not in line:
-                continue
-            obj = parse_line(line) if line.strip() else None
-            if obj is not None:
-                yield obj
+        try:
+            lines = enumerate(lines_backwards(fd, os.fstat(fd).st_size))
+            for number, line in lines:
+                if number >= lookback:
+                    return
+                if needle is not None and needle not in line:
+                    continue
+                obj = parse_line(line) if line.strip() else None
+                if obj is not None:
+                    yield obj
+        except OSError as exc:  # a read that fails part way: never taken for the ledger's beginning
+            raise EnvironmentProblem(f"cannot read {path}: {exc.strerror or exc}",
+                                     "check the disk or file system it is on, then run the command again") from exc
     finally:
-        os.close(fd)
+        try:
+            os.close(fd)
+        except OSError:
+            pass  # everything needed was read; a close that fails (EIO on a network file system) loses nothing
 
 
 def _last_valid(fd: int, size: int) -> tuple[dict[str, Any] | None, bytes | None, bool]:

@@ -158,3 +158,23 @@ def test_nested_64_deep_is_an_event_and_65_deep_is_dropped(tmp_path):
     path.write_bytes(ok + b"\n" + deep + b"\n")
     replayed = ledger.replay(str(path))
     assert [e["event"] for e in replayed.events] == ["a"] and replayed.dropped_lines == 1
+
+
+def test_a_line_holding_nan_or_infinity_is_no_event(cli, repo):
+    """`NaN` and `Infinity` are no JSON: Python reads them and `--json` would write them back out as text no
+    other reader takes. A line holding one is not an event (counted, the chain broken there); the edge, the
+    same line with a number, verifies."""
+    import math
+
+    cli("task", "start", "a")
+    cli("checkpoint", input="x\n")
+    path = state_dir(repo) / "ledger.jsonl"
+    lines = path.read_text().splitlines()
+    assert cli("ledger", "--verify").exit_code == 0
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        path.write_text("\n".join([lines[0].replace('"v":1', f'"v":{constant}', 1), *lines[1:]]) + "\n")
+        broken = cli("ledger", "--verify")
+        assert broken.exit_code == 1, broken.output
+        out = cli("ledger", "--json")
+        data = json.loads(out.stdout, parse_constant=lambda name: math.nan)  # what any JSON reader takes
+        assert out.exit_code == 0 and constant not in out.stdout and data["dropped_lines"] == 1, out.stdout

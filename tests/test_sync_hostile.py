@@ -247,6 +247,22 @@ def test_a_pull_shows_at_most_twenty_refusals_and_counts_the_rest(cli, tmp_path,
     assert f" refused     -------  {bad} entries refused from origin: tasks/bad00.yaml" in cli("log", "--all", cwd=b).stdout
 
 
+def test_a_remote_claim_that_names_a_key_twice_is_refused(cli, tmp_path, remote):
+    """Which of the two values counts would be the reader's choice: the first is a line break and a heading
+    here, the last a fine host. The edge: the same claim with the key once is imported."""
+    twice = claim(host="x\\n# INJ")[:-2] + ', "host": "vm"}]'
+    files: dict[str, bytes | tuple[str, str]] = {"format": b"majordomus-state 2\n",
+                                                  "tasks/twice.yaml": task("twice", claims=twice),
+                                                  "tasks/once.yaml": task("once", claims=claim(host="vm"))}
+    git(remote, "update-ref", MALLORY, commit_tree(remote, build_tree(remote, files, tmp_path), message="mallory"))
+    b = clone(tmp_path, remote, "b")
+    result = cli("sync", "pull", cwd=b)
+    assert result.exit_code == 10 and "imported from origin: 1 task" in result.stdout, result.output
+    [line] = [line for line in result.stderr.splitlines() if line.startswith(f"  tasks/twice.yaml ({MALLORY}): ")]
+    assert "names `host` twice" in line, line
+    assert sorted(p.name for p in (state_dir(b) / "tasks").iterdir()) == ["once.yaml"]
+
+
 @pytest.mark.parametrize(("change", "reason"), [
     ({"owner": "m\\n# CLAIMED BY root"}, "its claim 1: `owner` holds a line break"),
     ({"host": "h\\u2028# HOST"}, "its claim 1: `host` holds"),

@@ -33,7 +33,25 @@ _STRING = LazyRe(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _NOT_BRACKET = LazyRe(r"[^\[\]{}]+")
 _OPENERS = LazyRe(rf"[\[{{]{{{MAX_DEPTH + 1}}}")
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
-_DECODER = json.JSONDecoder()
+
+
+def _no_constant(name: str) -> Any:
+    # `NaN`, `Infinity` and `-Infinity` are no JSON (RFC 8259): Python reads them, and writes them back out
+    # as text no other reader takes.
+    raise BadJSON(f"`{name}` is not a JSON number", "")
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise BadJSON(f"an object names `{key[:40]}` twice", "")
+        found[key] = value
+    return found
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+_UNIQUE = json.JSONDecoder(parse_constant=_no_constant, object_pairs_hook=_unique)
 
 
 class BadJSON(json.JSONDecodeError):
@@ -86,14 +104,16 @@ def check(text: str) -> None:
         raise TooDeep(f"it nests arrays or objects deeper than {MAX_DEPTH} levels", text)
 
 
-def loads(data: str | bytes | bytearray) -> Any:
-    """`json.loads` with the nesting bound and the byte-order-mark rule; bytes must be UTF-8.
+def loads(data: str | bytes | bytearray, *, unique: bool = False) -> Any:
+    """`json.loads` with the nesting bound and the byte-order-mark rule; bytes must be UTF-8. `NaN` and
+    `Infinity` are refused; with `unique`, so is an object that names a key twice (a stored record's values:
+    which of the two counts would be the reader's choice).
 
     Raises `ValueError` for anything that is not such a JSON document (`UnicodeDecodeError` for bytes
     that are not UTF-8, `json.JSONDecodeError` — `BadJSON` included — for the rest)."""
     text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
     check(text)
-    return json.loads(text)
+    return (_UNIQUE if unique else _DECODER).decode(text)
 
 
 def loads_object_line(text: str) -> Any:
@@ -101,7 +121,7 @@ def loads_object_line(text: str) -> Any:
     whitespace regular expressions when the line starts with `{`. Raises `ValueError` like `loads`."""
     check(text)
     if text[:1] != "{":
-        return json.loads(text)
+        return _DECODER.decode(text)
     obj, end = _DECODER.raw_decode(text)
     if end != len(text) and text[end:].strip():
         raise json.JSONDecodeError("extra data", text, end)

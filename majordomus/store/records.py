@@ -290,7 +290,7 @@ def _json_scalar(text: str) -> Any:
             return inner
     elif text.isdigit() and text.isascii() and (text[0] != "0" or text == "0") and len(text) < 10:
         return int(text)
-    return jsonbound.loads(text)
+    return jsonbound.loads(text, unique=True)
 
 
 _SUMMARY_LINE = LazyRe(r'^([a-z_]+): (?:"([^"\\\n]*)"|(null))$', re.M)

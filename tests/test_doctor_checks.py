@@ -124,6 +124,25 @@ def test_a_directory_where_a_state_file_belongs_is_not_a_file(cli, repo, store, 
     assert not any(f["path"].endswith(name) for f in report["findings"] if f["code"].startswith("perm."))
 
 
+@pytest.mark.parametrize("rel", ["tasks/t1.yaml", "context/t1/continuity.json", "cache/config.json",
+                                 "context/t1/another", "cache/another"])
+def test_a_directory_where_only_files_belong_is_not_a_file(cli, repo, store, rel):
+    """tasks/, cache/ and each task's context/ID/ hold files only: a directory there (in place of the task's
+    record, say, which every reader then refuses) is named, never walked into as a directory of the state.
+    The edge: the same directory one level up, in the state itself, is walked (the test above)."""
+    cli("context", "pin", "decision", "--", "keep it")
+    target = state_dir(repo) / rel
+    if target.exists():
+        target.unlink()
+    target.mkdir(mode=0o700)
+    code, report = doctor(cli, "--strict")
+    assert code == 1
+    found = [f for f in only(report, "state.not-a-file") if f["path"].endswith(rel)]
+    assert found and found[0]["level"] == "fail", report
+    assert found[0]["message"].endswith("is a directory where majordomus keeps only files; a command that reads it "
+                                        "refuses it")
+
+
 def test_a_directory_in_the_state_named_like_no_file_is_still_walked(cli, repo, store):
     """One past it: a directory of another name is a directory like any other (its mode checked)."""
     (state_dir(repo) / ".lock2").mkdir(mode=0o755)

@@ -42,6 +42,7 @@ class _Walk:
         p = ws.paths  # the files of the state directory itself; the two locks are made again when gone
         self.locks = {p.lock, p.sync_lock}
         self.files = self.locks | {p.ledger, p.active_index, p.claims, p.machine_id}
+        self.flat = {p.tasks, p.cache, p.receipts}  # directories of files only (each task's context/ID too)
 
     def show(self, path: str) -> str:
         if path.startswith(self.local + os.sep):
@@ -171,6 +172,10 @@ class _Walk:
         if entry.is_dir(follow_symlinks=False) and directory in self.record_dirs:
             self.add(FAIL, "state.not-a-file", entry.path, "{path} is a directory where only records belong",
                      "move it out of the store")
+            return
+        if entry.is_dir(follow_symlinks=False) and (directory in self.flat or os.path.dirname(directory) == p.contexts):
+            self.add(FAIL, "state.not-a-file", entry.path, "{path} is a directory where majordomus keeps only files; "
+                     "a command that reads it refuses it", "move it out of the state directory")
             return
         if entry.is_dir(follow_symlinks=False):
             self.mode(entry.path, entry.stat(follow_symlinks=False), paths.DIR_MODE, "directory")

@@ -202,6 +202,8 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
         days: dict[str, str] = {}
         # text: per directory, the tag of a line by the task line's bytes (`Lines`), only for the task asked
         tags: list[dict[bytes, str]] = [{} for _ in shown]
+        last_raw, last_index, last_tag = b"", -1, ""  # the last tag found there, and for what
+        tag: str | None = None
         out = Lines()
         names_append, tags_append, lines_append = out.names.append, out.tags.append, out.lines.append
         room = BLOCK  # the matches of the common case a chunk still takes
@@ -276,8 +278,13 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                     # the task line as `records.render` writes it (a task met before costs a lookup)
                     raw, quote, _rest = head.partition(_TASK_LINE)[2].partition(b'"')
                     rendered = quote and head[:4] == b"---\n"
-                    tag = tags[index].get(raw) if as_lines and rendered else None
                     owner = None
+                    if rendered and as_lines and raw == last_raw and index == last_index:
+                        tag = last_tag  # a task writes its records in a run: the record before's tag
+                    else:
+                        tag = tags[index].get(raw) if as_lines and rendered else None
+                        if tag is not None:
+                            last_raw, last_index, last_tag = raw, index, tag
                     if tag is None:
                         owner = known.get(raw) if rendered else None
                         if owner is None and quote:  # a task not met yet, or not as `records.render` writes it
@@ -291,6 +298,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                             tag = f"  {owner}  {_escape(f'{shown[index][0]:<10}  {shown[index][1]}')}"
                             if rendered:
                                 tags[index][raw] = tag
+                                last_raw, last_index, last_tag = raw, index, tag
                     if tag is not None or owner is not None:
                         # the body caps, asked of a match only, and in full only past a bound it may be over
                         # (the line breaks counted as what removing them takes off: `count` parses its arguments slowly)
@@ -302,9 +310,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                                 continue
                         if as_lines:  # the line's bytes: `Lines` makes the line, with a block of others
                             if one is not None:  # the line of the word's first place
-                                end = raw_text.find(b"\n", pos)
-                                start_at = raw_text.rfind(b"\n", 0, pos) + 1
-                                lines_append(raw_text[start_at:end] if end >= 0 else raw_text[start_at:])
+                                lines_append(raw_text[raw_text.rfind(b"\n", 0, pos) + 1:].partition(b"\n")[0])
                             else:
                                 found_line = ascii_line(low, raw_text)
                                 if found_line is None:

@@ -217,6 +217,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
         # a text in the fast path is under _FIRST_READ bytes, so under that many lines: no line cap is that
         line_caps = [_FIRST_READ if lines is None else lines for lines, _bytes in caps]
         byte_caps = [max_bytes for _lines, max_bytes in caps]
+        small = any(max_bytes < _FIRST_READ for max_bytes in byte_caps)  # else no text here is over its byte cap
         for name, index in _merged(listings) if listings else ():
             while pin_key > name:  # a pin's key is its second, which sorts below the names of that second
                 row = pins[pin_at][1]
@@ -302,8 +303,8 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                     if tag is not None or owner is not None:
                         # the body caps, asked of a match only, and in full only past a bound it may be over
                         # (the line breaks counted as what removing them takes off: `count` parses its arguments slowly)
-                        if (len(raw_text) > byte_caps[index]
-                                or len(raw_text) - len(raw_text.replace(b"\n", b"")) > line_caps[index]):
+                        if (len(raw_text) - len(raw_text.replace(b"\n", b"")) > line_caps[index]
+                                or (small and len(raw_text) > byte_caps[index])):
                             over = records.over_cap(data, caps[index])
                             if over is not None:
                                 skipped.append(f"{shown[index][1]}{name} {over}")

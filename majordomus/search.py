@@ -15,9 +15,11 @@ import itertools
 import os
 import stat
 
-from majordomus import search_names
+from majordomus import search_names, search_query
 from majordomus.errors import EnvironmentProblem, UsageError
 from majordomus.lite import names, safeio, statepaths
+from majordomus.search_listing import BLOCK, Lines, Row
+from majordomus.search_listing import text_line as text_line  # the listing's line is part of this module's face
 from majordomus.search_query import Query as Query  # the query is part of this module's face
 
 TYPE_CHECKING = False  # typing is not loaded at run time (see above)
@@ -31,9 +33,6 @@ KINDS = ("checkpoint", "handoff", "run", "pin")
 DIRECTORIES = (("checkpoint", "checkpoints"), ("handoff", "handoffs"), ("run", "runs"))
 TOOL_MAX = 200  # matches the MCP tool returns at most
 _FIRST_READ = 8192  # most records are smaller: one read(2) and a short count means the end of the file
-
-
-Row = tuple[str, str, str, str, str]  # task, kind, at, path, line
 
 
 class Hit:
@@ -117,39 +116,6 @@ def _read(name: str, dir_fd: int) -> bytes:
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # safeio's
 
 
-def _pin_hits(ws: Workspace, query: Query, task: str | None, skipped: list[str]) -> list[tuple[str, Row]]:
-    """(sort key, row) of every matching pin: pins are few, so they are gathered, then merged in."""
-    from majordomus import continuity_doc, search_pins
-
-    # A link where `context/` or a `context/ID/` belongs is refused (exit 12, naming it), as every reader
-    # of a state directory refuses it (statepaths.readable_dir): nothing is read through it.
-    if not statepaths.readable_dir(ws.paths, ws.paths.contexts):
-        return []
-    ids = [n for n in sorted(os.listdir(ws.paths.contexts))
-           if names.is_task_id(n) and statepaths.is_real_dir(ws.paths.context_dir(n))]
-    out = []
-    for task_id in ids:
-        if task is not None and task_id != task:
-            continue
-        try:
-            doc = search_pins.load(ws, task_id)  # as continuity.load trusts it
-        except EnvironmentProblem as exc:
-            skipped.append(f"the pins of `{task_id}`: {exc.message}")
-            continue
-        shown = ws.display(search_pins.path_of(ws, task_id))
-        for key in continuity_doc.PIN_KEYS:
-            for pin in (doc or {}).get(key, []):
-                try:
-                    line = query.line(pin["text"])
-                except UsageError as exc:  # -E past its deadline (regexbound.TooSlow): where
-                    raise _where(exc, f"a pin in {shown}") from None
-                if line is not None:
-                    at = str(pin["createdAt"])
-                    out.append((at.replace("-", "").replace(":", ""), (task_id, "pin", at, shown, line)))
-    out.sort(key=lambda pair: pair[0], reverse=True)
-    return out
-
-
 _TASK_LINE = b'\ntask: "'
 
 
@@ -186,13 +152,6 @@ def _task_and_body(data: bytes, known: dict[bytes, str]) -> tuple[str, str] | No
     return str(meta.get("task")), body
 
 
-def _where(exc: UsageError, where: str) -> UsageError:
-    """A `TooSlow` named by the record or pin it ran past its deadline on; any other error as it is."""
-    from majordomus import regexbound  # loaded already: only -E raises it
-
-    return exc.at(where) if isinstance(exc, regexbound.TooSlow) else exc
-
-
 def search(ws: Workspace, query: Query, task: str | None = None, kind: str | None = None,
            skipped: list[str] | None = None) -> Iterator[Hit]:
     """Every matching record and pin, newest first, yielded as found; files that cannot be read as
@@ -206,16 +165,12 @@ def rows(ws: Workspace, query: Query, task: str | None = None, kind: str | None 
     return _scan(ws, query, task, kind, [] if skipped is None else skipped, False)  # type: ignore[return-value]
 
 
-def text_lines(ws: Workspace, query: Query, task: str | None = None, kind: str | None = None,
-               skipped: list[str] | None = None) -> Iterator[str]:
-    """`search` as the lines of its text listing, not yet escaped: `AT  TASK  KIND  PATH  LINE` (the kind
-    padded to 10, the line stripped). A listing of 100,000 matches is built here, one format per match."""
+def text_chunks(ws: Workspace, query: Query, task: str | None = None, kind: str | None = None,
+                skipped: list[str] | None = None) -> Iterator[str]:
+    """`search` as its text listing, escaped, in chunks of whole lines (up to `BLOCK` of them): `AT  TASK  KIND
+    PATH  LINE`, the kind padded to 10, the line stripped. A listing of 100,000 matches is built here: a match
+    of the common case is three appends, and its line is made with a block of others (`Lines`)."""
     return _scan(ws, query, task, kind, [] if skipped is None else skipped, True)  # type: ignore[return-value]
-
-
-def text_line(row: Row) -> str:
-    task, kind, at, path, line = row
-    return f"{at}  {task}  {kind:<10}  {path}  {line.strip()}"
 
 
 def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipped: list[str],
@@ -234,23 +189,42 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                 listings.append(_names(fd))
                 shown.append((kind_name, ws.display(ws.paths.directory(directory)) + os.sep))
                 caps.append(records.body_caps(directory, ws.config))  # over them, not ours: never served
-        kind_path = [f"{kind_name:<10}  {where}" for kind_name, where in shown]  # as `text_line` pads the kind
-        pins = _pin_hits(ws, query, task, skipped) if kind in (None, "pin") else []
+        pins: list[tuple[str, Row]] = []
+        if kind in (None, "pin"):
+            from majordomus import search_pins  # pins are few: gathered in full, then merged in
+
+            pins = search_pins.hits(ws, query, task, skipped)
         # A pin goes out before the first record older than it: `pin_key` is the next pin's sort key ("" when
         # none is left, which no record name is below), so a record costs one comparison for the pins.
         pin_at, pin_key = 0, pins[0][0] if pins else ""
-        maybe, line_of = query.maybe, query.line
+        maybe, line_of, ascii_line = query.maybe, query.line, query.ascii_line
         known: dict[bytes, str] = {}
         days: dict[str, str] = {}
+        # text: per directory, the tag of a line by the task line's bytes (`Lines`), only for the task asked
+        tags: list[dict[bytes, str]] = [{} for _ in shown]
+        last_raw, last_index, last_tag = b"", -1, ""  # the last tag found there, and for what
+        tag: str | None = None
+        out = Lines()
+        names_append, tags_append, lines_append = out.names.append, out.tags.append, out.lines.append
+        room = BLOCK  # the matches of the common case a chunk still takes
         fast = query.pattern is None and len(query.ascii_words) == len(query.words)
         words = query.ascii_words  # lower-cased
         one = words[0] if fast and len(words) == 1 else None  # the common case: one plain word
         open_, read, close_, flags, fstat, regular = os.open, os.read, os.close, _OPEN_FLAGS, os.fstat, stat.S_ISREG
-        is_record = search_names.Grammar(listings).holds
+        grammar = search_names.Grammar(listings)
+        is_record, others = grammar.holds, grammar.others
+        odd = False  # whether any name listed is not a record's (once `others` answers)
+        # a text in the fast path is under _FIRST_READ bytes, so under that many lines: no line cap is that
+        line_caps = [_FIRST_READ if lines is None else lines for lines, _bytes in caps]
+        byte_caps = [max_bytes for _lines, max_bytes in caps]
+        small = any(max_bytes < _FIRST_READ for max_bytes in byte_caps)  # else no text here is over its byte cap
         for name, index in _merged(listings) if listings else ():
             while pin_key > name:  # a pin's key is its second, which sorts below the names of that second
                 row = pins[pin_at][1]
-                yield text_line(row) if as_lines else row
+                if as_lines:
+                    out.add(text_line(row))
+                else:
+                    yield row
                 pin_at += 1
                 pin_key = pins[pin_at][0] if pin_at < len(pins) else ""
             # The common case inlined (this runs once per record): opened without following a link or waiting
@@ -294,24 +268,62 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                             continue
                     elif not all(low.find(w) >= 0 for w in words):
                         continue
-                    if not is_record(name, index):
+                    if others is not None:  # `grammar.holds`, inlined once it answers from its sets
+                        if odd and name in others[index]:
+                            continue
+                    elif not is_record(name, index):
                         continue
+                    else:
+                        others = grammar.others
+                        odd = others is not None and any(others)
                     # the task line as `records.render` writes it (a task met before costs a lookup)
                     raw, quote, _rest = head.partition(_TASK_LINE)[2].partition(b'"')
-                    owner = known.get(raw) if quote and head[:4] == b"---\n" else None
-                    if owner is None and quote:  # a task not met yet, or not as `records.render` writes it
-                        start = _task_and_start(data, known)
-                        owner = None if start is None else start[0]
-                    if owner is not None:
-                        if task is not None and owner != task:
+                    rendered = quote and head[:4] == b"---\n"
+                    owner = None
+                    if rendered and as_lines and raw == last_raw and index == last_index:
+                        tag = last_tag  # a task writes its records in a run: the record before's tag
+                    else:
+                        tag = tags[index].get(raw) if as_lines and rendered else None
+                        if tag is not None:
+                            last_raw, last_index, last_tag = raw, index, tag
+                    if tag is None:
+                        owner = known.get(raw) if rendered else None
+                        if owner is None and quote:  # a task not met yet, or not as `records.render` writes it
+                            start = _task_and_start(data, known)
+                            owner = None if start is None else start[0]
+                        if owner is None:
+                            pass  # no task line as `records.render` writes it: the careful way, below
+                        elif task is not None and owner != task:
                             continue
-                        max_lines, max_bytes = caps[index]  # asked of a match only, and in full only
-                        if len(raw_text) > max_bytes or (max_lines is not None  # past a bound it may be over
-                                                         and raw_text.count(b"\n") > max_lines):
+                        elif as_lines:
+                            tag = f"  {owner}  {_escape(f'{shown[index][0]:<10}  {shown[index][1]}')}"
+                            if rendered:
+                                tags[index][raw] = tag
+                                last_raw, last_index, last_tag = raw, index, tag
+                    if tag is not None or owner is not None:
+                        # the body caps, asked of a match only, and in full only past a bound it may be over
+                        # (the line breaks counted as what removing them takes off: `count` parses its arguments slowly)
+                        if (len(raw_text) - len(raw_text.replace(b"\n", b"")) > line_caps[index]
+                                or (small and len(raw_text) > byte_caps[index])):
                             over = records.over_cap(data, caps[index])
                             if over is not None:
                                 skipped.append(f"{shown[index][1]}{name} {over}")
                                 continue
+                        if as_lines:  # the line's bytes: `Lines` makes the line, with a block of others
+                            if one is not None:  # the line of the word's first place
+                                lines_append(raw_text[raw_text.rfind(b"\n", 0, pos) + 1:].partition(b"\n")[0])
+                            else:
+                                found_line = ascii_line(low, raw_text)
+                                if found_line is None:
+                                    continue
+                                lines_append(found_line)
+                            names_append(name)
+                            tags_append(tag)  # type: ignore[arg-type]
+                            room -= 1
+                            if not room:
+                                yield out.take()
+                                room = BLOCK
+                            continue
                         text = raw_text.decode("ascii")  # a copy: the text is ASCII
                         if one is not None:  # the line of the word's first place
                             matched = text[text.rfind("\n", 0, pos) + 1:].partition("\n")[0]
@@ -323,17 +335,16 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                         day = days.get(name[:8])
                         if day is None:
                             day = days[name[:8]] = f"{name[0:4]}-{name[4:6]}-{name[6:8]}T"
-                        if as_lines:  # `text_line` of the row, in one format
-                            yield (f"{day}{name[9:11]}:{name[11:13]}:{name[13:15]}Z  {owner}  {kind_path[index]}{name}  "
-                                   f"{matched.strip()}")
-                        else:
-                            yield (owner, shown[index][0], f"{day}{name[9:11]}:{name[11:13]}:{name[13:15]}Z",
-                                   shown[index][1] + name, matched)
+                        # (rows have no tag: the owner was found above)
+                        yield (owner, shown[index][0], f"{day}{name[9:11]}:{name[11:13]}:{name[13:15]}Z",  # type: ignore[misc]
+                               shown[index][1] + name, matched)
                         continue
             # anything else (a text that is not ASCII, a record not as `records.render` writes it, -E, a word
             # that is not ASCII): the text decoded, as it is parsed everywhere
             if not maybe(data) or not is_record(name, index):
                 continue
+            others = grammar.others
+            odd = others is not None and any(others)
             found = _task_and_body(data, known)
             if found is None:
                 skipped.append(f"{shown[index][1]}{name} has no readable front matter")
@@ -347,15 +358,34 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
             try:
                 line = line_of(found[1])
             except UsageError as exc:  # -E past its deadline (regexbound.TooSlow): where
-                raise _where(exc, shown[index][1] + name) from None
+                raise search_query.where(exc, shown[index][1] + name) from None
             if line is not None:
                 row = (found[0], shown[index][0], _iso(name), shown[index][1] + name, line)
-                yield text_line(row) if as_lines else row
+                if as_lines:
+                    out.add(text_line(row))
+                else:
+                    yield row
+            if as_lines and out.size >= BLOCK:
+                yield out.take()
+                room = BLOCK
         for _key, row in pins[pin_at:]:
-            yield text_line(row) if as_lines else row
+            if as_lines:
+                out.add(text_line(row))
+            else:
+                yield row
+        if as_lines:
+            rest = out.take()
+            if rest:
+                yield rest
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def _escape(text: str) -> str:
+    from majordomus.lite.textrules import escape
+
+    return escape(text)
 
 
 TOOL_DESCRIPTION = ("Find the records and pins whose text holds every word (case-insensitive), newest first; "

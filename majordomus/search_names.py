@@ -75,3 +75,24 @@ def _all_records(chunk: list[str]) -> bool:
     raw = joined.encode("ascii")
     columns = _HEAD + [_SLUG] * (width - 48) + _TAIL
     return not any(raw[p::width].translate(None, allowed) for p, allowed in enumerate(columns))
+
+
+# `YYYYMMDDTHHMMSSZ` -> `YYYY-MM-DDTHH:MM:SSZ`: (where in the time, where in the name) of each digit
+_TIME = b"0000-00-00T00:00:00Z"
+_DIGIT_COLUMNS = ((0, 0), (1, 1), (2, 2), (3, 3), (5, 4), (6, 5), (8, 6), (9, 7), (11, 9), (12, 10), (14, 11),
+                  (15, 12), (17, 13), (18, 14))
+
+
+def times(listed: list[str]) -> list[str]:
+    """The time each record name begins with, as `YYYY-MM-DDTHH:MM:SSZ`. Names of one length (one branch writes
+    them so) are done a column at a time, fourteen C calls for the lot, a tenth of the slicing it replaces."""
+    if len(set(map(len, listed))) != 1:
+        return [f"{n[0:4]}-{n[4:6]}-{n[6:8]}T{n[9:11]}:{n[11:13]}:{n[13:15]}Z" for n in listed]
+    width = len(listed[0])
+    raw = "".join(listed).encode("ascii")  # a record's name is ASCII (RECORD_NAME)
+    step = len(_TIME) + 1
+    out = bytearray((_TIME + b"\n") * len(listed))
+    for at, taken in _DIGIT_COLUMNS:
+        out[at::step] = raw[taken::width]
+    del out[-1]
+    return out.decode("ascii").split("\n")

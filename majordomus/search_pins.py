@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 import os
 
-from majordomus import continuity_doc
-from majordomus.errors import EnvironmentProblem
-from majordomus.lite import jsonbound, safeio
+from majordomus import continuity_doc, search_query
+from majordomus.errors import EnvironmentProblem, UsageError
+from majordomus.lite import jsonbound, names, safeio, statepaths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from majordomus.search_listing import Row
+    from majordomus.search_query import Query
     from majordomus.workspace import Workspace
 
 def path_of(ws: Workspace, task_id: str) -> str:
@@ -53,3 +55,34 @@ def intact(doc: Any, task_id: str, pin_max_bytes: int) -> bool:
     canonical = json.dumps({k: v for k, v in doc.items() if k != "integrity"}, sort_keys=True,
                            separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     return bool(hexdigest(canonical) == doc["integrity"]["sha256"])
+
+
+def hits(ws: Workspace, query: Query, task: str | None, skipped: list[str]) -> list[tuple[str, Row]]:
+    """(sort key, row) of every matching pin: pins are few, so they are gathered, then merged in."""
+    # A link where `context/` or a `context/ID/` belongs is refused (exit 12, naming it), as every reader
+    # of a state directory refuses it (statepaths.readable_dir): nothing is read through it.
+    if not statepaths.readable_dir(ws.paths, ws.paths.contexts):
+        return []
+    ids = [n for n in sorted(os.listdir(ws.paths.contexts))
+           if names.is_task_id(n) and statepaths.is_real_dir(ws.paths.context_dir(n))]
+    out = []
+    for task_id in ids:
+        if task is not None and task_id != task:
+            continue
+        try:
+            doc = load(ws, task_id)  # as continuity.load trusts it
+        except EnvironmentProblem as exc:
+            skipped.append(f"the pins of `{task_id}`: {exc.message}")
+            continue
+        shown = ws.display(path_of(ws, task_id))
+        for key in continuity_doc.PIN_KEYS:
+            for pin in (doc or {}).get(key, []):
+                try:
+                    line = query.line(pin["text"])
+                except UsageError as exc:  # -E past its deadline (regexbound.TooSlow): where
+                    raise search_query.where(exc, f"a pin in {shown}") from None
+                if line is not None:
+                    at = str(pin["createdAt"])
+                    out.append((at.replace("-", "").replace(":", ""), (task_id, "pin", at, shown, line)))
+    out.sort(key=lambda pair: pair[0], reverse=True)
+    return out

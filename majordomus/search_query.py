@@ -54,6 +54,11 @@ class Query:
             return self._line_by_line(text)
         return _matching_line(low, text, self.words, "\n", 0)
 
+    def ascii_line(self, low: bytes, text: bytes) -> bytes | None:
+        """`line` of an ASCII text, on its bytes (`low` is `text.lower()`): there they lower-case as str does,
+        so the line is the same, and nothing is decoded. For the words only, when they are all ASCII."""
+        return _matching_line(low, text, self.ascii_words, b"\n", 0)
+
     def _line_by_line(self, text: str) -> str | None:
         lines = text.split("\n")
         low = [line.lower() for line in lines]
@@ -86,3 +91,10 @@ def _matching_line(low: AnyStr, text: AnyStr, words: list[AnyStr], nl: AnyStr, b
 def _line_at(text: str, pos: int) -> str:
     end = text.find("\n", pos)
     return text[text.rfind("\n", 0, pos) + 1:end if end >= 0 else len(text)]
+
+
+def where(exc: UsageError, place: str) -> UsageError:
+    """A `TooSlow` named by the record or pin it ran past its deadline on; any other error as it is."""
+    from majordomus import regexbound  # loaded already: only -E raises it
+
+    return exc.at(place) if isinstance(exc, regexbound.TooSlow) else exc

@@ -323,3 +323,71 @@ def test_the_names_checked_a_column_at_a_time_are_the_grammars():
     assert search_names._not_records(["20260903T100000Z--" + "s" * n + good[-30:] for n in (1, 64)]) == set()
     too_long = "20260903T100000Z--" + "s" * 65 + good[-30:]
     assert search_names._not_records([too_long]) == {too_long}
+
+
+def test_the_times_of_names_of_one_length_are_each_names_time():
+    """`search_names.times` does a block of names of one length a column at a time; any other block name by
+    name: the same time as `search._iso` of each name, in order."""
+    import random
+
+    rng = random.Random(7)
+    stamps = [f"{rng.randrange(2000, 2100)}{rng.randrange(1, 13):02}{rng.randrange(1, 29):02}T"
+              f"{rng.randrange(24):02}{rng.randrange(60):02}{rng.randrange(60):02}Z" for _ in range(300)]
+    one_length = [s + "--main--0123abc--0123456789abcdef.md" for s in stamps]
+    mixed = [s + ("--main" if n % 3 else "--feature-x") + "--0123abc--0123456789abcdef.md" for n, s in enumerate(stamps)]
+    for listed in (one_length, mixed, one_length[:1]):
+        assert search_names.times(listed) == [search._iso(name) for name in listed]
+
+
+def test_the_block_check_of_ascii_lines_is_the_one_escaping_rule():
+    """`textrules.ascii_plain` answers for ASCII bytes what `escape` does to them as a one-line field, alone
+    or line by line (a listing's block of lines, the line breaks apart)."""
+    from majordomus.lite import textrules
+
+    for code in range(0x80):
+        char = chr(code)
+        plain = textrules.escape(f"a{char}b") == f"a{char}b"
+        assert textrules.ascii_plain(f"a{char}b".encode()) is plain, code
+        assert textrules.ascii_plain(f"x\na{char}b\ny".encode(), lines=True) is (plain or char == "\n"), code
+    assert textrules.ascii_plain(b"a\nb") is False and textrules.ascii_plain(b"a\tb", lines=True) is False
+
+
+def test_the_text_listing_is_each_rows_line_escaped(cli, repo):
+    """The text listing makes the lines of the common case in blocks (search.text_chunks); it is, byte for
+    byte, each row's `text_line` escaped, in order: over several blocks, with names of two lengths in one
+    block, pins between records, a line to escape (a tab, an ESC, a control at its edge), text that is not
+    ASCII, a record not as `records.render` writes it, a record over its cap, and two words."""
+    from majordomus.lite.textrules import escape
+
+    with_pin = "2026-09-03T10:05:00Z"
+    from freezegun import freeze_time
+
+    with freeze_time(with_pin):
+        start_task(cli, "t1")
+        assert cli("checkpoint", input="first note").exit_code == 0
+        assert cli("context", "pin", "constraint", "a pinned note").exit_code == 0
+    checkpoints = state_dir(repo) / "checkpoints"
+    [real] = checkpoints.iterdir()
+    data = real.read_bytes()
+    bodies = [b"plain note %d\nsecond line\n", b"tab\tin a note %d\n", b"\x1cedge note %d\x1c\nx\n",
+              b"ESC \x1b[2J note %d\n", "caf\u00e9 note %d\n".encode(), b"note %d\n" + b"l\n" * 45,
+              b"two words: note %d and more\nnote alone\n"]
+    for n in range(1300):
+        body = bodies[n % len(bodies)].replace(b"%d", str(n).encode())
+        record = data.replace(b"first note", body.rstrip(b"\n"))
+        if n % 11 == 0:  # not as `records.render` writes it: the careful way
+            record = record.replace(b"schema_version: 1\n", b"").replace(b"---\n", b"---\nextra: 1\n", 1)
+        slug = "main" if n % 5 else "feature-x"
+        name = f"202609{3 + n // 600:02}T10{n // 60 % 10:02}{n % 60:02}Z--{slug}--0123abc--{n:016x}.md"
+        (checkpoints / name).write_bytes(record)
+    ws = Workspace.open(str(repo))
+    for words in (["note"], ["NOTE", "two"], ["line"]):
+        query = search.Query(words)
+        expected = "".join(escape(search.text_line(row)) + "\n" for row in search.rows(ws, query))
+        chunks = list(search.text_chunks(ws, query))
+        assert "".join(chunks) == expected and all(c.endswith("\n") for c in chunks), words
+        assert len(chunks) > 1 or words != ["note"]  # over 512 lines: several blocks
+        assert cli("search", *words).stdout == expected
+    listed = cli("search", "note").stdout
+    assert "  t1  pin         " in listed and "\\x09in a note" in listed and "\\x1b[2J" in listed
+    assert "  edge note 2\n" in listed and "café note" in listed and "skipped" in cli("search", "note").stderr

@@ -125,7 +125,7 @@ def click_command() -> click.Command:
 
 
 def _show(ws: Any, query: Any, task: str | None, kind: str | None, skipped: list[str], as_json: bool) -> int:
-    """Print the hits as they come; how many there were."""
+    """Print the hits as they come; how many there were (the text listing: how many chunks of them)."""
     from majordomus import search
 
     if as_json:
@@ -141,13 +141,13 @@ def _show(ws: Any, query: Any, task: str | None, kind: str | None, skipped: list
         out.flush()
         return shown
     if not sys.stdout.isatty():  # a pipe or a file: no pager and no colour, so nothing of them is loaded
-        return _plain(sys.stdout, search.text_lines(ws, query, task, kind, skipped))
+        return _plain(sys.stdout, search.text_chunks(ws, query, task, kind, skipped))
     from majordomus.cli.log import colour_wanted, paged
 
     mark = _marker(query) if colour_wanted() else None
     with paged() as stream:
         if mark is None:
-            return _plain(stream, search.text_lines(ws, query, task, kind, skipped))
+            return _plain(stream, search.text_chunks(ws, query, task, kind, skipped))
         return _coloured(stream, mark, search.search(ws, query, task, kind, skipped))
 
 
@@ -168,41 +168,15 @@ def _coloured(stream: Any, mark: re.Pattern[str], hits: Iterator[Any]) -> int:
     return shown
 
 
-def _plain(stream: Any, lines: Iterator[str]) -> int:
-    """The lines without colour, in blocks; one escape check per block instead of per line (a search can
-    print 100,000): a block whose lines need no escaping is written as it is, any other line by line."""
-    from itertools import islice
-
+def _plain(stream: Any, chunks: Iterator[str]) -> int:
+    """The listing without colour, escaped already, a chunk of lines at a time (a search can print 100,000):
+    each chunk is on its way before the next one is searched for (design §22: streamed)."""
     shown = 0
-    while True:
-        block = list(islice(lines, _BLOCK))
-        if not block:
-            break
-        shown += _write_block(stream, block)
-        stream.flush()  # a block is on its way before the next one is searched for (design §22: streamed)
+    for chunk in chunks:
+        stream.write(chunk)
+        stream.flush()
+        shown += 1
     return shown
-
-
-_BLOCK = 512
-_CONTROLS = tuple(bytes([c]) for c in (*range(0x20), 0x7F))  # what printable ASCII never holds
-
-
-def _write_block(stream: Any, block: list[str]) -> int:
-    probe = " ".join(block)  # the lines as one line: escaped as it is exactly when none of them is
-    raw = probe.encode("ascii") if probe.isascii() else None
-    # printable ASCII (no control byte: one memchr each) is never escaped: the cheap answer for the common
-    # case (str.isprintable() looks every character up in Unicode's tables), else the one rule's
-    if (raw is not None and all(raw.find(c) < 0 for c in _CONTROLS)) or _escape(probe) is probe:
-        stream.write("\n".join(block) + "\n")
-    else:
-        stream.write("".join(_escape(line) + "\n" for line in block))
-    return len(block)
-
-
-def _escape(text: str) -> str:
-    from majordomus.lite.textrules import escape
-
-    return escape(text)
 
 
 def _marker(query: object) -> re.Pattern[str] | None:

@@ -75,6 +75,19 @@ def escape(text: str, *, body: bool = False) -> str:
     return str(pattern.sub(_visible, text))
 
 
+def ascii_plain(raw: bytes, *, lines: bool = False) -> bool:
+    """Whether `escape` leaves ASCII `raw` as it is, as a one-line field (`lines=True`: each of its lines, the
+    line breaks between them apart). The ASCII of `_LINE_ESCAPED` is C0 and DEL, looked for one byte at a time
+    (memchr): cheaper than any pass that looks at each byte, and a listing asks it of a block of lines."""
+    global _ASCII_ESCAPED
+    if _ASCII_ESCAPED is None:
+        _ASCII_ESCAPED = tuple(bytes([c]) for c in range(0x80) if _LINE_ESCAPED.match(chr(c)) is not None)
+    return all(raw.find(c) < 0 for c in _ASCII_ESCAPED if not (lines and c == b"\n"))
+
+
+_ASCII_ESCAPED: tuple[bytes, ...] | None = None
+
+
 def _plain(text: str, body: bool) -> bool:
     """Whether `text` surely holds nothing the output escapes, decided without a regular expression.
 

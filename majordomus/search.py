@@ -11,13 +11,14 @@ A search of a small store is mostly the interpreter starting, so this module loa
 from __future__ import annotations
 
 import errno
+import hashlib
 import itertools
 import os
 import stat
 
 from majordomus import search_names, search_query
 from majordomus.errors import EnvironmentProblem, UsageError
-from majordomus.lite import names, safeio, statepaths
+from majordomus.lite import safeio, statepaths
 from majordomus.search_listing import BLOCK, Lines, Row
 from majordomus.search_listing import text_line as text_line  # the listing's line is part of this module's face
 from majordomus.search_query import Query as Query  # the query is part of this module's face
@@ -113,43 +114,10 @@ def _read(name: str, dir_fd: int) -> bytes:
         os.close(fd)
 
 
+# A record whose bytes no longer hash to the digest in its name was changed after it was written: a match
+# in it is named, never shown as what majordomus stored (design §9).
+REPLACED = "no longer matches the digest in its name (its content was replaced after it was written): not shown"
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # safeio's
-
-
-_TASK_LINE = b'\ntask: "'
-
-
-def _task_and_start(data: bytes, known: dict[bytes, str]) -> tuple[str, int] | None:
-    """(task, where the body starts) of a record as `emit_yaml` and `records.render` write it, or None.
-    A match costs this for each of up to 100,000 records, so the task line is taken as written (a task id
-    never needs escaping; `known` holds the ids checked already); anything else is for `records.split`."""
-    end = data.find(b"\n---\n", 3)
-    at = data.find(_TASK_LINE, 0, end) if end > 0 else -1  # no closed front matter: for `records.split`
-    close = data.find(b'"', at + len(_TASK_LINE), end) if at >= 0 else -1
-    if close < 0 or not data.startswith(b"---\n"):
-        return None
-    raw = data[at + len(_TASK_LINE):close]
-    task = known.get(raw)
-    if task is None and names.is_task_id(raw.decode("ascii", "replace")):
-        task = known[raw] = raw.decode("ascii")
-    return None if task is None else (task, end + 5)
-
-
-def _task_and_body(data: bytes, known: dict[bytes, str]) -> tuple[str, str] | None:
-    """(task, body) of a record, or None when it is not one."""
-    head = _task_and_start(data, known)
-    if head is not None:
-        try:
-            return head[0], data[head[1]:].decode("utf-8").removesuffix("\n")
-        except UnicodeDecodeError:
-            return None
-    from majordomus.store import records
-
-    try:
-        meta, body = records.split(data)
-    except ValueError:  # UnicodeDecodeError included
-        return None
-    return str(meta.get("task")), body
 
 
 def search(ws: Workspace, query: Query, task: str | None = None, kind: str | None = None,
@@ -211,6 +179,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
         words = query.ascii_words  # lower-cased
         one = words[0] if fast and len(words) == 1 else None  # the common case: one plain word
         open_, read, close_, flags, fstat, regular = os.open, os.read, os.close, _OPEN_FLAGS, os.fstat, stat.S_ISREG
+        task_line, task_and_start, sha256 = search_names.TASK_LINE, search_names.task_and_start, hashlib.sha256
         grammar = search_names.Grammar(listings)
         is_record, others = grammar.holds, grammar.others
         odd = False  # whether any name listed is not a record's (once `others` answers)
@@ -277,7 +246,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                         others = grammar.others
                         odd = others is not None and any(others)
                     # the task line as `records.render` writes it (a task met before costs a lookup)
-                    raw, quote, _rest = head.partition(_TASK_LINE)[2].partition(b'"')
+                    raw, quote, _rest = head.partition(task_line)[2].partition(b'"')
                     rendered = quote and head[:4] == b"---\n"
                     owner = None
                     if rendered and as_lines and raw == last_raw and index == last_index:
@@ -289,7 +258,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                     if tag is None:
                         owner = known.get(raw) if rendered else None
                         if owner is None and quote:  # a task not met yet, or not as `records.render` writes it
-                            start = _task_and_start(data, known)
+                            start = task_and_start(data, known)
                             owner = None if start is None else start[0]
                         if owner is None:
                             pass  # no task line as `records.render` writes it: the careful way, below
@@ -309,6 +278,9 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                             if over is not None:
                                 skipped.append(f"{shown[index][1]}{name} {over}")
                                 continue
+                        if sha256(data).hexdigest()[:16] != name[-19:-3]:  # a match only: what was written
+                            skipped.append(f"{shown[index][1]}{name} {REPLACED}")
+                            continue
                         if as_lines:  # the line's bytes: `Lines` makes the line, with a block of others
                             if one is not None:  # the line of the word's first place
                                 lines_append(raw_text[raw_text.rfind(b"\n", 0, pos) + 1:].partition(b"\n")[0])
@@ -345,7 +317,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                 continue
             others = grammar.others
             odd = others is not None and any(others)
-            found = _task_and_body(data, known)
+            found = search_names.task_and_body(data, known)
             if found is None:
                 skipped.append(f"{shown[index][1]}{name} has no readable front matter")
                 continue
@@ -357,6 +329,9 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                 continue
             try:
                 line = line_of(found[1])
+                if line is not None and sha256(data).hexdigest()[:16] != name[-19:-3]:
+                    skipped.append(f"{shown[index][1]}{name} {REPLACED}")
+                    continue
             except UsageError as exc:  # -E past its deadline (regexbound.TooSlow): where
                 raise search_query.where(exc, shown[index][1] + name) from None
             if line is not None:

@@ -96,3 +96,39 @@ def times(listed: list[str]) -> list[str]:
         out[at::step] = raw[taken::width]
     del out[-1]
     return out.decode("ascii").split("\n")
+
+
+TASK_LINE = b'\ntask: "'
+
+
+def task_and_start(data: bytes, known: dict[bytes, str]) -> tuple[str, int] | None:
+    """(task, where the body starts) of a record as `emit_yaml` and `records.render` write it, or None.
+    A match costs this for each of up to 100,000 records, so the task line is taken as written (a task id
+    never needs escaping; `known` holds the ids checked already); anything else is for `records.split`."""
+    end = data.find(b"\n---\n", 3)
+    at = data.find(TASK_LINE, 0, end) if end > 0 else -1  # no closed front matter: for `records.split`
+    close = data.find(b'"', at + len(TASK_LINE), end) if at >= 0 else -1
+    if close < 0 or not data.startswith(b"---\n"):
+        return None
+    raw = data[at + len(TASK_LINE):close]
+    task = known.get(raw)
+    if task is None and names.is_task_id(raw.decode("ascii", "replace")):
+        task = known[raw] = raw.decode("ascii")
+    return None if task is None else (task, end + 5)
+
+
+def task_and_body(data: bytes, known: dict[bytes, str]) -> tuple[str, str] | None:
+    """(task, body) of a record, or None when it is not one."""
+    head = task_and_start(data, known)
+    if head is not None:
+        try:
+            return head[0], data[head[1]:].decode("utf-8").removesuffix("\n")
+        except UnicodeDecodeError:
+            return None
+    from majordomus.store import records
+
+    try:
+        meta, body = records.split(data)
+    except ValueError:  # UnicodeDecodeError included
+        return None
+    return str(meta.get("task")), body

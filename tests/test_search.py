@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import HANDOFF_BODY, assert_refused, import_probe, on_a_terminal, run, start_task, state_dir
+from helpers import HANDOFF_BODY, as_written, assert_refused, import_probe, on_a_terminal, run, start_task, state_dir
 
 from majordomus import continuity_doc, search, search_names
 from majordomus.workspace import Workspace
@@ -101,6 +102,7 @@ def test_stored_text_is_escaped(cli, repo):
     assert cli("checkpoint", input="plain words").exit_code == 0
     [record] = (state_dir(repo) / "checkpoints").iterdir()
     record.write_bytes(record.read_bytes().replace(b"plain", b"\x1b]0;owned\x07plain\xe2\x80\xae"))
+    as_written(record)
     text = cli("search", "words").stdout
     assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
     assert "\\x1b]0;owned\\x07plain\\u202e words" in text
@@ -188,6 +190,7 @@ def test_a_page_of_lines_is_escaped_line_by_line_when_one_needs_it(cli, repo):
             clock.tick(1)
     first = sorted((state_dir(repo) / "checkpoints").iterdir())[1]
     first.write_bytes(first.read_bytes().replace(b"number 1", b"number\x1b[2J 1"))
+    as_written(first)
     lines = cli("search", "words").stdout.splitlines()
     assert [line.rsplit("  ", 1)[1] for line in lines] == ["words number 2", "words number\\x1b[2J 1",
                                                            "words number 0"]
@@ -378,7 +381,8 @@ def test_the_text_listing_is_each_rows_line_escaped(cli, repo):
         if n % 11 == 0:  # not as `records.render` writes it: the careful way
             record = record.replace(b"schema_version: 1\n", b"").replace(b"---\n", b"---\nextra: 1\n", 1)
         slug = "main" if n % 5 else "feature-x"
-        name = f"202609{3 + n // 600:02}T10{n // 60 % 10:02}{n % 60:02}Z--{slug}--0123abc--{n:016x}.md"
+        digest = hashlib.sha256(record).hexdigest()[:16]
+        name = f"202609{3 + n // 600:02}T10{n // 60 % 10:02}{n % 60:02}Z--{slug}--0123abc--{digest}.md"
         (checkpoints / name).write_bytes(record)
     ws = Workspace.open(str(repo))
     for words in (["note"], ["NOTE", "two"], ["line"]):
@@ -391,3 +395,21 @@ def test_the_text_listing_is_each_rows_line_escaped(cli, repo):
     listed = cli("search", "note").stdout
     assert "  t1  pin         " in listed and "\\x09in a note" in listed and "\\x1b[2J" in listed
     assert "  edge note 2\n" in listed and "café note" in listed and "skipped" in cli("search", "note").stderr
+
+
+@pytest.mark.parametrize("words", [("EVIL",), ("EVIL", "note"), ("-E", "EV[I]L")], ids=["word", "words", "regex"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_record_replaced_after_it_was_written_is_named_never_shown(cli: Any, repo: Path, words: tuple[str, ...],
+                                                                     as_json: bool) -> None:
+    """A match in a record whose bytes no longer hash to the digest in its name is not what majordomus stored:
+    it is named on stderr (skipped), never listed. The edge: the same text as written is found."""
+    start_task(cli)
+    path = repo / cli("checkpoint", input="an EVIL note\n").stdout.strip()
+    json_flag = ("--json",) if as_json else ()
+    assert cli("search", *words, *json_flag).exit_code == 0
+    path.write_text(path.read_text().replace("an EVIL note", "an EVIL  note"))
+    found = cli("search", *words, *json_flag)
+    assert found.exit_code == 1, found.output
+    assert "EVIL" not in found.stdout and path.name in found.stderr
+    assert "no longer matches the digest in its name" in found.stderr
+    assert search.tool(Workspace.open(str(repo)), list(words[-1:]), regex=words[0] == "-E")["matches"] == []

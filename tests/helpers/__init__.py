@@ -231,6 +231,16 @@ def snapshot(root: Path) -> dict[str, tuple[int, str]]:
     return out
 
 
+def as_written(record: Path) -> Path:
+    """A record edited by hand, renamed to the digest of its new content: as if majordomus (an older one, or
+    another machine's) had written it so. Returns its new path."""
+    data = record.read_bytes()
+    stem, _old = record.name[: -len(".md")].rsplit("--", 1)
+    renamed = record.with_name(f"{stem}--{hashlib.sha256(data).hexdigest()[:16]}.md")
+    record.rename(renamed)
+    return renamed
+
+
 def state_dir(repo: Path) -> Path:
     return repo / ".ai" / "local" / "state"
 

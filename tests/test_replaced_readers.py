@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import HANDOFF_BODY, records_in, run_here, snapshot, state_dir
+from helpers import HANDOFF_BODY, records_in, snapshot, state_dir
 
 from majordomus import api, history
 from majordomus.errors import MajordomusError
@@ -182,3 +182,24 @@ def test_a_handoff_says_which_checkpoints_it_left_out_and_why(cli: Any, repo: Pa
 def test_a_handoff_with_every_checkpoint_intact_says_nothing_of_leaving_out(cli: Any, repo: Path, task: str) -> None:
     done = cli("handoff", input=HANDOFF_BODY)
     assert done.exit_code == 0 and "leaves out" not in done.stderr
+
+
+def test_a_run_record_another_machine_never_pushed_is_not_shared_not_deleted(cli: Any, repo: Path, remote: Path,
+                                                                             tmp_path: Path) -> None:
+    """`sync push` without `--checkpoints` sends the task record, which points at a run record that did not
+    come: not shared here, never "deleted", and `check` finds nothing missing here."""
+    from helpers.sync import clone
+
+    b = clone(tmp_path, remote, "b")
+    assert cli("task", "start", "t1").exit_code == 0
+    assert cli("checkpoint", input="a note\n").exit_code == 0
+    path = failed_run(cli, repo)
+    assert cli("sync", "push").exit_code == 0 and cli("sync", "pull", cwd=b).exit_code == 0
+    text = cli("brief", "t1", cwd=b).stdout
+    shared = text.splitlines()[3]
+    assert shared.startswith("NOT SHARED HERE: ") and f"{rel(repo, path)} — named by `t1`'s records" in shared
+    assert "MISSING RECORDS" not in text and "deleted" not in text
+    assert "(complete:" not in text
+    assert cli("task", "resume", "t1", "--force", cwd=b).exit_code == 0
+    assert cli("checkpoint", input="on b\n", cwd=b).exit_code == 0
+    assert cli("check", cwd=b).exit_code == 0

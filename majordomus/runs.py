@@ -301,15 +301,6 @@ def _label_of(ws: Workspace, task: tasks.Task, rel: str) -> object:
     return None
 
 
-def read_meta(ws: Workspace, rel: str) -> dict[str, Any] | None:
-    """The front matter of a stored run record, or None when it is gone, unreadable or replaced (its bytes
-    no longer match the digest in its name: nothing it says is majordomus's)."""
-    found = reading.examine(ws, rel)
-    if isinstance(found, reading.Gone):
-        return None
-    return found.meta if found.meta.get("kind") == "run" else None
-
-
 def examined(ws: Workspace, task: tasks.Task) -> tuple[list[dict[str, Any]], list[reading.Gone]]:
     """The latest run of each label of `task`, oldest first (the task record points at them: no scan),
     each checked against the digest in its name; and those the task names that a briefing cannot stand

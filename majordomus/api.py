@@ -10,7 +10,9 @@ majordomus computed from git (design §4), `post.content` the body, `post["head"
 writes: not a record, not a cache, not the ledger. Writing stays with the CLI, where the rules live.
 
 Every file is read as the CLI reads it (`lite.safeio`: no symbolic link followed, no FIFO waited on,
-bounded), so a script meets the same trust boundaries (design §2a). Errors are `MajordomusError`s, whose
+bounded), so a script meets the same trust boundaries (design §2a), and every record is checked against
+the digest in its name: one whose content was replaced after it was written is never returned as a
+record — the call raises, naming it, as `--show` refuses it. Errors are `MajordomusError`s, whose
 `code` is the exit code the CLI would give and whose `hint` says what to do next.
 """
 
@@ -27,7 +29,7 @@ from majordomus import tasks as task_store
 from majordomus.errors import EnvironmentProblem
 from majordomus.lite import safeio
 from majordomus.store import ledger as ledger_store
-from majordomus.store import listing, records
+from majordomus.store import listing, reading, records
 from majordomus.store import paths as state_paths
 from majordomus.workspace import Workspace as _Workspace
 
@@ -92,15 +94,18 @@ class Workspace:
         return task.to_dict() if task.status == "active" else None
 
     def checkpoints(self, task: str | None = None) -> list[Record]:
-        """Checkpoint records (of `task`, else of every task), newest first."""
+        """Checkpoint records (of `task`, else of every task), newest first. A record whose bytes no longer
+        match the digest in its name (replaced after it was written) raises `UnsafeFile` (code 12) naming
+        it, whatever task it claims: what it says is not majordomus's, not even its task."""
         return self._records(self._ws.paths.checkpoints, task)
 
     def handoffs(self, task: str | None = None) -> list[Record]:
-        """Handoff records (of `task`, else of every task), newest first."""
+        """Handoff records (of `task`, else of every task), newest first; a replaced one raises, likewise."""
         return self._records(self._ws.paths.handoffs, task)
 
     def runs(self, task: str | None = None) -> list[Record]:
-        """Execution records of `majordomus run` (design §17), newest first; [] when there are none."""
+        """Execution records of `majordomus run` (design §17), newest first; [] when there are none. A
+        replaced one raises, likewise: an edited exit status is never read as evidence."""
         return self._records(self._ws.paths.runs, task)
 
     def ledger(self, task: str | None = None) -> list[dict[str, Any]]:
@@ -142,11 +147,16 @@ class Workspace:
 
 
 def _read_record(path: str) -> Record | None:
-    """The record at `path`, None when it went away meanwhile; one without front matter is an error."""
+    """The record at `path`, None when it went away meanwhile; one without front matter, or whose bytes are
+    not the ones its name was made from (`reading.intact`, the check of every reader), is an error."""
     try:
         data = safeio.read(path, records.MAX_RECORD_BYTES)
     except FileNotFoundError:
         return None
+    if not reading.intact(path, data):
+        raise safeio.UnsafeFile(path, "no longer matches the digest in its name (its content was replaced "
+                                "after it was written)", "`majordomus doctor` names every such record; the "
+                                "ledger still holds the digest of what was written (`majordomus ledger`)")
     try:
         metadata, body = records.split(data)
     except (ValueError, UnicodeDecodeError) as exc:

@@ -64,15 +64,18 @@ def ledger_tail(ws: Workspace, needle: bytes | None = None) -> Iterator[dict[str
 
 class Sources:
     """What a briefing stands on (design §9): the latest handoff, the checkpoints since (oldest first),
-    how many older ones were only counted, the records named that it cannot stand on, and the task's
-    newest event of the ledger's tail that is not a session's (None: the walk did not meet one)."""
+    how many older ones were only counted, the records named that it cannot stand on, the task's
+    newest event of the ledger's tail that is not a session's (None: the walk did not meet one), and the
+    latest run of each label that is intact (`runs.examined`)."""
 
-    __slots__ = ("gone", "handoff", "latest", "since", "unread")
+    __slots__ = ("gone", "handoff", "latest", "runs", "since", "unread")
 
     def __init__(self, handoff: reading.Record | None, since: list[reading.Record], unread: int,
-                 gone: list[reading.Gone], latest: dict[str, Any] | None = None) -> None:
+                 gone: list[reading.Gone], latest: dict[str, Any] | None = None,
+                 runs: list[dict[str, Any]] | None = None) -> None:
         self.handoff, self.since, self.unread, self.gone = handoff, since, unread, gone
         self.latest = latest
+        self.runs = runs or []
 
 
 def sources(ws: Workspace, task: tasks.Task, enough: int, *, list_store: bool = True,
@@ -110,7 +113,13 @@ def sources(ws: Workspace, task: tasks.Task, enough: int, *, list_store: bool = 
             pointed = reading.examine(ws, named)
             if isinstance(pointed, reading.Gone):
                 gone.append(reading.unshared(pointed, found_names))
-    return Sources(latest, since, unread, gone, trail.latest)
+    ran: list[dict[str, Any]] = []
+    if task.runs:  # the run records the task names, as evidence: each checked as a checkpoint is (design §17)
+        from majordomus import runs
+
+        ran, lost_runs = runs.examined(ws, task)
+        gone += lost_runs
+    return Sources(latest, since, unread, gone, trail.latest, ran)
 
 
 def split_gone(gone: list[reading.Gone]) -> tuple[list[reading.Gone], list[reading.Gone]]:
@@ -141,11 +150,13 @@ def missing_lines(missing: list[reading.Gone], task_id: str) -> str:
         return ""
     named = ", ".join(f"{esc(g.rel)} ({g.why})" for g in missing)
     replaced = any(g.why == "replaced" for g in missing)
+    ran = "; a run record is not evidence: run the command again (`majordomus run --label L -- CMD`)" \
+        if any(g.rel.startswith("runs/") for g in missing) else ""
     return (f"\nMISSING RECORDS: {named} — named by the task or the ledger, but deleted, unreadable or "
             f"replaced{' (its content no longer matches the digest in its name, so it is not shown)' if replaced else ''}. "
             f"This briefing is not complete: work recorded there is not shown. Run `majordomus doctor`, and "
             f"write a new checkpoint of what holds now (`majordomus checkpoint`) before trusting a resume "
-            f"of `{task_id}`.\n")
+            f"of `{task_id}`{ran}.\n")
 
 
 def not_shared_lines(unshared: list[reading.Gone], task_id: str) -> str:
@@ -300,10 +311,10 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
         parts.append("- work tree here: unchanged since the last record\n")
         keyed["drift"] = ("", "\n- work tree here: unchanged since the last record\n")
     ran: list[str] = []
-    if task.runs:  # the latest run per label, and what moved since
+    if found.runs:  # the latest run per label that is intact, and what moved since
         from majordomus import runs
 
-        ran = runs.brief_lines(ws, task, here)
+        ran = runs.brief_lines(ws, task, here, found.runs)
     if ran:
         section = "\n# Latest runs\n" + "\n".join(ran) + "\n"
         parts.append(section)

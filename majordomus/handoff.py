@@ -114,8 +114,10 @@ def held_here(ws: Workspace) -> tasks.Task:
     return task
 
 
-def write(ws: Workspace, stdin: BinaryIO) -> commit.Committed:
-    """Refusals first (nothing written); then the record, the task's release and the ledger event."""
+def write(ws: Workspace, stdin: BinaryIO, left_out: list[reading.Gone] | None = None) -> commit.Committed:
+    """Refusals first (nothing written); then the record, the task's release and the ledger event. The
+    task's checkpoints since the previous handoff that it cannot stand on (deleted, unreadable, replaced,
+    never shared here) are not listed in it: they are added to `left_out`, for the caller to say so."""
     from majordomus import clock
 
     task = held_here(ws)
@@ -123,7 +125,7 @@ def write(ws: Workspace, stdin: BinaryIO) -> commit.Committed:
     raw = read_bounded(stdin, limit)
     body = records.normalise(raw, what="handoff", max_lines=None, max_bytes=limit, more=stdin)
     check_sections(body.text, ws.config.get("handoff", "required_sections"))
-    done = commit.commit(_record(ws, task, clock.now_iso(), body.text))
+    done = commit.commit(_record(ws, task, clock.now_iso(), body.text, left_out))
     if done.created or done.completed:  # after its event: this machine's claim and the slot here (§10)
         try:
             taskend.release_after_handoff(ws, done.record)
@@ -140,10 +142,12 @@ def write(ws: Workspace, stdin: BinaryIO) -> commit.Committed:
     return done
 
 
-def _record(ws: Workspace, task: tasks.Task, at: str, body: str) -> commit.Write:
+def _record(ws: Workspace, task: tasks.Task, at: str, body: str,
+            left_out: list[reading.Gone] | None = None) -> commit.Write:
     """The handoff as the store takes it: where the previous handoff and the checkpoints since are, and the
-    task handed off by the same write (its status, and this machine's claim ended in it)."""
-    since = reading.checkpoints_since(ws, task, reading.previous_handoff(ws, task))
+    task handed off by the same write (its status, and this machine's claim ended in it). Only checkpoints
+    that are intact are listed: a handoff never names what it could not read as written."""
+    since = reading.checkpoints_since(ws, task, reading.previous_handoff(ws, task), left_out)
     fields, cache = identity.taken(ws, "handoff", task, at)
     fields += [("previous_handoff", task.handoff), ("checkpoints", [r.rel for r in since])]
     held = claims.mine(ws).get(task.id)
@@ -152,6 +156,16 @@ def _record(ws: Workspace, task: tasks.Task, at: str, body: str) -> commit.Write
                         status="handed-off", ends_claim=None if held is None else held["id"],
                         event_keys=("previous_handoff", "checkpoints"),
                         caches=(cache, ws.config.cache_entry(ws.paths.config_cache)))
+
+
+def left_out_note(ws: Workspace, left_out: list[reading.Gone]) -> str | None:
+    """What a handoff says on stderr of the checkpoints it left out of its `checkpoints:`, and why."""
+    if not left_out:
+        return None
+    named = ", ".join(f"{g.rel} ({g.why})" for g in left_out)
+    return (f"note: the handoff's `checkpoints:` leaves out {named}: since the previous handoff, but not "
+            "readable here as written, so not listed (their work is only in what this handoff says; "
+            "`majordomus doctor` says more)")
 
 
 def _body_of(path: str) -> str | None:

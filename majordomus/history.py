@@ -16,9 +16,9 @@ from majordomus import clock, continuity, continuity_doc, tasks
 from majordomus.errors import EnvironmentProblem, UsageError
 from majordomus.git.status import git
 from majordomus.lite import names, safeio
-from majordomus.lite.statepaths import UnsafeDirectory, readable_dir
+from majordomus.lite.statepaths import readable_dir
 from majordomus.output import dumps, escape
-from majordomus.store import ledger, reading, records
+from majordomus.store import ledger, reading
 from majordomus.workspace import Workspace
 
 DEFAULT_LIMIT = 20  # one screen
@@ -149,17 +149,26 @@ def _pins(ws: Workspace, ids: set[str], notes: list[str]) -> dict[str, dict[str,
     return found
 
 
-def read_record(ws: Workspace, rel: str) -> tuple[dict[str, Any], str] | None:
-    """(front matter, body) of a stored record, or None when it is gone or not readable as one. The path
-    comes from the ledger: only `DIRECTORY/<record name>` is ever read, never `../` or anything else."""
+class Replaced:
+    """A stored record whose bytes no longer match the digest in its name: nothing it says is shown."""
+
+    __slots__ = ()
+
+
+REPLACED = Replaced()
+REPLACED_SUMMARY = "(replaced: not shown)"
+
+
+def read_record(ws: Workspace, rel: str) -> tuple[dict[str, Any], str] | Replaced | None:
+    """(front matter, body) of a stored record; `REPLACED` when its bytes are no longer the ones its name
+    was made from (the digest check of every reader, `store.reading`); None when it is gone or not readable
+    as one. The path comes from the ledger: only `DIRECTORY/<record name>` is ever read, never `../`."""
     if not any(names.is_record_pointer(rel, d) for d in ("checkpoints", "handoffs", "runs")):
         return None
-    try:
-        return records.split(reading.whole(ws, ws.paths.absolute(rel)))
-    except UnsafeDirectory:
-        raise  # a link where a record directory belongs: refused, never read through
-    except (FileNotFoundError, EnvironmentProblem, ValueError):  # UnicodeDecodeError is a ValueError
-        return None
+    found = reading.examine(ws, rel)  # a link where a record directory belongs: refused, never read through
+    if isinstance(found, reading.Record):
+        return found.meta, found.body
+    return REPLACED if found.why == "replaced" else None
 
 
 def first_line(body: str) -> str:
@@ -181,6 +190,10 @@ def _from_event(ws: Workspace, event: dict[str, Any], pins: dict[str, dict[str, 
         if found is None:
             notes.append(f"the record {rel} of {name} (seq {event['seq']}) is gone or unreadable")
             summary = "(record gone or unreadable)"
+        elif isinstance(found, Replaced):
+            notes.append(f"the record {rel} of {name} (seq {event['seq']}) was replaced after it was written "
+                         "(its content no longer matches the digest in its name): not shown (run `majordomus doctor`)")
+            summary = REPLACED_SUMMARY
         else:
             meta, body = found
             head = meta.get("head") if isinstance(meta.get("head"), str) else head

@@ -26,7 +26,6 @@ import time
 from majordomus import clock, identity, secretscan, tasks
 from majordomus.errors import EnvironmentProblem, MajordomusError, NoActiveTask, UsageError
 from majordomus.lite import names
-from majordomus.lite.statepaths import UnsafeDirectory
 from majordomus.output import escape
 from majordomus.store import commit, listing, reading, records
 from majordomus.workspace import Workspace
@@ -282,34 +281,71 @@ class RecordFailed(Exception):
 def _record(ws: Workspace, task: tasks.Task, at: str, body: str, fields: list[tuple[str, Any]],
             label: str) -> commit.Write:
     """A run record: for the task CMD started under, which must still be active here when CMD ends (the
-    lock, then check again, as for every record); the task points at the latest run of each label."""
-    same_label = tuple(p for p in task.runs if (read_meta(ws, p) or {}).get("label") == label)
+    lock, then check again, as for every record); the task points at the latest run of each label. A new
+    run of a label also takes the place of that label's record gone or replaced (its label then as the
+    ledger logged it): new evidence of the same thing, the one way to stop naming the lost one."""
+    same_label = tuple(p for p in task.runs if _label_of(ws, task, p) == label)
     return commit.Write(ws, task, at, body, fields, kind="run", what="run record", subdir="runs", event="task.run",
                         pointer="runs", replaces=same_label, lines=False, event_keys=("exit_status", "head", "label"),
                         any_pending=True)  # the task record moves when CMD ended, the record is stamped at its start
 
 
-def read_meta(ws: Workspace, rel: str) -> dict[str, Any] | None:
-    """The front matter of a stored run record, or None when it is gone or unreadable."""
-    try:
-        meta, _body = records.split(reading.whole(ws, ws.paths.absolute(rel)))
-    except UnsafeDirectory:
-        raise  # a link where `runs/` belongs: refused, never read through
-    except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
-        return None
-    return meta if meta.get("kind") == "run" else None
+def _label_of(ws: Workspace, task: tasks.Task, rel: str) -> object:
+    """The label of the run record at `rel`: its front matter when it is intact, else its ledger event's."""
+    found = reading.examine(ws, rel)
+    if isinstance(found, reading.Record):
+        return found.meta.get("label") if found.meta.get("kind") == "run" else None
+    for event in reading.task_events(ws, task.id):
+        if event.get("path") == rel and event["event"] in ("task.run", "sync.import"):
+            return event.get("label")
+    return None
+
+
+def examined(ws: Workspace, task: tasks.Task) -> tuple[list[dict[str, Any]], list[reading.Gone]]:
+    """The latest run of each label of `task`, oldest first (the task record points at them: no scan),
+    each checked against the digest in its name; and those the task names that a briefing cannot stand
+    on (design §9): deleted, unreadable, replaced — or, from another machine, never shared here."""
+    found, gone = [], []
+    for rel in task.runs:
+        record = reading.examine(ws, rel)
+        if isinstance(record, reading.Gone):
+            gone.append(_why(ws, task, record))
+        elif record.meta.get("kind") == "run" and record.meta.get("task") == task.id:
+            found.append(dict(record.meta, path=rel))
+    found.sort(key=lambda m: str(m.get("timestamp")))
+    return found, gone
+
+
+def _why(ws: Workspace, task: tasks.Task, gone: reading.Gone) -> reading.Gone:
+    """A run record not here was deleted here when the ledger's tail says it was written or brought here;
+    else, for a task that came from another machine, it was never shared (a push without `--checkpoints`)."""
+    if gone.why != "deleted":
+        return gone
+    pulled = False
+    for event in reading.task_events(ws, task.id):
+        if event.get("path") == gone.rel and event["event"] in ("task.run", "sync.import"):
+            return gone
+        pulled = pulled or (event["event"] == "sync.import" and event.get("kind") == "task")
+    return reading.Gone(gone.rel, reading.NOT_SHARED) if pulled else gone
 
 
 SUMMARY_KEYS = ("timestamp", "task", "label", "exit_status", "signal", "argv", "branch", "head", "worktree",
                 "worktree_state", "duration_ms", "output_sha256", "output_bytes")
 
 
+REPLACED = ("replaced: its content no longer matches the digest in its name, so it is not shown "
+            "(run `majordomus doctor`)")
+
+
 def summaries(ws: Workspace, task: str | None = None) -> Iterator[dict[str, Any]]:
-    """Every run record, newest first (of `task` when given), one read each."""
+    """Every run record, newest first (of `task` when given), one read each. A record whose bytes no
+    longer match the digest in its name is listed as replaced, never with what it now says (with `task`:
+    when its front matter, untrusted, claims the task)."""
     for path in listing.list_paths(ws.paths.runs):
         shown = ws.display(path)
         try:
             data = reading.whole(ws, path, oversized=ValueError)
+            intact = reading.intact(path, data)
             meta, body = records.split(data)
         except FileNotFoundError:
             continue
@@ -319,6 +355,9 @@ def summaries(ws: Workspace, task: str | None = None) -> Iterator[dict[str, Any]
                        "(run `majordomus doctor`)"}
             continue
         if task is not None and meta.get("task") != task:
+            continue
+        if not intact:
+            yield {"path": shown, "name": os.path.basename(path), "error": REPLACED}
             continue
         out: dict[str, Any] = {"path": shown, "name": os.path.basename(path)}
         out.update({key: meta.get(key) for key in SUMMARY_KEYS})
@@ -338,22 +377,19 @@ def verdict(meta: dict[str, Any]) -> str:
 
 
 def latest(ws: Workspace, task: tasks.Task) -> list[dict[str, Any]]:
-    """The latest run of each label of `task`, oldest first: the task record points at them (no scan)."""
-    found = []
-    for rel in task.runs:
-        meta = read_meta(ws, rel)
-        if meta is not None and meta.get("task") == task.id:
-            found.append(dict(meta, path=rel))
-    found.sort(key=lambda m: str(m.get("timestamp")))
-    return found
+    """The latest run of each label of `task`, oldest first: the intact ones of `examined`."""
+    return examined(ws, task)[0]
 
 
-def brief_lines(ws: Workspace, task: tasks.Task, here: Status | None = None) -> list[str]:
+def brief_lines(ws: Workspace, task: tasks.Task, here: Status | None = None,
+                found: list[dict[str, Any]] | None = None) -> list[str]:
     """For `brief`: the latest run of each label with its verdict, and whether head or the work tree moved
     since it ran (`- `tests` passed at 3f2a9c1; 1 commit since`). A run whose head was amended or rebased
     is shown at the new id (design §21): `passed at 8b1c0de, rewritten from 3f2a9c1`. `here`: the work
-    tree's `git status` when the briefing already ran it."""
-    found = latest(ws, task)
+    tree's `git status` when the briefing already ran it; `found`: `latest`, when already read (a record
+    gone or replaced is not among them: the briefing names it at its top instead)."""
+    if found is None:
+        found = latest(ws, task)
     if not found:
         return []
     from majordomus import rewrites

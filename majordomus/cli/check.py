@@ -46,6 +46,8 @@ def main(argv: list[str]) -> int:
             problem = f"task `{task.id}` names records that are missing, unreadable or replaced: {named}"
             hint = ("run `majordomus doctor`, then record what holds now with `majordomus checkpoint` "
                     "(the missing records cannot be recovered from here)")
+            if any(gone.rel.startswith("runs/") for gone in missing):  # new evidence takes a run's place
+                hint += "; for a run record, run the command again with its label (`majordomus run --label L -- CMD`)"
     if args["json"]:
         _json({"task": task.id, "fresh": problem is None, "checkpoint_at": task.checkpoint_at, "problem": problem})
     elif problem is None:

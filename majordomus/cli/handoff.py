@@ -55,7 +55,11 @@ def handoff(task_id: str | None, show: bool, list_: bool, as_json: bool) -> None
         found = listing.summaries(ws, ws.paths.handoffs) if paths.check_readable(ws.paths) else iter(())
         print_records(found, as_json)
         return
-    written = core.write(ws, sys.stdin.buffer)
+    left_out: list[reading.Gone] = []
+    written = core.write(ws, sys.stdin.buffer, left_out)
+    left = core.left_out_note(ws, left_out)
+    if left is not None and (written.created or written.completed):
+        note(escape(left))
     if written.completed:
         note("the identical handoff was stored by an earlier write that did not fully land; it is complete now")
         note(f"task `{written.task}` is handed off; continue it anywhere with `majordomus task resume {written.task}`")

@@ -55,13 +55,19 @@ def read_record(ws: Site, rel: str) -> Record:
 
 
 def _checked(ws: Site, rel: str) -> bytes:
-    claimed = names.name_digest(os.path.basename(rel))
-    if claimed is None:
+    if names.name_digest(os.path.basename(rel)) is None:
         raise ValueError(f"{rel} is not a record name")
     data = whole(ws, ws.paths.absolute(rel), oversized=Oversized)
-    if not records.sha256(data).startswith(claimed):
+    if not intact(rel, data):
         raise Replaced(f"{rel}: its content no longer matches the digest in its name")
     return data
+
+
+def intact(path: str, data: bytes) -> bool:
+    """Whether `data`, read from the record at `path`, are the bytes its name was made from: the one
+    check of every reader that shows a record as majordomus wrote it (design §2a, §9)."""
+    claimed = names.name_digest(os.path.basename(path))
+    return claimed is not None and records.sha256(data).startswith(claimed)
 
 
 class Oversized(ValueError):
@@ -94,9 +100,8 @@ def shown(ws: Site, path: str) -> bytes:
     """The bytes `--show` prints: `whole`, and only when they are the ones the record's name was made from;
     a record whose content was replaced after it was written is refused (exit 12, naming it), as the
     briefing names it instead of showing it."""
-    claimed = names.name_digest(os.path.basename(path))
     data = whole(ws, path)
-    if claimed is None or not records.sha256(data).startswith(claimed):
+    if not intact(path, data):
         raise safeio.UnsafeFile(ws.display(path), "no longer matches the digest in its name (its content was "
                                 "replaced after it was written)",
                                 "`majordomus doctor` names every such record; the ledger still holds the digest "
@@ -303,15 +308,26 @@ def _read_if_ours(ws: Site, name: str, task_id: str) -> Record | None:
     return None  # doctor reports unreadable records; a handoff lists the rest
 
 
-def checkpoints_since(ws: Site, task: Task, previous: Record | None) -> list[Record]:
-    """This task's checkpoints written since `previous` (the task's start when None), oldest first."""
-    found, listed, _own = _candidates(ws, task, previous)
+def checkpoints_since(ws: Site, task: Task, previous: Record | None,
+                      gone: list[Gone] | None = None) -> list[Record]:
+    """This task's checkpoints written since `previous` (the task's start when None), oldest first. With
+    `gone`, the ones among them it cannot stand on are added to it, as a briefing names them: the task's
+    own that are deleted, unreadable or replaced (or never shared here), and from a listing a replaced or
+    unreadable one whose front matter claims the task."""
+    found = order_of(ws, task, previous)
+    key = f'\ntask: "{task.id}"\n'.encode()
     out = []
-    for name in found:
-        if _rel(name) not in listed:
-            record = _read_if_ours(ws, name, task.id)
-            if record is not None:
-                out.append(record)
+    for name in found.names:
+        if _rel(name) in found.listed:
+            continue
+        record = examine(ws, _rel(name))
+        if isinstance(record, Gone):
+            if gone is not None and (found.own or name in found.ours or (
+                    record.why in ("replaced", "unreadable") and _claims(ws, name, key))):
+                gone.append(unshared(record, found))
+            continue
+        if record.meta.get("task") == task.id and record.meta.get("kind", "checkpoint") == "checkpoint":
+            out.append(record)
     return out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from majordomus import budget, claims, continuity, continuity_doc, drift, tasks
 from majordomus.drift import esc
 from majordomus.git import status
-from majordomus.store import ledger, listing, reading
+from majordomus.store import ledger, listing, reading, recent
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -103,7 +103,7 @@ def sources(ws: Workspace, task: tasks.Task, enough: int, *, list_store: bool = 
                                      list_store=list_store)
     if isinstance(found_handoff, reading.Gone):
         gone.append(reading.unshared(found_handoff, found_names))
-    since, unread, lost = reading.recent_checkpoints(ws, task, found_names, enough, parse=list_store, units=units,
+    since, unread, lost = recent.recent_checkpoints(ws, task, found_names, enough, parse=list_store, units=units,
                                                      measure=measure)
     gone += [reading.unshared(g, found_names) for g in lost]
     covered = {r.rel for r in since} | {g.rel for g in gone} | found_names.listed
@@ -326,7 +326,7 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
                     f"to fit {room.describe()})\n")
         return budget.closing_line(room, labels, complete=not (missing or unshared))
 
-    # Checkpoints too old to matter were only counted (see reading.recent_checkpoints): dropped first.
+    # Checkpoints too old to matter were only counted (see recent.recent_checkpoints): dropped first.
     fitted = budget.fit(parts, order, room, closing, already=(budget.Entry("", *checkpoint_label), unread))
     return Briefing(task=task.id, text=fitted.text, dropped=fitted.dropped, drift=moved, missing=missing,
                     parts=keyed, unshared=unshared)

@@ -15,7 +15,7 @@ from majordomus import claims, identity, taskend, tasks
 from majordomus.errors import EnvironmentProblem, MajordomusError, NoActiveTask, Refused
 from majordomus.lite import active as active_index
 from majordomus.lite.stdin import read_bounded
-from majordomus.store import commit, reading, records
+from majordomus.store import commit, reading, recent, records
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -147,7 +147,7 @@ def _record(ws: Workspace, task: tasks.Task, at: str, body: str,
     """The handoff as the store takes it: where the previous handoff and the checkpoints since are, and the
     task handed off by the same write (its status, and this machine's claim ended in it). Only checkpoints
     that are intact are listed: a handoff never names what it could not read as written."""
-    since = reading.checkpoints_since(ws, task, reading.previous_handoff(ws, task), left_out)
+    since = recent.checkpoints_since(ws, task, reading.previous_handoff(ws, task), left_out)
     fields, cache = identity.taken(ws, "handoff", task, at)
     fields += [("previous_handoff", task.handoff), ("checkpoints", [r.rel for r in since])]
     held = claims.mine(ws).get(task.id)

@@ -15,7 +15,7 @@ from freezegun import freeze_time
 from helpers import HANDOFF_BODY, run, run_here, snapshot, state_dir
 
 from majordomus import brief, tasks
-from majordomus.store import listing, reading
+from majordomus.store import listing, reading, recent
 from majordomus.workspace import Workspace
 
 FORGED = b"---\nschema_version: 1\n---\nFORGED instructions\n"
@@ -167,7 +167,7 @@ def test_a_record_under_a_name_it_was_not_made_from_is_not_read(repo: Path, cli:
     assert isinstance(found, reading.Gone) and found.why == "replaced"
     with pytest.raises(reading.Replaced):
         reading.read_record(ws, rel)
-    assert reading.checkpoints_since(ws, tasks.load(ws, "l2"), None)[0].body == "SECOND note"
+    assert recent.checkpoints_since(ws, tasks.load(ws, "l2"), None)[0].body == "SECOND note"
 
 
 def test_check_without_an_index_never_lists_the_store(cli: Any, repo: Path, monkeypatch: Any) -> None:

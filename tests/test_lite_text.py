@@ -535,9 +535,9 @@ def test_walk_every_field_is_refused_or_one_printable_line(value, source):
 
 @pytest.mark.parametrize("chunked", [True, False])
 def test_the_run_tail_redacts_a_key_whose_begin_line_it_no_longer_keeps(chunked):
-    from majordomus import runs
+    from majordomus import runs_exec
 
-    tail = runs.Tail()
+    tail = runs_exec.Tail()
     lines = ("before\n" + KEY + "after\n").encode()
     if chunked:
         tail.feed(1, lines)  # one chunk of more lines than are kept: the dropped part is only counted
@@ -547,4 +547,4 @@ def test_the_run_tail_redacts_a_key_whose_begin_line_it_no_longer_keeps(chunked)
     tail.close()
     body = tail.body()
     assert "b3BlbnNzaC1rZXkt" not in body and body.endswith("| after")
-    assert body.count("[redacted]") == runs.TAIL_LINES - 1
+    assert body.count("[redacted]") == runs_exec.TAIL_LINES - 1

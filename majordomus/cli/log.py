@@ -88,7 +88,7 @@ def log_cmd(task_id: str | None, every: bool, limit: int | None, since: str | No
 
     TASK defaults to the active task here. Each line: time, kind, short head, summary.
     """
-    from majordomus import history
+    from majordomus import history, history_text
     from majordomus.errors import UsageError
 
     if as_json and (graph or fmt != "text"):
@@ -106,7 +106,7 @@ def log_cmd(task_id: str | None, every: bool, limit: int | None, since: str | No
             lines = ["(no commits of the task's branch to draw: its records follow)"]
         if loose:
             lines.append("records at commits not drawn:" if len(lines) > 1 else "records:")
-            lines.extend("  " + history.text_line(e) for e in loose)
+            lines.extend("  " + history_text.text_line(e) for e in loose)
         write_lines(lines)
         _notes(shown.notes)
         return
@@ -114,10 +114,10 @@ def log_cmd(task_id: str | None, every: bool, limit: int | None, since: str | No
     if as_json:
         sys.stdout.write(dumps([e.to_dict() for e in timeline.entries], indent=1) + "\n")
     elif fmt == "markdown":
-        sys.stdout.write(history.markdown(timeline))
+        sys.stdout.write(history_text.markdown(timeline))
     else:
         colour = colour_wanted()
-        write_lines([history.text_line(e, colour, with_task=every) for e in timeline.entries])
+        write_lines([history_text.text_line(e, colour, with_task=every) for e in timeline.entries])
     if fmt != "markdown":
         _notes(timeline.notes)
 

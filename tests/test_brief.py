@@ -242,7 +242,8 @@ def test_the_briefing_reads_the_tasks_own_index_and_falls_back_when_it_is_not_wh
     task = tasks.load(ws, "t1")
     names = listing.indexed_names(ws, task)
     assert names is not None and len(names) == 2
-    entries, _, _own = reading._candidates(ws, task, None)
+    found = reading.order_of(ws, task, None)
+    entries, _own = found.names, found.own
     assert len(entries) == 2  # the other task's eight records were never listed
     assert "mine 1" in cli("brief").stdout and "mine 0" in cli("brief").stdout
     # A record the index never saw (as sync would bring): the pointer moves, the index is not whole.

@@ -59,7 +59,8 @@ def _report_pull(result: Any) -> None:
         by_dir: dict[str, int] = {}
         for item in result.imported:
             by_dir[KINDS[item.kind]] = by_dir.get(KINDS[item.kind], 0) + 1
-        emit(f"imported from {result.remote}: {_counts(by_dir)}")
+        emit(f"imported from {result.remote}: {_counts(by_dir)}"
+             + (f" ({result.restored} of them lost here since the last pull)" if result.restored else ""))
     for c in result.conflicts:
         emit(f"conflict: task {c.task} changed on two machines; kept the {c.kept} record "
              f"(updated_at local {c.local_updated_at}, remote {escape(str(c.remote_updated_at))}, "
@@ -110,17 +111,20 @@ def push_cmd(remote: str | None, checkpoints: bool, timeout: float, as_json: boo
 
 @sync.command("pull")
 @click.argument("remote", metavar="[REMOTE]", required=False)
+@click.option("--full", is_flag=True, help="Read every entry of every ref and import whatever is missing here, "
+              "not only what changed since the last pull.")
 @json_option
-def pull_cmd(remote: str | None, as_json: bool) -> None:
+def pull_cmd(remote: str | None, full: bool, as_json: bool) -> None:
     """Import what this machine lacks, from every machine at once.
 
     One fetch of refs/majordomus/*; every entry checked as a local write is.
     """
     from majordomus.sync import pull as core
 
-    result = core.pull(workspace(), remote)
+    result = core.pull(workspace(), remote, full=full)
     if as_json:
         emit_json({"remote": result.remote, "refs": result.machines, "settled": result.settled,
+                   "restored": result.restored,
                    "imported": [vars(i) for i in result.imported], "conflicts": [vars(c) for c in result.conflicts],
                    "refused": [vars(r) for r in result.refused], "released": result.released,
                    "broken": result.problem.message if result.problem else None})

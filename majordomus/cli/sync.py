@@ -199,10 +199,14 @@ def compact_cmd(remote: str | None, machines: tuple[str, ...], idle_days: float 
     result = core.compact(workspace(), remote, list(machines), idle_days, timeout)
     if as_json:
         emit_json({"remote": result.remote, "folded": result.folded, "commit": result.commit,
-                   "attempts": result.attempts, "refused": [vars(r) for r in result.refused]})
+                   "attempts": result.attempts, "completed": result.completed,
+                   "refused": [vars(r) for r in result.refused]})
     elif not result.folded:
         emit(f"nothing to fold on {result.remote}")
     else:
+        if result.completed:
+            note(f"majordomus: {result.remote} already had this fold, pushed by an earlier `sync compact` that "
+                 "stopped before writing its ledger event; the event is written now")
         emit(f"folded {len(result.folded)} machine{'s' if len(result.folded) != 1 else ''} into refs/majordomus/state "
              f"on {result.remote} ({result.commit[:7] if result.commit else ''}): {', '.join(result.folded)}")
     _refuse(result.refused, result.remote)

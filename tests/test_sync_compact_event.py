@@ -1,0 +1,59 @@
+"""`sync compact` whose ledger event did not land (design §10): the remote has the fold, the next compact
+writes the event and says so, and the one after folds nothing and writes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import events_named, git, run_here, snapshot, state_dir
+from helpers.sync import clone, machine_id, machine_ref, remote_refs
+
+from majordomus.store.fault import Faults
+
+STATE = "refs/majordomus/state"
+
+
+def _machines(cli, repo: Path, remote: Path, tmp_path: Path) -> tuple[Path, Path]:
+    b = clone(tmp_path, remote, "b")
+    for where, name in ((repo, "ta"), (b, "tb")):
+        assert cli("task", "start", name, cwd=where).exit_code == 0
+        assert cli("sync", "push", cwd=where).exit_code == 0
+    return repo, b
+
+
+def test_a_compact_whose_event_did_not_land_is_completed_by_the_next_one(cli, repo, remote, tmp_path):
+    a, b = _machines(cli, repo, remote, tmp_path)
+    gone = machine_id(b)
+    with Faults(a, "write", 1, only="ledger.jsonl").active() as faults:
+        failed = run_here("-C", str(a), "sync", "compact", "--machine", gone, text=True)
+    assert faults.fired and failed.returncode == 12, failed
+    assert events_named(a, "sync.compact") == []
+    assert remote_refs(remote) == sorted(["refs/heads/main", STATE, machine_ref(a)])  # it did land there
+    folded = git(remote, "rev-parse", STATE)
+
+    again = run_here("-C", str(a), "sync", "compact", "--machine", gone, text=True)
+    assert again.returncode == 0, again
+    assert "stopped before writing its ledger event; the event is written now" in again.stderr
+    assert again.stdout == f"folded 1 machine into refs/majordomus/state on origin ({folded[:7]}): {gone}\n"
+    [event] = events_named(a, "sync.compact")
+    assert event["commit"] == folded and event["folded"] == [gone] and event["remote"] == "origin"
+    assert machine_ref(b) not in git(a, "for-each-ref", "--format=%(refname)")  # its tracking ref went
+    assert remote_refs(remote) == sorted(["refs/heads/main", STATE, machine_ref(a)])
+
+    # Completed: the same command now says what is true of the remote, and writes nothing.
+    before = snapshot(a)
+    third = cli("sync", "compact", "--machine", gone, cwd=a)
+    assert third.exit_code == 2 and f"no machine `{gone}` on origin" in third.stderr
+    assert snapshot(a) == before and len(events_named(a, "sync.compact")) == 1
+    assert run_here("-C", str(a), "ledger", "--verify").returncode == 0
+
+
+def test_a_compact_folded_elsewhere_is_not_taken_for_ours(cli, repo, remote, tmp_path):
+    a, b = _machines(cli, repo, remote, tmp_path)
+    c = clone(tmp_path, remote, "c")
+    assert cli("sync", "pull", cwd=a).exit_code == 0  # A has seen B's ref
+    assert cli("sync", "compact", "--machine", machine_id(b), cwd=c).exit_code == 0
+    before = (state_dir(a) / "ledger.jsonl").read_bytes()
+    result = cli("sync", "compact", "--machine", machine_id(b), cwd=a)
+    assert result.exit_code == 2 and "no machine" in result.stderr
+    assert (state_dir(a) / "ledger.jsonl").read_bytes() == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from helpers import events_named, git, run_here, snapshot, state_dir
 from helpers.sync import clone, machine_id, machine_ref, remote_refs
 
@@ -21,13 +22,18 @@ def _machines(cli, repo: Path, remote: Path, tmp_path: Path) -> tuple[Path, Path
     return repo, b
 
 
-def test_a_compact_whose_event_did_not_land_is_completed_by_the_next_one(cli, repo, remote, tmp_path):
+@pytest.mark.parametrize("earlier", [False, True], ids=["first-fold", "onto-a-state"])
+def test_a_compact_whose_event_did_not_land_is_completed_by_the_next_one(cli, repo, remote, tmp_path, earlier):
     a, b = _machines(cli, repo, remote, tmp_path)
+    if earlier:  # the state exists already: the fold that failed is its child
+        c = clone(tmp_path, remote, "c")
+        assert cli("task", "start", "tc", cwd=c).exit_code == 0 and cli("sync", "push", cwd=c).exit_code == 0
+        assert cli("sync", "compact", "--machine", machine_id(c), cwd=a).exit_code == 0
     gone = machine_id(b)
     with Faults(a, "write", 1, only="ledger.jsonl").active() as faults:
         failed = run_here("-C", str(a), "sync", "compact", "--machine", gone, text=True)
     assert faults.fired and failed.returncode == 12, failed
-    assert events_named(a, "sync.compact") == []
+    assert len(events_named(a, "sync.compact")) == int(earlier)
     assert remote_refs(remote) == sorted(["refs/heads/main", STATE, machine_ref(a)])  # it did land there
     folded = git(remote, "rev-parse", STATE)
 
@@ -35,7 +41,7 @@ def test_a_compact_whose_event_did_not_land_is_completed_by_the_next_one(cli, re
     assert again.returncode == 0, again
     assert "stopped before writing its ledger event; the event is written now" in again.stderr
     assert again.stdout == f"folded 1 machine into refs/majordomus/state on origin ({folded[:7]}): {gone}\n"
-    [event] = events_named(a, "sync.compact")
+    event = events_named(a, "sync.compact")[-1]
     assert event["commit"] == folded and event["folded"] == [gone] and event["remote"] == "origin"
     assert machine_ref(b) not in git(a, "for-each-ref", "--format=%(refname)")  # its tracking ref went
     assert remote_refs(remote) == sorted(["refs/heads/main", STATE, machine_ref(a)])
@@ -44,7 +50,7 @@ def test_a_compact_whose_event_did_not_land_is_completed_by_the_next_one(cli, re
     before = snapshot(a)
     third = cli("sync", "compact", "--machine", gone, cwd=a)
     assert third.exit_code == 2 and f"no machine `{gone}` on origin" in third.stderr
-    assert snapshot(a) == before and len(events_named(a, "sync.compact")) == 1
+    assert snapshot(a) == before and len(events_named(a, "sync.compact")) == 1 + int(earlier)
     assert run_here("-C", str(a), "ledger", "--verify").returncode == 0
 
 

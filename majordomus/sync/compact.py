@@ -74,12 +74,12 @@ def _unlogged(ws: Workspace, remote: str) -> tuple[str, list[str]] | None:
     there = transport.list_refs(ws.place, remote).get(machine.STATE_REF)
     tracked = odb.ref_target(repo, transport.tracking(remote, machine.STATE_REF))
     found = odb.commit(repo, there) if there is not None and there != tracked and odb.kind(repo, there) else None
-    if found is None or (tracked is not None and found.parents[:1] != [tracked]):
+    if found is None or (tracked is not None and tuple(found.parents[:1]) != (tracked,)):
         return None
-    taken = found.parents[1:] if tracked is not None else found.parents
+    taken = list(found.parents[1:] if tracked is not None else found.parents)
     prefix = transport.tracking(remote, machine.PREFIX)
     folded = [ref[len(prefix):] for ref, oid in odb.refs_under(repo, prefix).items() if oid in taken]
-    if not folded or not found.message.startswith("majordomus state: folded "):
+    if there is None or not folded or not found.message.startswith("majordomus state: folded "):
         return None
     return there, sorted(folded)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import git, snapshot, state_dir
-from helpers.sync import HANDOFF, clone, events, write_handoff
+from helpers.sync import HANDOFF, clone, events, layout_path, machine_ref, rewrite_ref, write_handoff
 
 
 @pytest.fixture
@@ -139,3 +139,17 @@ def test_full_with_nothing_missing_writes_nothing(cli, repo, remote, b):
     again = cli("sync", "pull", "--full", cwd=b)
     assert again.exit_code == 0 and again.stdout == "nothing new from origin\n"
     assert snapshot(b) == before and git(b, "for-each-ref") == refs
+
+
+def test_a_lost_record_no_ref_holds_any_more_is_named(cli, repo, remote, b, tmp_path):
+    records = _shared(cli, repo, b)
+    lost = records[0]
+    lost.unlink()
+    rewrite_ref(remote, machine_ref(repo), {layout_path("checkpoints", lost.name): None}, tmp_path)
+    pulled = cli("sync", "pull", cwd=b)
+    assert pulled.exit_code == 0 and pulled.stdout == "nothing new from origin\n", pulled.output
+    assert (f"1 entry this machine settled on is missing here and no ref of origin holds it any more: "
+            f"checkpoints/{lost.name}") in pulled.stderr
+    out = json.loads(cli("sync", "pull", "--json", cwd=b).stdout)
+    assert out["missing"] == [f"checkpoints/{lost.name}"] and out["imported"] == []
+    assert not lost.exists()

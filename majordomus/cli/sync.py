@@ -124,7 +124,7 @@ def pull_cmd(remote: str | None, full: bool, as_json: bool) -> None:
     result = core.pull(workspace(), remote, full=full)
     if as_json:
         emit_json({"remote": result.remote, "refs": result.machines, "settled": result.settled,
-                   "restored": result.restored,
+                   "restored": result.restored, "missing": result.missing,
                    "imported": [vars(i) for i in result.imported], "conflicts": [vars(c) for c in result.conflicts],
                    "refused": [vars(r) for r in result.refused], "released": result.released,
                    "broken": result.problem.message if result.problem else None})
@@ -132,6 +132,13 @@ def pull_cmd(remote: str | None, full: bool, as_json: bool) -> None:
         _report_pull(result)
         if not result.imported:
             emit(f"nothing new from {result.remote}")
+        if result.missing:
+            shown = ", ".join(escape(p) for p in result.missing[:SHOWN_REFUSALS])
+            more = f" and {len(result.missing) - SHOWN_REFUSALS} more" if len(result.missing) > SHOWN_REFUSALS else ""
+            note(f"majordomus: {len(result.missing)} entr{'y' if len(result.missing) == 1 else 'ies'} this machine "
+                 f"settled on {'is' if len(result.missing) == 1 else 'are'} missing here and no ref of "
+                 f"{result.remote} holds {'it' if len(result.missing) == 1 else 'them'} any more: {shown}{more} "
+                 "(restore them from a backup, or pull from a remote that still has them)")
     if result.problem is not None:
         if result.refused and not as_json:
             note("\n".join(_refusal_lines(result.refused, result.remote, "refused: ", EVERY_ONE)))

@@ -3,6 +3,7 @@ union of all of them in one pass — each entry held to the rules of a local wri
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from majordomus import clock
@@ -27,6 +28,7 @@ class PullResult:
     released: list[str] = field(default_factory=list)  # tasks that stopped being active here
     settled: str | None = None  # refs/majordomus/synced after the pull
     restored: int = 0  # of the imported, how many this machine had settled on and lost since
+    missing: list[str] = field(default_factory=list)  # settled on, lost here, and held by no ref any more
     problem: EnvironmentProblem | None = None  # refs that could not be read at all (exit 12 after the rest)
 
 
@@ -55,7 +57,11 @@ def pull(ws: Workspace, name: str | None, full: bool = False) -> PullResult:
         result.settled = apply.settle(ws, remote, plan, found.refs)
         restore.save(result.settled, [(r.directory, r.name) for r in plan.records])
     lost = {f"{d}/{n}" for d, n in restore.lost} | {f"tasks/{t}" for t in restore.tasks}
-    result.restored = sum(1 for item in result.imported if item.path in lost)
+    came = {item.path for item in result.imported}
+    result.restored = len(lost & came)
+    named = {r.path.rsplit("/", 1)[-1] for r in plan.refused}  # refused ones are reported as such
+    result.missing = sorted(p for p in lost - came if p.rsplit("/", 1)[-1] not in named
+                            and not os.path.lexists(ws.paths.absolute(p)))
     result.conflicts = plan.conflicts
     result.refused = found.refused + plan.refused
     if result.refused:  # one bounded event per pull, never one per entry

@@ -63,3 +63,15 @@ def test_a_compact_folded_elsewhere_is_not_taken_for_ours(cli, repo, remote, tmp
     result = cli("sync", "compact", "--machine", machine_id(b), cwd=a)
     assert result.exit_code == 2 and "no machine" in result.stderr
     assert (state_dir(a) / "ledger.jsonl").read_bytes() == before
+
+
+def test_a_compact_logged_whose_fetch_failed_is_not_logged_twice(cli, repo, remote, tmp_path):
+    a, b = _machines(cli, repo, remote, tmp_path)
+    gone = machine_id(b)
+    assert cli("sync", "compact", "--machine", gone, cwd=a).exit_code == 0
+    tracking = "refs/majordomus/remotes/origin/state"
+    git(a, "update-ref", "-d", tracking)  # as if the fetch after the event had not moved it
+    result = cli("sync", "compact", "--machine", gone, cwd=a)
+    assert result.exit_code == 2 and f"no machine `{gone}` on origin" in result.stderr
+    assert len(events_named(a, "sync.compact")) == 1
+    assert git(a, "rev-parse", tracking) == git(remote, "rev-parse", STATE)

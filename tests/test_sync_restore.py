@@ -47,6 +47,8 @@ def test_a_record_deleted_here_is_brought_back_by_the_next_pull(cli, repo, remot
     assert "ledger.record-missing" in doctor.output or "not in the store" in doctor.output
     assert "`majordomus sync pull --full`" in doctor.output
     refs = git(b, "for-each-ref")
+    status = json.loads(cli("sync", "status", "--no-fetch", "--json", cwd=b).stdout)
+    assert status["behind"]["checkpoints"] == [f"checkpoints/{lost.name}"]  # what the pull will bring back
     pulled = cli("sync", "pull", cwd=b)
     assert pulled.exit_code == 0, pulled.output
     assert pulled.stdout == ("imported from origin: 0 tasks, 0 handoffs, 1 checkpoint "

@@ -16,7 +16,7 @@ from majordomus import clock
 from majordomus.errors import EnvironmentProblem, Refused, UsageError
 from majordomus.git import odb
 from majordomus.lite.textrules import escape
-from majordomus.store import files
+from majordomus.store import files, ledger
 from majordomus.sync import machine, transport
 from majordomus.sync import remote as remotes
 from majordomus.sync.fold import Folder
@@ -24,6 +24,8 @@ from majordomus.sync.layout import Refusal
 from majordomus.sync.push import FIRST_DELAY, MAX_DELAY, TIMEOUT, busy, lock_path
 from majordomus.sync.remote import RemoteRef, Seen
 from majordomus.workspace import Workspace
+
+LOOK_BACK = 10_000  # ledger lines read back for the event of a fold found unlogged
 
 
 @dataclass
@@ -81,6 +83,9 @@ def _unlogged(ws: Workspace, remote: str) -> tuple[str, list[str]] | None:
     folded = [ref[len(prefix):] for ref, oid in odb.refs_under(repo, prefix).items() if oid in taken]
     if there is None or not folded or not found.message.startswith("majordomus state: folded "):
         return None
+    if any(e.get("commit") == there for e in ledger.tail(ws.paths.ledger, LOOK_BACK, b'"sync.compact"')
+           if e.get("event") == "sync.compact"):
+        return None  # logged, and the fetch after it failed: the fetch below moves the tracking refs
     return there, sorted(folded)
 
 

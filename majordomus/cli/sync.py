@@ -59,7 +59,8 @@ def _report_pull(result: Any) -> None:
         by_dir: dict[str, int] = {}
         for item in result.imported:
             by_dir[KINDS[item.kind]] = by_dir.get(KINDS[item.kind], 0) + 1
-        emit(f"imported from {result.remote}: {_counts(by_dir)}")
+        emit(f"imported from {result.remote}: {_counts(by_dir)}"
+             + (f" ({result.restored} of them lost here since the last pull)" if result.restored else ""))
     for c in result.conflicts:
         emit(f"conflict: task {c.task} changed on two machines; kept the {c.kept} record "
              f"(updated_at local {c.local_updated_at}, remote {escape(str(c.remote_updated_at))}, "
@@ -110,17 +111,20 @@ def push_cmd(remote: str | None, checkpoints: bool, timeout: float, as_json: boo
 
 @sync.command("pull")
 @click.argument("remote", metavar="[REMOTE]", required=False)
+@click.option("--full", is_flag=True, help="Read every entry of every ref and import whatever is missing here, "
+              "not only what changed since the last pull.")
 @json_option
-def pull_cmd(remote: str | None, as_json: bool) -> None:
+def pull_cmd(remote: str | None, full: bool, as_json: bool) -> None:
     """Import what this machine lacks, from every machine at once.
 
     One fetch of refs/majordomus/*; every entry checked as a local write is.
     """
     from majordomus.sync import pull as core
 
-    result = core.pull(workspace(), remote)
+    result = core.pull(workspace(), remote, full=full)
     if as_json:
         emit_json({"remote": result.remote, "refs": result.machines, "settled": result.settled,
+                   "restored": result.restored, "missing": result.missing,
                    "imported": [vars(i) for i in result.imported], "conflicts": [vars(c) for c in result.conflicts],
                    "refused": [vars(r) for r in result.refused], "released": result.released,
                    "broken": result.problem.message if result.problem else None})
@@ -128,6 +132,13 @@ def pull_cmd(remote: str | None, as_json: bool) -> None:
         _report_pull(result)
         if not result.imported:
             emit(f"nothing new from {result.remote}")
+        if result.missing:
+            shown = ", ".join(escape(p) for p in result.missing[:SHOWN_REFUSALS])
+            more = f" and {len(result.missing) - SHOWN_REFUSALS} more" if len(result.missing) > SHOWN_REFUSALS else ""
+            note(f"majordomus: {len(result.missing)} entr{'y' if len(result.missing) == 1 else 'ies'} this machine "
+                 f"settled on {'is' if len(result.missing) == 1 else 'are'} missing here and no ref of "
+                 f"{result.remote} holds {'it' if len(result.missing) == 1 else 'them'} any more: {shown}{more} "
+                 "(restore them from a backup, or pull from a remote that still has them)")
     if result.problem is not None:
         if result.refused and not as_json:
             note("\n".join(_refusal_lines(result.refused, result.remote, "refused: ", EVERY_ONE)))
@@ -195,10 +206,14 @@ def compact_cmd(remote: str | None, machines: tuple[str, ...], idle_days: float 
     result = core.compact(workspace(), remote, list(machines), idle_days, timeout)
     if as_json:
         emit_json({"remote": result.remote, "folded": result.folded, "commit": result.commit,
-                   "attempts": result.attempts, "refused": [vars(r) for r in result.refused]})
+                   "attempts": result.attempts, "completed": result.completed,
+                   "refused": [vars(r) for r in result.refused]})
     elif not result.folded:
         emit(f"nothing to fold on {result.remote}")
     else:
+        if result.completed:
+            note(f"majordomus: {result.remote} already had this fold, pushed by an earlier `sync compact` that "
+                 "stopped before writing its ledger event; the event is written now")
         emit(f"folded {len(result.folded)} machine{'s' if len(result.folded) != 1 else ''} into refs/majordomus/state "
              f"on {result.remote} ({result.commit[:7] if result.commit else ''}): {', '.join(result.folded)}")
     _refuse(result.refused, result.remote)

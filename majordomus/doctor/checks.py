@@ -134,7 +134,7 @@ def check_ledger(ws: Workspace, scan: Scan) -> list[Finding]:
         if stored == "missing":
             found.append(Finding(FAIL, "ledger.record-missing", f"ledger event seq {seq} names {record}, which is "
                                  "not in the store", record, "a record was deleted or moved: put it back (from a "
-                                 "backup, or `majordomus sync pull` from another machine)"))
+                                 "backup, or `majordomus sync pull --full` when a remote has it)"))
         elif digest is not None:
             found.append(Finding(FAIL, "record.changed", f"{record} differs from what ledger event seq {seq} "
                                  f"recorded (sha256 {str(digest)[:16]}…, now {stored[:16]}…)", record,

@@ -16,7 +16,7 @@ from majordomus import clock
 from majordomus.errors import EnvironmentProblem, Refused, UsageError
 from majordomus.git import odb
 from majordomus.lite.textrules import escape
-from majordomus.store import files
+from majordomus.store import files, ledger
 from majordomus.sync import machine, transport
 from majordomus.sync import remote as remotes
 from majordomus.sync.fold import Folder
@@ -24,6 +24,8 @@ from majordomus.sync.layout import Refusal
 from majordomus.sync.push import FIRST_DELAY, MAX_DELAY, TIMEOUT, busy, lock_path
 from majordomus.sync.remote import RemoteRef, Seen
 from majordomus.workspace import Workspace
+
+LOOK_BACK = 10_000  # ledger lines read back for the event of a fold found unlogged
 
 
 @dataclass
@@ -33,6 +35,7 @@ class CompactResult:
     commit: str | None = None
     attempts: int = 0
     refused: list[Refusal] = field(default_factory=list)
+    completed: bool = False  # an earlier compact folded these but did not log it: its event is written now
 
 
 def choose(found: Seen, own: str | None, ids: list[str], idle_days: float | None, now: float) -> list[RemoteRef]:
@@ -65,6 +68,27 @@ def _fold(ws: Workspace, state: RemoteRef | None, folded: list[RemoteRef], resul
     return odb.write_commit(ws.repo, folder.write(), parents, f"majordomus state: folded {names}")
 
 
+def _unlogged(ws: Workspace, remote: str) -> tuple[str, list[str]] | None:
+    """A compaction this machine pushed whose event did not land (design §10): the remote's state is a fold
+    commit made here (in this object store) that the tracking ref of the state never reached, because the
+    event is written before the tracking refs move. (its commit, the machines it folded), or None."""
+    repo = ws.repo
+    there = transport.list_refs(ws.place, remote).get(machine.STATE_REF)
+    tracked = odb.ref_target(repo, transport.tracking(remote, machine.STATE_REF))
+    found = odb.commit(repo, there) if there is not None and there != tracked and odb.kind(repo, there) else None
+    if found is None or (tracked is not None and tuple(found.parents[:1]) != (tracked,)):
+        return None
+    taken = list(found.parents[1:] if tracked is not None else found.parents)
+    prefix = transport.tracking(remote, machine.PREFIX)
+    folded = [ref[len(prefix):] for ref, oid in odb.refs_under(repo, prefix).items() if oid in taken]
+    if there is None or not folded or not found.message.startswith("majordomus state: folded "):
+        return None
+    if any(e.get("commit") == there for e in ledger.tail(ws.paths.ledger, LOOK_BACK, b'"sync.compact"')
+           if e.get("event") == "sync.compact"):
+        return None  # logged, and the fetch after it failed: the fetch below moves the tracking refs
+    return there, sorted(folded)
+
+
 def compact(ws: Workspace, name: str | None, ids: list[str], idle_days: float | None,
             timeout: float = TIMEOUT) -> CompactResult:
     if not ids and idle_days is None:
@@ -76,6 +100,15 @@ def compact(ws: Workspace, name: str | None, ids: list[str], idle_days: float | 
     ws.ensure_state()
     started, delay = time.monotonic(), FIRST_DELAY
     with files.locked(lock_path(ws)):
+        done = _unlogged(ws, remote)
+        if done is not None:  # complete it first: its event, then the tracking refs (fetched below)
+            result.commit, result.folded, result.completed = done[0], done[1], True
+            ws.event("sync.compact", None, clock.now_iso(), remote=remote, commit=done[0], folded=done[1],
+                     completed=True)
+            ids = [mid for mid in ids if mid not in done[1]]
+            if not ids and idle_days is None:
+                remotes.fetch(ws, remote)
+                return result
         while True:
             result.attempts += 1
             remotes.fetch(ws, remote)
@@ -89,10 +122,12 @@ def compact(ws: Workspace, name: str | None, ids: list[str], idle_days: float | 
             updates += [transport.Update("", r.name, r.commit.oid) for r in folded]
             out = transport.push(ws.place, remote, updates)
             if out.ok:
-                result.folded, result.commit = [r.machine or "" for r in folded], commit
-                remotes.fetch(ws, remote)  # the tracking refs of the folded machines go too
+                result.folded, result.commit = result.folded + [r.machine or "" for r in folded], commit
+                # The event first, the tracking refs after it: a compact whose event did not land is
+                # completed by the next one (the remote has the fold, the tracking ref of the state not).
                 ws.event("sync.compact", None, clock.now_iso(), remote=remote, commit=commit,
-                         folded=result.folded)
+                         folded=[r.machine or "" for r in folded])
+                remotes.fetch(ws, remote)  # the tracking refs of the folded machines go too
                 return result
             if not out.race:
                 raise EnvironmentProblem(f"{remote} refused the compaction:\n{transport.indent(out.detail)}",

@@ -184,16 +184,17 @@ def holds(view: odb.TreeView | None, directory: str, name: str, fmt: int = 2) ->
     return lookup(view, record_path(directory, name))
 
 
-def task_entries(view: odb.TreeView, base: odb.TreeView | None,
-                 refused: list[Refusal]) -> Iterator[tuple[str, odb.Entry, str]]:
-    """(task id, entry, path) of every task record in `view` whose id `base` does not hold the same way."""
+def task_entries(view: odb.TreeView, base: odb.TreeView | None, refused: list[Refusal],
+                 again: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[str, odb.Entry, str]]:
+    """(task id, entry, path) of every task record in `view` whose id `base` does not hold the same way, and
+    of those named in `again` (`ID.yaml`: settled on, lost here since) whatever `base` holds."""
     top = view.sub("tasks")
     if top is None:
         if view.get("tasks") is not None:
             refused.append(Refusal("tasks", "not a directory"))
         return
     base_top = base.sub("tasks") if base is not None else None
-    if base_top is not None and base_top.oid == top.oid:
+    if base_top is not None and base_top.oid == top.oid and not again:
         return
     for name, entry, raw in top.entries():
         where = _shown(["tasks"], raw, name)
@@ -201,7 +202,7 @@ def task_entries(view: odb.TreeView, base: odb.TreeView | None,
         if task_id is None or not names.is_task_id(task_id):
             refused.append(Refusal(where, "not a task record name"))
             continue
-        if base_top is not None and base_top.get(name or "") == entry:
+        if base_top is not None and base_top.get(name or "") == entry and name not in again:
             continue
         yield task_id, entry, where
 

@@ -3,6 +3,7 @@ union of all of them in one pass — each entry held to the rules of a local wri
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from majordomus import clock
@@ -26,11 +27,15 @@ class PullResult:
     refused: list[Refusal] = field(default_factory=list)
     released: list[str] = field(default_factory=list)  # tasks that stopped being active here
     settled: str | None = None  # refs/majordomus/synced after the pull
+    restored: int = 0  # of the imported, how many this machine had settled on and lost since
+    missing: list[str] = field(default_factory=list)  # settled on, lost here, and held by no ref any more
     problem: EnvironmentProblem | None = None  # refs that could not be read at all (exit 12 after the rest)
 
 
-def pull(ws: Workspace, name: str | None) -> PullResult:
-    """Fetch refs/majordomus/* and import what this machine lacks."""
+def pull(ws: Workspace, name: str | None, full: bool = False) -> PullResult:
+    """Fetch refs/majordomus/* and import what this machine lacks: what is new since the last pull, and what
+    this machine settled on then and lost since (sync/lost.py). With `full`, every entry of every ref is
+    read, whatever this machine settled on."""
     remote = remotes.resolve_remote(ws, name)
     result = PullResult(remote=remote)
     remotes.fetch(ws, remote)
@@ -44,12 +49,19 @@ def pull(ws: Workspace, name: str | None) -> PullResult:
     mine = found.mine(machine.read(ws))
     ws.ensure_state()
     with files.locked(lock_path(ws)):
-        plan = union.plan(ws, found.refs, mine)
+        plan, restore = union.plan(ws, found.refs, mine, full)
         at = clock.now_iso()
         apply.import_records(ws, remote, plan, at, result.imported)
         apply.import_tasks(ws, remote, plan, at, result.imported, result.released)
         apply.record_conflicts(ws, remote, plan, at)
         result.settled = apply.settle(ws, remote, plan, found.refs)
+        restore.save(result.settled, [(r.directory, r.name) for r in plan.records])
+    lost = {f"{d}/{n}" for d, n in restore.lost} | {f"tasks/{t}" for t in restore.tasks}
+    came = {item.path for item in result.imported}
+    result.restored = len(lost & came)
+    named = {r.path.rsplit("/", 1)[-1] for r in plan.refused}  # refused ones are reported as such
+    result.missing = sorted(p for p in lost - came if p.rsplit("/", 1)[-1] not in named
+                            and not os.path.lexists(ws.paths.absolute(p)))
     result.conflicts = plan.conflicts
     result.refused = found.refused + plan.refused
     if result.refused:  # one bounded event per pull, never one per entry

@@ -82,7 +82,7 @@ def status(ws: Workspace, name: str | None, *, fetch: bool = True) -> Status:
         if held is not None and (directory != "tasks" or held.oid == oid):
             continue  # taken from the remote: delivered by whoever wrote it
         result.ahead[directory].append(path)
-    plan = union.plan(ws, found.refs, mine)
+    plan, _restore = union.plan(ws, found.refs, mine)
     result.behind = {d: [] for d in DIRS}
     for item in plan.records:
         result.behind[item.directory].append(f"{item.directory}/{item.name}")

@@ -18,6 +18,7 @@ from majordomus.lite import safeio
 from majordomus.store import records
 from majordomus.sync import layout, rules
 from majordomus.sync.layout import Found, Refusal
+from majordomus.sync.lost import Restore
 from majordomus.sync.plan import LEGACY_REF, SYNCED_REF, Plan, RecordIn, base_view, read_entry, read_local, refuse
 from majordomus.sync.remote import RemoteRef
 from majordomus.sync.versions import plan_tasks
@@ -26,21 +27,29 @@ from majordomus.workspace import Workspace
 __all__ = ["LEGACY_REF", "SYNCED_REF", "Plan", "base_view", "plan"]
 
 
-def plan_records(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None, plan: Plan) -> None:
+def plan_records(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None, plan: Plan,
+                 restore: Restore) -> None:
     held: list[RecordIn] = []  # new since the last pull, and here already: some may lack their event
+    walk_base = None if restore.full else base
     for directory in rules.RECORD_KINDS:
         full = ws.paths.directory(directory)
         try:
             present = set(os.listdir(full))
         except FileNotFoundError:
             present = set()
+        lost = restore.records(directory, present)
         decided: dict[str, str] = {}  # name -> the oid taken (or held here)
         for ref in refs:
             walk_refused: list[Refusal] = []
-            for found in layout.new_records(ref.view, ref.fmt, base, directory, walk_refused):
+            for found in layout.new_records(ref.view, ref.fmt, walk_base, directory, walk_refused):
                 _consider(ws, ref, found, present, decided, plan, held)
             for r in walk_refused:
                 refuse(plan, ref, r.path, r.reason)
+            for name in lost:  # settled on, lost here since: the refs that hold it are read for it again
+                entry = layout.holds(ref.view, directory, name, ref.fmt)
+                if entry is not None and name not in decided:
+                    where = "/".join(layout.record_path(directory, name) if ref.fmt == 2 else (directory, name))
+                    _consider(ws, ref, layout.Found(directory, name, entry, where), present, decided, plan, held)
     _complete_unlogged(ws, held, plan)
 
 
@@ -134,11 +143,13 @@ def _consider(ws: Workspace, ref: RemoteRef, found: Found, present: set[str], de
     plan.records.append(RecordIn(found.directory, name, oid, data, ref.name, task if isinstance(task, str) else None))
 
 
-def plan(ws: Workspace, refs: list[RemoteRef], my_ref: RemoteRef | None) -> Plan:
-    """What a pull imports, settles and refuses; reads the store and the refs, writes nothing."""
+def plan(ws: Workspace, refs: list[RemoteRef], my_ref: RemoteRef | None, full: bool = False) -> tuple[Plan, Restore]:
+    """What a pull imports, settles and refuses; reads the store and the refs, writes nothing. With `full`,
+    every entry of every ref is read, whatever this machine settled on."""
     tip, base, base_fmt = base_view(ws)
     result = Plan()
-    plan_records(ws, refs, base if base_fmt == 2 else None, result)
-    plan_tasks(ws, refs, base, my_ref, result, tip)
-    return result
+    restore = Restore(ws, base if base_fmt == 2 else None, full)
+    plan_records(ws, refs, base if base_fmt == 2 else None, result, restore)
+    plan_tasks(ws, refs, base, my_ref, result, tip, again=restore.tasks)
+    return result, restore
 

@@ -28,12 +28,13 @@ class _Version:
 
 
 def plan_tasks(ws: Workspace, refs: list[RemoteRef], base: odb.TreeView | None, my_ref: RemoteRef | None,
-               plan: Plan, base_tip: str | None = None) -> None:
-    """Tasks sit at `tasks/ID.yaml` in both formats: `base` may be either."""
+               plan: Plan, base_tip: str | None = None, again: frozenset[str] | set[str] = frozenset()) -> None:
+    """Tasks sit at `tasks/ID.yaml` in both formats: `base` may be either. `again`: the `ID.yaml` of tasks
+    settled on and lost here since, read again from every ref."""
     versions: dict[str, dict[str, _Version]] = {}
     for ref in refs:
         walk_refused: list[Refusal] = []
-        for task_id, entry, where in layout.task_entries(ref.view, base, walk_refused):
+        for task_id, entry, where in layout.task_entries(ref.view, base, walk_refused, again):
             known = versions.setdefault(task_id, {})
             if entry.oid in known:
                 continue
@@ -95,6 +96,12 @@ def _decide(ws: Workspace, task_id: str, found: list[_Version], base: odb.TreeVi
     # Ordered by what happened, not by clocks: a version this machine replaced itself — its own older one
     # coming back, or one it imported and then changed — is history, whatever its `updated_at` says.
     gone = held.get(name, set()) - {local_oid}
+    if local is None and base_entry is not None and not os.path.lexists(ws.paths.task_file(task_id)):
+        # Settled on, then lost here (deleted by hand): restored. The versions this machine held last — as
+        # settled, as its own ref carries it — are not history; older ones it replaced still are.
+        mine = layout.lookup(my_ref.view, ("tasks", name)) if my_ref is not None else None
+        gone -= {base_entry.oid} | ({mine.oid} if mine is not None else set())
+        floor = None
     found = [v for v in found if v.oid not in gone]
     if floor is not None and base_entry is not None and base_entry.oid in gone and local is not None:
         # Settled on, then replaced here: a floor no later than ours (one from a clock running ahead would

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from freezegun import freeze_time
-from helpers import HANDOFF_BODY, run_here, state_dir
+from helpers import HANDOFF_BODY, listed_dirs, run_here, state_dir
 from helpers.sync import clone, events
 
 from majordomus import brief, tasks
@@ -243,14 +243,7 @@ def test_an_imported_task_is_briefed_from_the_ledger_without_listing_the_store(
     ws = Workspace.open(str(b))
     task = tasks.load(ws, "t1")
     assert listing.indexed_names(ws, task) is None
-    listed: list[str] = []
-    real = os.listdir
-
-    def spy(path: Any = ".") -> list[str]:
-        listed.append(str(path))
-        return real(path)
-
-    monkeypatch.setattr(os, "listdir", spy)
+    listed = listed_dirs(monkeypatch)
     with freeze_time(NOW):
         result = brief.compose(ws, "t1")
     assert "b-note" in since_section(result.text) and not result.missing

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from freezegun import freeze_time
-from helpers import HANDOFF_BODY, run, run_here, snapshot, state_dir
+from helpers import HANDOFF_BODY, listed_dirs, run, run_here, snapshot, state_dir
 
 from majordomus import brief, tasks
 from majordomus.store import listing, reading, recent
@@ -176,14 +176,7 @@ def test_check_without_an_index_never_lists_the_store(cli: Any, repo: Path, monk
     ws = Workspace.open(str(repo))
     os.unlink(listing.index_path(ws, "l2"))
     os.unlink(paths[1])
-    listed: list[str] = []
-    real = os.listdir
-
-    def spy(path: Any = ".") -> list[str]:
-        listed.append(str(path))
-        return real(path)
-
-    monkeypatch.setattr(os, "listdir", spy)
+    listed = listed_dirs(monkeypatch)
     gone = brief.missing_records(ws, tasks.load(ws, "l2"))
     assert [(g.rel, g.why) for g in gone] == [(rel_of(repo, paths[1]), "deleted")]
     assert not [p for p in listed if p.endswith("checkpoints")]

@@ -231,6 +231,19 @@ def snapshot(root: Path) -> dict[str, tuple[int, str]]:
     return out
 
 
+def listed_dirs(monkeypatch: Any) -> list[str]:
+    """The directories this process lists from now on (`os.listdir`, spied on through `monkeypatch`)."""
+    listed: list[str] = []
+    real = os.listdir
+
+    def spy(path: Any = ".") -> list[str]:
+        listed.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", spy)
+    return listed
+
+
 def as_written(record: Path) -> Path:
     """A record edited by hand, renamed to the digest of its new content: as if majordomus (an older one, or
     another machine's) had written it so. Returns its new path."""

@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 from helpers import HANDOFF_BODY, run_here
 
+from majordomus.store.fault import Faults
+
 # The function, and what the file system answers when it fails.
 CALLS = {"fstat": errno.EIO, "close": errno.EIO, "pread": errno.EIO, "flock": errno.ENOLCK, "lstat": errno.ESTALE,
          "stat": errno.ESTALE}
@@ -47,23 +49,11 @@ class _Failing:
     """Counts the calls of `name` on paths under `root`, and fails the `nth` one (0: none)."""
 
     def __init__(self, root: Path, name: str, nth: int) -> None:
-        self.root, self.name, self.nth = str(root) + os.sep, name, nth
+        self.under, self.name, self.nth = Faults(root), name, nth  # which paths count: the write walk's rule
         self.count = 0
 
-    def _ours(self, target: Any) -> bool:
-        if isinstance(target, int):
-            try:
-                target = os.readlink(f"/proc/self/fd/{target}")
-            except OSError:
-                return False
-        try:
-            path = os.fsdecode(os.path.abspath(os.fspath(target)))
-        except TypeError:
-            return False
-        return path.startswith(self.root)
-
     def hit(self, target: Any) -> None:
-        if self._ours(target):
+        if self.under.ours(target):
             self.count += 1
             if self.count == self.nth:
                 code = CALLS[self.name]

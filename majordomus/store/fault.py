@@ -43,7 +43,8 @@ class Faults:
         self.counts = dict.fromkeys(OPS, 0)
         self.fired = False
 
-    def _ours(self, path: Any) -> bool:
+    def ours(self, path: Any) -> bool:
+        """Whether `path` (or the file a descriptor is open on) lies under the root and holds `only`."""
         if isinstance(path, int):
             try:
                 path = os.readlink(f"/proc/self/fd/{path}")
@@ -53,7 +54,7 @@ class Faults:
         return path.startswith(self.root) and self.only in path
 
     def _hit(self, op: str, path: Any) -> bool:
-        if not self._ours(path):
+        if not self.ours(path):
             return False
         self.counts[op] += 1
         if op == self.op and self.counts[op] == self.nth:

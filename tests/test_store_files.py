@@ -404,9 +404,11 @@ def test_the_next_write_keeps_a_temporary_whose_write_never_landed(cli, repo):
 # ---------------------------------------------------------------- the lock file is not a file
 
 
-@pytest.mark.parametrize("what", ["a directory", "a FIFO"])
+@pytest.mark.parametrize("what", ["a directory", "a FIFO", "a socket"])
 def test_a_lock_that_is_not_a_regular_file_is_refused_naming_it(cli, repo, what):
     """Exit 12 naming the lock and what it is, with the way out; nothing is written."""
+    import socket
+
     from helpers import snapshot
 
     start_task(cli)
@@ -414,8 +416,16 @@ def test_a_lock_that_is_not_a_regular_file_is_refused_naming_it(cli, repo, what)
     lock.unlink()
     if what == "a directory":
         lock.mkdir(mode=0o700)
-    else:
+    elif what == "a FIFO":
         os.mkfifo(lock, 0o600)
+    else:
+        bound, here = socket.socket(socket.AF_UNIX), os.getcwd()
+        os.chdir(lock.parent)  # a relative name: a socket's path is bounded (108 bytes)
+        try:
+            bound.bind(lock.name)
+        finally:
+            os.chdir(here)
+            bound.close()
     before = snapshot(repo)
     result = cli("checkpoint", input="not locked\n")
     assert result.exit_code == 12

@@ -224,6 +224,8 @@ class locked:
                 raise EnvironmentProblem(f"{self.path} is a symbolic link", "remove the link") from exc
             if exc.errno == errno.EISDIR:
                 raise _not_a_lock(self.path, "a directory") from exc
+            if exc.errno == errno.ENXIO:  # a socket (or a device with nothing behind it): no file to lock
+                raise _not_a_lock(self.path, "a socket") from exc
             raise _environment(self.path, exc) from exc
         try:
             st = os.fstat(self.fd)

@@ -228,12 +228,12 @@ def _exit_code(exc: BaseException) -> int:
     raise exc
 
 
-# What a file system says of itself, never of majordomus's logic: a failing or full disk, a stale network
-# file system, a lock the kernel refuses, no descriptors or memory left. Raised by a call no store function
+# What a disk or file system says of itself, never of majordomus's logic: a failing or full disk, a stale
+# network file system, a lock refused, a file it will not let us touch. Raised by a call no store function
 # wraps (a stat, a close, a flock, a read part way), it is exit 12 naming the file, as every wrapped one is.
+# Errnos that also come from processes, signals or sockets (EPERM, EBUSY, ENOMEM, ...) stay internal errors.
 _ENVIRONMENT_ERRNOS = frozenset(getattr(errno, name) for name in (
-    "EIO", "ESTALE", "ENOLCK", "ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "EMFILE", "ENFILE", "ENOMEM",
-    "EBUSY", "EFBIG", "EOVERFLOW", "ETIMEDOUT", "EREMOTEIO", "ENOTCONN", "EHOSTDOWN") if hasattr(errno, name))
+    "EIO", "ESTALE", "ENOLCK", "ENOSPC", "EDQUOT", "EROFS", "EACCES", "EFBIG", "EREMOTEIO") if hasattr(errno, name))
 
 
 def _environment_failed(exc: OSError) -> int:
@@ -244,13 +244,13 @@ def _environment_failed(exc: OSError) -> int:
     sys.stderr.write(render_error(EnvironmentProblem(
         f"the file system refused a call{where}: {exc.strerror or exc}",
         "check the disk or file system the repository is on (full, read-only, failing, a network mount gone "
-        "stale), then run the command again: a write that stopped is completed by the same command, and "
-        "`majordomus doctor --strict` says what is there")) + "\n")
+        "stale); `majordomus doctor --strict` says what is there, and the same command, run again once the "
+        "file system is back, completes a write that stopped")) + "\n")
     return 12
 
 
 # What a full or failing disk under stdout or stderr raises (`> /dev/full`, a redirect on a full file system).
-_OUTPUT_ERRNOS = frozenset((5, 27, 28, 122))  # EIO, EFBIG, ENOSPC, EDQUOT
+_OUTPUT_ERRNOS = frozenset((errno.EIO, errno.EFBIG, errno.ENOSPC, errno.EDQUOT))
 
 
 def _writing_output(exc: OSError) -> bool:

@@ -302,3 +302,23 @@ def test_doctor_fails_what_brief_names_missing(cli: Any, repo: Path, ledger: boo
     line = doctor.stdout.split("brief.missing-record:", 1)[1].split("\n")[1]
     assert line.strip().startswith("next: restore the record")
     assert run_here("check", cwd=repo).returncode == 1
+
+
+@pytest.mark.parametrize("length", [3, 3000])
+def test_a_pulled_chain_of_handoffs_is_ordered_by_its_links_however_long(length: int) -> None:
+    """Each handoff after its previous one, walked rather than recursed: a chain of thousands (a long-lived
+    task pulled at once) is ordered, not an internal error. Given shuffled, they come out in chain order."""
+    import random
+
+    from majordomus.sync import arrival
+    from majordomus.sync.plan import RecordIn
+
+    def handoff(n: int) -> RecordIn:
+        previous = f'"handoffs/h{n - 1:05}.md"' if n else "null"
+        data = f'---\nkind: "handoff"\ntask: "t1"\nprevious_handoff: {previous}\ncheckpoints: []\n---\nx\n'.encode()
+        return RecordIn("handoffs", f"h{n:05}.md", "0" * 40, data, "refs/x", "t1")
+
+    items = [handoff(n) for n in range(length)]
+    shuffled = items[::-1]
+    random.Random(7).shuffle(shuffled)
+    assert [i.name for i in arrival.order(shuffled)] == [i.name for i in items]

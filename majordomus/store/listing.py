@@ -189,7 +189,10 @@ def add_names(index: str, entries: list[str]) -> None:
     except (OSError, UnicodeEncodeError):
         pass
     finally:
-        os.close(fd)
+        try:
+            os.close(fd)
+        except OSError:
+            pass  # a cache: a close that fails never fails the write it follows (its record has landed)
 
 
 class Arrivals:

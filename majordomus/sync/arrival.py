@@ -30,9 +30,23 @@ def order(items: list[RecordIn]) -> list[RecordIn]:
         return items
     metas = {rel: _meta(item) for rel, item in handoffs.items()}
 
-    def depth(rel: str, seen: int = 0) -> int:
-        previous = metas[rel].get("previous_handoff")
-        return 0 if seen > len(metas) or previous not in metas else 1 + depth(str(previous), seen + 1)
+    depths: dict[str, int] = {}
+
+    def depth(rel: str) -> int:
+        """How many handoffs of this pull come before `rel` by `previous_handoff`: walked, not recursed (a
+        pulled chain can be thousands long), each handoff once, a loop cut where it closes."""
+        path: list[str] = []
+        on_path: set[str] = set()
+        while rel not in depths and rel in metas and rel not in on_path:
+            path.append(rel)
+            on_path.add(rel)
+            previous = metas[rel].get("previous_handoff")
+            rel = str(previous) if isinstance(previous, str) else ""
+        below = depths.get(rel, -1) if rel not in on_path else -1
+        for step in reversed(path):
+            below += 1
+            depths[step] = below
+        return depths.get(path[0], below) if path else depths.get(rel, 0)
 
     chain = sorted(handoffs, key=lambda rel: (depth(rel), rel))
     place: dict[str, int] = {}

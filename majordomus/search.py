@@ -11,7 +11,6 @@ A search of a small store is mostly the interpreter starting, so this module loa
 from __future__ import annotations
 
 import errno
-import hashlib
 import itertools
 import os
 import stat
@@ -179,7 +178,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
         words = query.ascii_words  # lower-cased
         one = words[0] if fast and len(words) == 1 else None  # the common case: one plain word
         open_, read, close_, flags, fstat, regular = os.open, os.read, os.close, _OPEN_FLAGS, os.fstat, stat.S_ISREG
-        task_line, task_and_start, sha256 = search_names.TASK_LINE, search_names.task_and_start, hashlib.sha256
+        task_line, task_and_start, intact = search_names.TASK_LINE, search_names.task_and_start, records.intact
         grammar = search_names.Grammar(listings)
         is_record, others = grammar.holds, grammar.others
         odd = False  # whether any name listed is not a record's (once `others` answers)
@@ -246,7 +245,9 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                         others = grammar.others
                         odd = others is not None and any(others)
                     # the task line as `records.render` writes it (a task met before costs a lookup)
-                    raw, quote, _rest = head.partition(task_line)[2].partition(b'"')
+                    raw, quote, after = head.partition(task_line)[2].partition(b'"')
+                    if after.find(task_line) >= 0:  # `task:` named twice: the careful way, which refuses it
+                        raw, quote = b"", b""
                     rendered = quote and head[:4] == b"---\n"
                     owner = None
                     if rendered and as_lines and raw == last_raw and index == last_index:
@@ -278,7 +279,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                             if over is not None:
                                 skipped.append(f"{shown[index][1]}{name} {over}")
                                 continue
-                        if sha256(data).hexdigest()[:16] != name[-19:-3]:  # a match only: what was written
+                        if not intact(name, data):  # a match only: what was written (`records.intact`)
                             skipped.append(f"{shown[index][1]}{name} {REPLACED}")
                             continue
                         if as_lines:  # the line's bytes: `Lines` makes the line, with a block of others
@@ -329,7 +330,7 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                 continue
             try:
                 line = line_of(found[1])
-                if line is not None and sha256(data).hexdigest()[:16] != name[-19:-3]:
+                if line is not None and not intact(name, data):
                     skipped.append(f"{shown[index][1]}{name} {REPLACED}")
                     continue
             except UsageError as exc:  # -E past its deadline (regexbound.TooSlow): where

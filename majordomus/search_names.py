@@ -110,6 +110,8 @@ def task_and_start(data: bytes, known: dict[bytes, str]) -> tuple[str, int] | No
     close = data.find(b'"', at + len(TASK_LINE), end) if at >= 0 else -1
     if close < 0 or not data.startswith(b"---\n"):
         return None
+    if data.find(TASK_LINE, close, end) >= 0:
+        return None  # `task:` named twice: for `records.split`, which refuses it as every reader does
     raw = data[at + len(TASK_LINE):close]
     task = known.get(raw)
     if task is None and names.is_task_id(raw.decode("ascii", "replace")):

@@ -398,3 +398,20 @@ def test_show_refuses_a_record_whose_content_was_replaced(cli, repo, edit, args)
     path.write_text(edit(text))
     assert path.read_text() != text
     assert_refused(cli, repo, args, 12, path.name, "no longer matches the digest in its name", "hint: ")
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_list_names_a_replaced_record_and_shows_none_of_its_fields(cli, repo, as_json):
+    """`--list` gives a record as it was written or only its path and why: the edge, an intact one, is listed
+    with its fields; one whose bytes no longer hash to its name is listed as replaced."""
+    start_task(cli)
+    path = repo / cli("checkpoint", input="the note\n").stdout.strip()
+    args = ("checkpoint", "--list", "--json") if as_json else ("checkpoint", "--list")
+    before = cli(*args).stdout
+    assert "no longer matches" not in before
+    path.write_text(path.read_text().replace('task: "', 'task: "x', 1).replace("the note", "another"))
+    listed = cli(*args)
+    assert listed.exit_code == 0 and "no longer matches the digest in its name" in listed.output
+    if as_json:
+        [entry] = json.loads(listed.stdout)
+        assert entry["name"] == path.name and "task" not in entry and "error" in entry

@@ -413,3 +413,19 @@ def test_a_record_replaced_after_it_was_written_is_named_never_shown(cli: Any, r
     assert "EVIL" not in found.stdout and path.name in found.stderr
     assert "no longer matches the digest in its name" in found.stderr
     assert search.tool(Workspace.open(str(repo)), list(words[-1:]), regex=words[0] == "-E")["matches"] == []
+
+
+def test_a_record_that_names_its_task_twice_is_named_never_listed(cli: Any, repo: Path) -> None:
+    """Which `task:` counts would be the reader's choice: the record is refused by every reader alike, here
+    skipped and named (the edge: the record as written is found, under its one task)."""
+    start_task(cli)
+    path = repo / cli("checkpoint", input="a twice note\n").stdout.strip()
+    assert cli("search", "twice").exit_code == 0
+    text = path.read_text()
+    first = text.index('task: "')
+    path.write_text(text[:first] + 'task: "zz"\n' + text[first:])
+    renamed = as_written(path)
+    for args in (("search", "twice"), ("search", "twice", "--task", "t1")):
+        found = cli(*args)
+        assert found.exit_code == 1 and "twice note" not in found.stdout, found.output
+        assert renamed.name in found.stderr

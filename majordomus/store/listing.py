@@ -130,10 +130,17 @@ def summaries(ws: Site, directory: str) -> Iterator[dict[str, Any]]:
                    "error": f"{over}: majordomus did not write it (run `majordomus doctor`)"}
             continue
         try:
-            yield summary(data, f"{shown_dir}/{name}", name)
+            found = summary(data, f"{shown_dir}/{name}", name)
         except ValueError:
             yield {"path": f"{shown_dir}/{name}", "name": name, "sha256": hashlib.sha256(data).hexdigest(),
                    "error": "no readable front matter (run `majordomus doctor`)"}
+            continue
+        if not records.intact(name, data, found["sha256"]):  # what was written, or only its name and why
+            yield {"path": found["path"], "name": name, "sha256": found["sha256"],
+                   "error": "no longer matches the digest in its name: replaced after it was written, not shown "
+                            "(run `majordomus doctor`)"}
+            continue
+        yield found
 
 
 # ---------------------------------------------------------------- the per-task checkpoint index

@@ -65,10 +65,8 @@ def _checked(ws: Site, rel: str) -> bytes:
 
 
 def intact(path: str, data: bytes) -> bool:
-    """Whether `data`, read from the record at `path`, are the bytes its name was made from: the one
-    check of every reader that shows a record as majordomus wrote it (design §2a, §9)."""
-    claimed = names.name_digest(os.path.basename(path))
-    return claimed is not None and records.sha256(data).startswith(claimed)
+    """`records.intact` for the record at `path`."""
+    return records.intact(os.path.basename(path), data)
 
 
 class Oversized(ValueError):

@@ -308,10 +308,10 @@ def summary_fields(data: bytes, wanted: tuple[str, ...]) -> tuple[dict[str, Any]
         raise ValueError("no front matter")
     # identity keys come first; the changed-files list and anything after it is not needed here
     stop = text.find("\nchanged_files:", 3, end)
-    meta = {key: (None if null else value)
-            for key, value, null in _SUMMARY_LINE.findall(text, 4, end + 1 if stop < 0 else stop + 1)}
-    if len(meta) < len(wanted) or not meta.keys() >= set(wanted):
-        meta = split(data)[0]
+    found = _SUMMARY_LINE.findall(text, 4, end + 1 if stop < 0 else stop + 1)
+    meta = {key: (None if null else value) for key, value, null in found}
+    if len(meta) < len(wanted) or len(meta) < len(found) or not meta.keys() >= set(wanted):
+        meta = split(data)[0]  # a key named twice among them: `split` refuses it, as every reader does
     return meta, _count_lines(text[end + 5 :])
 
 
@@ -381,3 +381,11 @@ def sha256(data: bytes) -> str:
     from majordomus.lite.sha import hexdigest
 
     return hexdigest(data)
+
+
+def intact(name: str, data: bytes, digest: str | None = None) -> bool:
+    """Whether `data`, read from the record named `name`, are the bytes that name was made from (`digest`:
+    their sha256 when already computed): the one check of every reader that shows a record as majordomus
+    wrote it (design §2a, §9)."""
+    claimed = name_digest(name)
+    return claimed is not None and (digest if digest is not None else sha256(data)).startswith(claimed)

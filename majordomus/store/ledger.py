@@ -331,12 +331,12 @@ def last_event(path: str, task: str | None = None, events: tuple[str, ...] = (),
     return None
 
 
-def logged(path: str, rel: str, since: str) -> bool:
-    """Whether the ledger holds an event naming `rel` (its own, or a `sync.import`), looked for backwards
-    from the end down to the events older than `since` (the record's timestamp). False only when the
-    ledger covers that time (an older event, or the chain's first, seq 1, was reached) without one: a
-    ledger that begins later (rotated or truncated by hand) or a search past `EVENT_LOOK_BACK` bytes cannot
-    tell, and counts as logged."""
+def logged(path: str, rel: str, since: str, key: str = "path") -> bool:
+    """Whether the ledger holds an event naming `rel` (its own, or a `sync.import`) — or whose `key` is
+    `rel` (a push's `commit`) —, looked for backwards from the end down to the events older than `since`
+    (the record's timestamp). False only when the ledger covers that time (an older event, or the chain's
+    first, seq 1, was reached) without one: a ledger that begins later (rotated or truncated by hand) or a
+    search past `EVENT_LOOK_BACK` bytes cannot tell, and counts as logged."""
     try:
         fd = safeio.open_regular(path, MAX_BYTES)
     except FileNotFoundError:
@@ -354,7 +354,7 @@ def logged(path: str, rel: str, since: str) -> bool:
             event = parse_line(line) if line.strip() else None
             if event is None:
                 continue
-            if event.get("path") == rel:
+            if event.get(key) == rel:
                 return True
             if str(event.get("at", "")) < since:
                 return False

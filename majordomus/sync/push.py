@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from majordomus import clock, errors
 from majordomus.errors import EnvironmentProblem, MajordomusError
 from majordomus.git import odb
-from majordomus.store import files
+from majordomus.store import files, ledger
 from majordomus.sync import machine, transport
 from majordomus.sync import remote as remotes
 from majordomus.sync.fold import Folder
@@ -142,10 +142,11 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
             if migrated is not None:
                 updates.append(transport.Update(migrated, machine.STATE_REF))
             if not updates:
-                # The remote has it, but our tracking ref does not: the push that sent it stopped before its
-                # event and tracking ref (design §10: a retry completes what is missing).
-                if odb.ref_target(repo, transport.tracking(remote, ref)) != tip:
-                    result.completed = True
+                # The remote has it: a push that sent it and stopped before its event (design §10: a retry
+                # completes what is missing) is told by the ledger, not by the tracking ref, which any fetch
+                # (a pull, a status) moves as well.
+                result.completed = not _push_logged(ws, tip)
+                if result.completed or odb.ref_target(repo, transport.tracking(remote, ref)) != tip:
                     landed = [transport.Update(tip, ref)]
                 break
             out = transport.push(ws.place, remote, updates)
@@ -167,10 +168,20 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
         result.commit = tip
         if result.pushed or result.migrated or result.completed:
             # The event first, the tracking refs after it: a push whose event did not land is completed by
-            # the next one (the remote has the commit, the tracking ref does not).
+            # the next one (the remote has the commit, the ledger no event of it).
             ws.event("sync.push", None, clock.now_iso(), remote=remote, ref=ref, commit=tip, attempts=result.attempts,
-                     checkpoints=checkpoints, migrated=result.migrated)
-            for update in landed:
-                track = transport.tracking(remote, update.dst)
-                odb.update_ref(repo, track, update.src, odb.ref_target(repo, track), f"majordomus sync: pushed to {remote}")
+                     checkpoints=checkpoints, migrated=result.migrated,
+                     **({"completed": True} if result.completed else {}))
+        for update in landed:
+            track = transport.tracking(remote, update.dst)
+            odb.update_ref(repo, track, update.src, odb.ref_target(repo, track), f"majordomus sync: pushed to {remote}")
     return result
+
+
+def _push_logged(ws: Workspace, tip: str) -> bool:
+    """Whether the ledger holds the `sync.push` of commit `tip` (looked for back to the commit's own time; a
+    ledger that cannot tell counts as logged: never a second event on a guess)."""
+    found = odb.commit(ws.repo, tip)
+    if found is None:
+        return True
+    return ledger.logged(ws.paths.ledger, tip, time.strftime(clock.ISO, time.gmtime(found.time)), key="commit")

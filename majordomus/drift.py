@@ -89,7 +89,7 @@ def _head_drift(ws: Workspace, then: str | None, now: str | None) -> list[str]:
     shown, total = status.commits_since(ws.place, base, now, _LIST_COMMITS)
     since = became if rel.mapped is not None else f"the recorded {was}"
     lines = [f"- HEAD: now {now[:7]}, {total} commit{'s' if total != 1 else ''} since {since}"]
-    lines.extend(f"  - {short} {esc(summary)}" for short, summary in shown)
+    lines.extend(f"  - {esc(short)} {esc(summary)}" for short, summary in shown)
     if total > len(shown):
         lines.append(f"  - … and {total - len(shown)} more")
     return lines

@@ -231,9 +231,11 @@ def _exit_code(exc: BaseException) -> int:
 # What a disk or file system says of itself, never of majordomus's logic: a failing or full disk, a stale
 # network file system, a lock refused, a file it will not let us touch. Raised by a call no store function
 # wraps (a stat, a close, a flock, a read part way), it is exit 12 naming the file, as every wrapped one is.
+# So does a path that is not the shape majordomus keeps there (a file where a directory belongs, a link loop).
 # Errnos that also come from processes, signals or sockets (EPERM, EBUSY, ENOMEM, ...) stay internal errors.
 _ENVIRONMENT_ERRNOS = frozenset(getattr(errno, name) for name in (
-    "EIO", "ESTALE", "ENOLCK", "ENOSPC", "EDQUOT", "EROFS", "EACCES", "EFBIG", "EREMOTEIO") if hasattr(errno, name))
+    "EIO", "ESTALE", "ENOLCK", "ENOSPC", "EDQUOT", "EROFS", "EACCES", "EFBIG", "EREMOTEIO",
+    "ENOTDIR", "EISDIR", "ELOOP", "ENXIO") if hasattr(errno, name))
 
 
 def _environment_failed(exc: OSError) -> int:

@@ -508,3 +508,27 @@ def test_a_machine_id_file_that_is_not_one_is_exit_12(cli, repo, remote, content
         assert "move it away" in result.stderr
     assert (snapshot(repo), git(repo, "for-each-ref")) == before
     assert remote_refs(remote) == ["refs/heads/main"]
+
+
+def test_a_remote_name_holding_a_line_break_of_unicode_is_printed_escaped(cli, repo, remote):
+    """git lets a remote's name hold U+2028: push, pull and status print it escaped, as messages do."""
+    odd = "or\u2028gin"
+    git(repo, "remote", "rename", "origin", odd)
+    cli("task", "start", "t1")
+    for args in (("sync", "push", odd), ("sync", "pull", odd), ("sync", "status", odd)):
+        result = cli(*args)
+        assert "\u2028" not in result.output and "or\\u2028gin" in result.output, (args, result.output)
+
+
+@pytest.mark.parametrize("directory", ["runs", "checkpoints", "handoffs"])
+@pytest.mark.parametrize("command", [("sync", "push", "--checkpoints"), ("sync", "pull")])
+def test_a_store_directory_that_is_a_file_is_exit_12_not_an_internal_error(cli, repo, remote, directory, command):
+    cli("task", "start", "t1")
+    assert cli("sync", "push").exit_code == 0
+    target = state_dir(repo) / directory
+    if target.exists():
+        target.rmdir()
+    target.write_text("x\n")
+    result = cli(*command)
+    assert result.exit_code == 12 and result.stderr.startswith("majordomus: ") and "internal error" not in result.stderr, \
+        result.output

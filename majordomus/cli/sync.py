@@ -59,14 +59,14 @@ def _report_pull(result: Any) -> None:
         by_dir: dict[str, int] = {}
         for item in result.imported:
             by_dir[KINDS[item.kind]] = by_dir.get(KINDS[item.kind], 0) + 1
-        emit(f"imported from {result.remote}: {_counts(by_dir)}"
+        emit(f"imported from {escape(result.remote)}: {_counts(by_dir)}"
              + (f" ({result.restored} of them lost here since the last pull)" if result.restored else ""))
     for c in result.conflicts:
         emit(f"conflict: task {c.task} changed on two machines; kept the {c.kept} record "
              f"(updated_at local {c.local_updated_at}, remote {escape(str(c.remote_updated_at))}, "
              f"from {escape(str(c.machine))}); see `majordomus ledger`")
     for task_id in result.released:
-        emit(f"task {task_id} is no longer active here: a newer record came from {result.remote} "
+        emit(f"task {task_id} is no longer active here: a newer record came from {escape(result.remote)} "
              f"(take it back with `majordomus task resume {task_id} --force`)")
 
 
@@ -98,15 +98,15 @@ def push_cmd(remote: str | None, checkpoints: bool, timeout: float, as_json: boo
     else:
         what = "pushed" if result.pushed else "already up to date:"
         if result.completed:
-            note(f"majordomus: {result.remote} already had {result.commit[:7]}, pushed by an earlier `sync push` "
+            note(f"majordomus: {escape(result.remote)} already had {result.commit[:7]}, pushed by an earlier `sync push` "
                  "that stopped before writing its ledger event; the event is written now")
         sent = f": sent {_counts(result.sent)}" if result.pushed else ""
-        emit(f"{what} {result.ref} to {result.remote} ({result.commit[:7]}){sent}"
+        emit(f"{what} {result.ref} to {escape(result.remote)} ({result.commit[:7]}){sent}"
              + (f" after {result.attempts} attempts" if result.attempts > 1 else ""))
         if result.migrated:
-            emit(f"migrated refs/majordomus/state on {result.remote} to format 2 (one ref per machine); "
+            emit(f"migrated refs/majordomus/state on {escape(result.remote)} to format 2 (one ref per machine); "
                  "majordomus before this version will ask to be upgraded")
-    _refuse(result.refused, result.remote)
+    _refuse(result.refused, escape(result.remote))
 
 
 @sync.command("pull")
@@ -131,19 +131,19 @@ def pull_cmd(remote: str | None, full: bool, as_json: bool) -> None:
     else:
         _report_pull(result)
         if not result.imported:
-            emit(f"nothing new from {result.remote}")
+            emit(f"nothing new from {escape(result.remote)}")
         if result.missing:
             shown = ", ".join(escape(p) for p in result.missing[:SHOWN_REFUSALS])
             more = f" and {len(result.missing) - SHOWN_REFUSALS} more" if len(result.missing) > SHOWN_REFUSALS else ""
             note(f"majordomus: {len(result.missing)} entr{'y' if len(result.missing) == 1 else 'ies'} this machine "
                  f"settled on {'is' if len(result.missing) == 1 else 'are'} missing here and no ref of "
-                 f"{result.remote} holds {'it' if len(result.missing) == 1 else 'them'} any more: {shown}{more} "
+                 f"{escape(result.remote)} holds {'it' if len(result.missing) == 1 else 'them'} any more: {shown}{more} "
                  "(restore them from a backup, or pull from a remote that still has them)")
     if result.problem is not None:
         if result.refused and not as_json:
-            note("\n".join(_refusal_lines(result.refused, result.remote, "refused: ", EVERY_ONE)))
+            note("\n".join(_refusal_lines(result.refused, escape(result.remote), "refused: ", EVERY_ONE)))
         raise result.problem
-    _refuse(result.refused, result.remote)
+    _refuse(result.refused, escape(result.remote))
 
 
 @sync.command("status")
@@ -158,7 +158,7 @@ def status_cmd(remote: str | None, no_fetch: bool, as_json: bool) -> None:
     if as_json:
         emit_json(found.to_dict())
         return
-    emit(f"remote: {found.remote}{'' if found.fetched else ' (as fetched last)'}")
+    emit(f"remote: {escape(found.remote)}{'' if found.fetched else ' (as fetched last)'}")
     emit(f"this machine: {found.machine or '(no id yet: made at its first push)'}")
     if not found.machines:
         emit("machines seen: none yet")
@@ -170,7 +170,7 @@ def status_cmd(remote: str | None, no_fetch: bool, as_json: bool) -> None:
     _status_lines("behind (sync pull imports)", found.behind)
     for c in found.conflicts:
         emit(f"diverged: task {c.task} changed on two machines; the {c.kept} record is newer and will be kept")
-    for line in _refusal_lines(found.refused, found.remote, "refused: ", EVERY_ONE):
+    for line in _refusal_lines(found.refused, escape(found.remote), "refused: ", EVERY_ONE):
         emit(line)
     for r in found.broken:
         emit(f"unreadable: {escape(r.path)}: {escape(r.reason)}")
@@ -209,14 +209,14 @@ def compact_cmd(remote: str | None, machines: tuple[str, ...], idle_days: float 
                    "attempts": result.attempts, "completed": result.completed,
                    "refused": [vars(r) for r in result.refused]})
     elif not result.folded:
-        emit(f"nothing to fold on {result.remote}")
+        emit(f"nothing to fold on {escape(result.remote)}")
     else:
         if result.completed:
-            note(f"majordomus: {result.remote} already had this fold, pushed by an earlier `sync compact` that "
+            note(f"majordomus: {escape(result.remote)} already had this fold, pushed by an earlier `sync compact` that "
                  "stopped before writing its ledger event; the event is written now")
         emit(f"folded {len(result.folded)} machine{'s' if len(result.folded) != 1 else ''} into refs/majordomus/state "
-             f"on {result.remote} ({result.commit[:7] if result.commit else ''}): {', '.join(result.folded)}")
-    _refuse(result.refused, result.remote)
+             f"on {escape(result.remote)} ({result.commit[:7] if result.commit else ''}): {', '.join(result.folded)}")
+    _refuse(result.refused, escape(result.remote))
 
 
 def main(argv: list[str]) -> int:

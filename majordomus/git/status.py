@@ -157,11 +157,18 @@ def commits_since(place: Place, old: str | None, new: str, limit: int) -> tuple[
     spec = [new] + ([f"^{old}"] if old else [])
     out = git(place, "log", "--format=%h%x00%s", "-n", str(limit), *spec, "--", ok=(0, 128))
     shown = []
-    for line in out.decode("utf-8", "replace").splitlines():
-        short, _, summary = line.partition("\0")
-        shown.append((short[:7], summary))
+    # One commit a line, and a line ends at "\n" only: a subject may hold U+2028, U+0085 or a form feed,
+    # which `splitlines` would take for the start of another commit.
+    for line in out.decode("utf-8", "replace").split("\n"):
+        short, sep, summary = line.partition("\0")
+        if sep and _is_short_id(short):
+            shown.append((short[:7], summary))
     total = git(place, "rev-list", "--count", "--max-count=10000", *spec, "--", ok=(0, 128)).strip()
     return shown, int(total) if total.isdigit() else len(shown)
+
+
+def _is_short_id(text: str) -> bool:
+    return 4 <= len(text) <= 64 and all(c in "0123456789abcdef" for c in text)
 
 
 def hooks_dir(place: Place) -> str:

@@ -265,10 +265,17 @@ def _ledger_whole(ws: Workspace) -> bool:
     """Whether the ledger begins at its first event (seq 1)."""
     from majordomus.store import ledger
 
-    for line in ledger.iter_lines(ws.paths.ledger):  # its first line only: the generator closes the file
-        first = ledger.parse_line(line) if line.strip() else None
-        return first is not None and first.get("seq") == 1
-    return False
+    lines = ledger.iter_lines(ws.paths.ledger)
+    try:
+        for line in lines:  # its first line only
+            first = ledger.parse_line(line) if line.strip() else None
+            return first is not None and first.get("seq") == 1
+        return False
+    finally:
+        try:
+            lines.close()  # the file, closed here: a close that fails (EIO) loses nothing that was read
+        except OSError:
+            pass
 
 
 def run(ws: Workspace, task_ids: list[str]) -> list[Finding]:

@@ -16,7 +16,7 @@ from majordomus.store.paths import FILE_MODE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Generator, Iterator
     from typing import Any
 
 _TAIL_CHUNK = 65536
@@ -230,7 +230,7 @@ def _cut_back(fd: int, size: int) -> None:
         pass  # the torn tail is skipped and counted by every reader; the next append starts a new line
 
 
-def iter_lines(path: str, offset: int = 0) -> Iterator[bytes]:
+def iter_lines(path: str, offset: int = 0) -> Generator[bytes, None, None]:
     """Every line from `offset` on, streamed: memory holds one line, at most LINE_MAX bytes; a longer
     line (a torn tail of hundreds of megabytes, say) is skipped unread and seen as `OVERLONG`."""
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from majordomus.errors import ENVIRONMENT, MajordomusError
+from majordomus.errors import ENVIRONMENT, EnvironmentProblem, MajordomusError
 from majordomus.lite import limits, names, safeio
 from majordomus.lite.limits import CONFIG_MAX_BYTES, DEFAULTS, MINIMUMS, NUMBER_MAX
 from majordomus.lite.statepaths import CONFIG_RELPATH, committed
@@ -154,8 +154,15 @@ def load(repo_root: str | None, cache_path: str | None = None) -> Config:
         if cached is not None:
             return Config(values=cached[0], path=path, unknown_keys=cached[1])
         raw = os.read(fd, CONFIG_MAX_BYTES + 1)
+    except OSError as exc:  # whatever the file system says of a file every command reads: named, never exit 70
+        raise EnvironmentProblem(f"cannot read {path}: {exc.strerror or exc}",
+                                 "check the disk or file system the repository is on, then run the command again"
+                                 ) from exc
     finally:
-        os.close(fd)
+        try:
+            os.close(fd)
+        except OSError:
+            pass  # read already, or failed above: a close that fails loses nothing
     config = _parse_yaml(raw, path)
     config.signature = signature
     return config

@@ -26,7 +26,7 @@ from majordomus.store.fault import Faults
 
 # The function, and what the file system answers when it fails.
 CALLS = {"fstat": errno.EIO, "close": errno.EIO, "pread": errno.EIO, "flock": errno.ENOLCK, "lstat": errno.ESTALE,
-         "stat": errno.ESTALE}
+         "stat": errno.ESTALE, "read": errno.EINVAL}
 FIRST = 4  # the first calls of each kind: where a command opens, locks and reads its state
 
 

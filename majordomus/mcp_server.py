@@ -84,13 +84,20 @@ class Place:
     async def resolve(self, ctx: Context | None) -> str:  # type: ignore[type-arg]
         if self.repo is not None:
             return self.repo
-        return await _first_root(ctx) or os.getcwd()
+        from majordomus.lite.dotgit import current_directory  # exit 12's error when it was removed
+
+        return await _first_root(ctx) or current_directory()
 
     async def workspace(self, ctx: Context | None, error: Any = None) -> Any:  # type: ignore[type-arg]
         from majordomus.workspace import Workspace
 
-        # Outside a repository, or a broken config: the tool's error says so, as the CLI would.
-        return _call(Workspace.open, await self.resolve(ctx), error=error)
+        # Outside a repository, a working directory removed, or a broken config: the tool's error says so, as
+        # the CLI would.
+        try:
+            where = await self.resolve(ctx)
+        except MajordomusError as exc:
+            raise (error or ToolError)(_message(exc)) from exc
+        return _call(Workspace.open, where, error=error)
 
 
 async def _first_root(ctx: Context | None) -> str | None:  # type: ignore[type-arg]

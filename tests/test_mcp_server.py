@@ -258,3 +258,20 @@ def test_malformed_json_rpc_and_lone_surrogates_get_an_error_response(repo):
                                                                 (9, -32600)], done.stderr
     assert "lone surrogate" in replies[1]["error"]["message"]
     assert not (state_dir(repo) / "context").exists()  # the pin was never made
+
+
+def test_a_working_directory_that_was_removed_is_each_tools_error_not_a_traceback(tmp_path):
+    """Started in a worktree later removed (`git worktree remove`), without --repo or roots: every tool says
+    the directory is gone, as the CLI does (exit 12's message), and the server goes on."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    seen: dict[str, Any] = {}
+
+    async def body(s: Any) -> None:
+        os.rmdir(gone)  # while the server runs in it
+        seen["brief"] = await s.call_tool("brief", {})
+        seen["status"] = await s.call_tool("task_status", {})
+
+    session(["mcp"], gone, body, in_process=True)
+    for result in seen.values():
+        assert is_error(result) and "the current directory no longer exists" in text(result), text(result)

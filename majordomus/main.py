@@ -252,14 +252,16 @@ def _environment_failed(exc: OSError) -> int:
 
 
 # What a full or failing disk under stdout or stderr raises (`> /dev/full`, a redirect on a full file system).
-_OUTPUT_ERRNOS = frozenset((errno.EIO, errno.EFBIG, errno.ENOSPC, errno.EDQUOT))
+# Also what an output that does not take the write says (EINVAL), or one set non-blocking by whoever holds
+# it (EAGAIN: the bytes are not written, and Python says so only as BlockingIOError).
+_OUTPUT_ERRNOS = frozenset((errno.EIO, errno.EFBIG, errno.ENOSPC, errno.EDQUOT, errno.EINVAL, errno.EAGAIN))
 
 
 def _writing_output(exc: OSError) -> bool:
     """Whether this error came from writing our own output: a write to a standard stream is the only write
     that reaches the boundary unwrapped (every store write raises EnvironmentProblem with its path), and
     the failing line is a write, a flush or a print. Any other OSError stays an internal error."""
-    if exc.errno not in _OUTPUT_ERRNOS or exc.filename is not None or type(exc) is not OSError:
+    if exc.errno not in _OUTPUT_ERRNOS or exc.filename is not None or type(exc) not in (OSError, BlockingIOError):
         return False
     tb = exc.__traceback__
     if tb is None:
@@ -282,7 +284,8 @@ def _output_failed(exc: OSError) -> int:
         # it twice (a checkpoint a second later, a second pin). Say so rather than "run it again".
         sys.stderr.write(f"majordomus: cannot write the output: {exc.strerror}; what was printed is incomplete, "
                          "but whatever the command stored before printing is stored\n"
-                         "hint: free space where the output goes; `majordomus ledger | tail -3` shows what was "
+                         "hint: free space where the output goes (or give it an output that takes the writes); "
+                         "`majordomus ledger | tail -3` shows what was "
                          "stored (running a write command again would store it a second time)\n")
         sys.stderr.flush()
     except OSError:

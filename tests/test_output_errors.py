@@ -88,3 +88,20 @@ def test_a_write_whose_output_fails_says_it_is_stored_and_a_retry_would_store_it
         assert b"would store it a second time" in err and b"then run the command again" not in err, err
     assert "stored even so" in run_here("checkpoint", "--show", cwd=repo).stdout.decode()
     assert run_here("context", "show", cwd=repo).stdout.decode().count("once") == 1
+
+
+def test_an_output_that_refuses_the_write_is_exit_12_saying_what_was_stored(repo: Path, tmp_path: Path) -> None:
+    """EINVAL on the write to stdout (an output that does not take it): exit 12 with the one line that says
+    what was stored, never an internal error whose retry would store the pin a second time."""
+    from helpers import require_tool
+
+    strace = require_tool("strace")
+    start_task_at(repo)
+    out = tmp_path / "out.txt"
+    with open(out, "wb") as stdout:
+        done = subprocess.run([strace, "-qq", "-o", os.devnull, "-P", str(out), "-e", "trace=write", "-e",
+                               "inject=write:error=EINVAL:when=1", str(MAJORDOMUS), "context", "pin", "decision",
+                               "keep it"], cwd=repo, stdout=stdout, stderr=subprocess.PIPE, check=False)
+    err = done.stderr.decode()
+    assert done.returncode == 12 and "cannot write the output: Invalid argument" in err, err
+    assert "internal error" not in err and "whatever the command stored before printing is stored" in err

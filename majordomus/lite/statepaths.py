@@ -170,6 +170,11 @@ class StatePaths:
     def sync_months_cache(self) -> str:
         return os.path.join(self.cache, "sync-months.json")
 
+    @property
+    def sync_pull_cache(self) -> str:
+        """What the last pull found complete here, bucket by bucket (`sync.lost`): derived, rebuildable."""
+        return os.path.join(self.cache, "sync-pull.json")
+
     def checkpoint_index(self, task_id: str) -> str:
         """A task's list of checkpoint names, derived and rebuildable."""
         return os.path.join(self.cache, f"checkpoints-{task_id}.idx")

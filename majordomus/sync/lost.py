@@ -24,8 +24,6 @@ from majordomus.store import files
 from majordomus.sync import rules
 from majordomus.workspace import Workspace
 
-CACHE = "sync-pull.json"
-
 
 def bucket_key(directory: str, name: str) -> str:
     """`DIR/YYYY-MM/XX` of a record name, as the layout places it (by slicing: a name that is no record
@@ -73,7 +71,7 @@ class Restore:
         self.ws = ws
         self.base = base  # the settled tree (format 2), or None
         self.full = full  # `sync pull --full`: every entry of every ref is read, the settled tree skips nothing
-        self.path = os.path.join(ws.paths.cache, CACHE)
+        self.path = ws.paths.sync_pull_cache
         self.old: dict[str, str] = {}
         self.here: dict[str, dict[str, list[str]]] = {}  # directory -> YYYYMMXX -> names here (as listed)
         self.lost: set[tuple[str, str]] = set()  # (directory, name) settled on and not here

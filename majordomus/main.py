@@ -16,7 +16,7 @@ from majordomus.commands import COMMANDS, FAIL_OPEN, lookup
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: `hook compact` starts here, and typing is not free
 if TYPE_CHECKING:
-    from typing import NoReturn
+    from typing import NoReturn, TextIO
 
 
 USAGE_LINE = "usage: majordomus [-C DIR] [--version] [--help] COMMAND [ARGS]..."
@@ -88,12 +88,15 @@ def _fail_open(name: str, args: list[str], exc: BaseException) -> int:
 
         sys.stderr.write(f"majordomus: {escape(what)}: {escape(str(message))} (the session goes on)\n"
                          + (f"hint: {escape(str(hint))}\n" if hint else ""))
-    except OSError:
-        pass  # a hook's stderr on a full disk: the session still goes on
+    except OSError:  # a hook's stderr on a full disk: the session still goes on
+        _discard(sys.stderr)
+    if isinstance(exc, OSError) and _writing_output(exc):
+        _discard(sys.stdout)  # what the failed write left buffered must not fail the exit's flush (exit 12)
     return 0
 
 
 def run(argv: list[str] | None = None) -> int:
+    _buffer_unbuffered_stdout()
     try:
         code = _run(list(sys.argv[1:] if argv is None else argv))
         sys.stdout.flush()
@@ -102,6 +105,20 @@ def run(argv: list[str] | None = None) -> int:
         if _writing_output(exc):
             return _output_failed(exc)
         raise
+
+
+def _buffer_unbuffered_stdout() -> None:
+    """Under PYTHONUNBUFFERED (or `python -u`) stdout writes straight to the file, and a write the kernel
+    refuses with EAGAIN (an output someone set non-blocking, full for now) loses its bytes without a word:
+    the file returns None and the text layer ignores it. Through a buffer the same refusal is
+    BlockingIOError, which the boundary below turns into exit 12. Flushed at each line, as unbuffered
+    output is read (a `watch` through a pipe)."""
+    import io
+
+    stream = sys.stdout
+    if type(stream) is io.TextIOWrapper and type(stream.buffer) is io.FileIO:
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(stream.buffer), encoding=stream.encoding,
+                                      errors=stream.errors, line_buffering=True)
 
 
 def _run(args: list[str]) -> int:
@@ -291,18 +308,24 @@ def _output_failed(exc: OSError) -> int:
     except OSError:
         failing.append(sys.stderr)
     for stream in failing:
-        try:
-            fd = stream.fileno()
-        except (OSError, ValueError):
-            continue  # not a file (a test's in-memory stream): nothing is flushed to it at exit
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, fd)
-        os.close(devnull)
-        try:
-            stream.flush()  # what the failed write left buffered now goes to /dev/null
-        except OSError:
-            pass
+        _discard(stream)
     return 12
+
+
+def _discard(stream: TextIO) -> None:
+    """Point a failing standard stream at /dev/null: what a failed write left buffered goes there, and the
+    interpreter's last flush cannot fail a second time."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):
+        return  # not a file (a test's in-memory stream): nothing is flushed to it at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+    try:
+        stream.flush()
+    except OSError:
+        pass
 
 
 def main(argv: list[str] | None = None) -> NoReturn:

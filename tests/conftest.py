@@ -100,7 +100,9 @@ def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_EDITOR", "false")
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-    for name in ("MAJORDOMUS_OWNER", "MAJORDOMUS_DEBUG", "NO_COLOR", "GIT_DIR", "GIT_WORK_TREE"):
+    # PYTHONUNBUFFERED goes too: a console script runs as it does for a user, buffered; the tests whose
+    # subject is the output stream walk both (tests/test_output_errors.py).
+    for name in ("MAJORDOMUS_OWNER", "MAJORDOMUS_DEBUG", "NO_COLOR", "GIT_DIR", "GIT_WORK_TREE", "PYTHONUNBUFFERED"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     # libgit2 reads HOME once, when pygit2 is first imported: point its search paths here too, so that

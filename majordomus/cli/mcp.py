@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from majordomus.cli.common import CONTEXT, run
@@ -20,6 +22,7 @@ def mcp_command(repo: str | None) -> None:
         from majordomus.workspace import Workspace
 
         Workspace.open(repo)  # not a git work tree: exit 12 now, not at the first tool call
+    sys.stdin.readable()  # a closed stdin (`<&-`) is exit 12 now, not after a second of loading the SDK
     from majordomus import mcp_server  # exit 12 naming `pip install 'majordomus[mcp]'` without the SDK
 
     mcp_server.serve(repo)

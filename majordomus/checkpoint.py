@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from majordomus import clock, identity, tasks
-from majordomus.store import commit, records
+from majordomus.store import commit, records, taskfile
 
 TYPE_CHECKING = False  # a hot path: no typing at run time
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ def write(ws: Workspace, stdin: BinaryIO, notice: Callable[[], None] | None = No
     moves `checkpoint_at`), in one pass down: the task read once (exit 11 before stdin is read; `notice` is
     called just before), the body read with its bound and its rules, the identity from git, then the one
     transaction, which checks again under the lock that the task is still the one active here."""
-    task = tasks.active(ws)
+    task = taskfile.read_active(ws.paths, ws.worktree, ws.branch, ws.where())  # the one read; handed down
     if notice is not None:
         notice()
     body = records.read_body(stdin, what="checkpoint", max_lines=ws.config.get("checkpoint", "max_body_lines"),

@@ -228,9 +228,11 @@ def _land(write: Write, task: Task, rel: str, digest: str, meta: dict[str, Any],
         try:
             write.point(task, rel, meta)
         except EnvironmentProblem as exc:
-            if not created or _replaced(write.paths.task_file(task.id), before):
+            # the new task record may be in place all the same (its directory fsync failed after the
+            # rename; under the lock nothing else replaces it): then the record it names stays
+            if not created or files.changed(write.paths.task_file(task.id), before):
                 raise _incomplete(write, rel, exc, ", but the task record may not point at it yet") from exc
-            _unlink(write.paths.absolute(rel))
+            files.unlink_durably(write.paths.absolute(rel))
             exc.message += "; nothing was written"
             raise
     _finish(write, task, rel, digest, meta, body, fresh=created, missing=", but its ledger event was not written")
@@ -252,27 +254,11 @@ def second(rel: str) -> str:
     return rel.rsplit("/", 1)[-1][:listing.SECOND]
 
 
-def _replaced(path: str, before: tuple[int, int, int] | None) -> bool:
-    """After the task record's write failed: whether the new task record is in place all the same (its
-    directory fsync failed after the rename; under the lock nothing else replaces it). When that cannot
-    be told, assume it is."""
-    after = files.stamp(path)
-    return before is None or after is None or after != before
-
-
 def _log(write: Write, task: Task, extra: dict[str, Any]) -> None:
     """The record's ledger event, as every event of this worktree and branch."""
     fields: dict[str, Any] = {"task": task.id, "worktree": write.worktree, "branch": write.branch}
     fields.update(extra)
     ledger.append(write.paths.ledger, write.event, fields, write.at)
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-        files.fsync_dir(os.path.dirname(path))
-    except (OSError, EnvironmentProblem):
-        pass  # then it stays: the same command again completes it
 
 
 def _incomplete(write: Write, rel: str, exc: EnvironmentProblem, missing: str) -> EnvironmentProblem:

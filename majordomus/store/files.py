@@ -37,6 +37,23 @@ def stamp(path: str) -> tuple[int, int, int] | None:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
+def changed(path: str, before: tuple[int, int, int] | None) -> bool:
+    """Whether the file at `path` is no longer the version `before` stamped; when that cannot be told, it
+    is taken as changed."""
+    after = stamp(path)
+    return before is None or after is None or after != before
+
+
+def unlink_durably(path: str) -> None:
+    """Remove a record nothing names yet, and make the removal durable; best effort: a name that stays is
+    completed by the same command run again."""
+    try:
+        os.unlink(path)
+        fsync_dir(os.path.dirname(path))
+    except (OSError, EnvironmentProblem):
+        pass
+
+
 def fsync_dir(path: str) -> None:
     """Make a directory's new entries durable; an error (EIO) is the environment's, exit 12 (design §2b)."""
     try:

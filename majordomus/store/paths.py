@@ -6,7 +6,6 @@ creates what a write needs.
 
 from __future__ import annotations
 
-import errno
 import os
 
 from majordomus.errors import EnvironmentProblem
@@ -17,8 +16,10 @@ from majordomus.lite.statepaths import (
     StatePaths,
     ensure_dir,
     is_real_dir,
+    make_parent,
     state_exists,
     unwritable_hint,
+    write_ignore,
 )
 
 TYPE_CHECKING = False
@@ -62,34 +63,6 @@ def display(path: str, worktree: str, cwd: str) -> str:
     return path
 
 
-def make_parent(path: str) -> None:
-    """Create `path` and its missing parents, none of them group- or world-writable."""
-    missing = []
-    while not os.path.lexists(path):
-        missing.append(path)
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    made: list[str] = []
-    for directory in reversed(missing):
-        try:
-            os.mkdir(directory, PARENT_MODE)
-            made.append(directory)
-            os.chmod(directory, PARENT_MODE & ~0o022)
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            for empty in reversed(made):  # the ones made here, still empty: nothing is left half made
-                try:
-                    os.rmdir(empty)
-                except OSError:
-                    break
-            doing = "set the mode of" if made and made[-1] == directory else "create"
-            raise EnvironmentProblem(f"cannot {doing} {directory}: {exc.strerror}",
-                                     unwritable_hint(os.path.dirname(directory), exc.errno)) from exc
-
-
 def check_readable(paths: StatePaths, *subdirs: str) -> bool:
     """For readers: True when the state exists (and each of `subdirs` of it, `tasks` say, is a real
     directory or absent); a link on the way, or a linked subdirectory, is refused (exit 12, naming it)."""
@@ -110,7 +83,7 @@ def ensure(paths: StatePaths, *subdirs: str) -> None:
     ensure_dir(paths.local)
     if not os.path.lexists(paths.ignore_file):
         try:
-            _write_ignore(paths.ignore_file)
+            write_ignore(paths.ignore_file)
         except EnvironmentProblem:
             if created:  # never leave a state directory behind that nothing keeps out of `git add`
                 try:
@@ -123,22 +96,3 @@ def ensure(paths: StatePaths, *subdirs: str) -> None:
         ensure_dir(os.path.join(paths.root, sub))
     if not os.access(paths.root, os.W_OK | os.X_OK):
         raise EnvironmentProblem(f"the state directory {paths.root} is not writable", unwritable_hint(paths.root))
-
-
-def _write_ignore(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
-    except FileExistsError:
-        return
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}",
-                                 unwritable_hint(os.path.dirname(path), exc.errno)) from exc
-    try:  # one os.write of two bytes; a failure leaves no empty ignore file behind to be trusted later
-        if os.write(fd, b"*\n") != 2:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    except OSError as exc:
-        os.close(fd)
-        os.unlink(path)
-        raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}",
-                                 unwritable_hint(os.path.dirname(path), exc.errno)) from exc
-    os.close(fd)

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from majordomus import clock
 from majordomus.errors import EnvironmentProblem, NoActiveTask, NotFound, UsageError
-from majordomus.lite import active, names, safeio, textrules
-from majordomus.lite.statepaths import TASKS
-from majordomus.store import files, paths, records
+from majordomus.lite import active, names, safeio, statepaths, textrules
+from majordomus.store import files, records
 
 TYPE_CHECKING = False  # the hot paths read tasks: no typing, no dataclasses at run time
 if TYPE_CHECKING:
@@ -141,7 +140,7 @@ def load(state: StatePaths, task_id: str) -> Task:
     """The task record `task_id` as stored, with the version it was read from (`stamp`)."""
     path = state.task_file(validate_id(task_id))
     stamp = files.stamp(path)  # before the read: a record replaced in between only costs a second read
-    paths.check_readable(state, TASKS)  # never read through a link to the state or its tasks/
+    statepaths.readable_dir(state, state.tasks)  # never read through a link to the state or its tasks/
     try:
         data = safeio.read(path, MAX_BYTES)
     except FileNotFoundError:

@@ -10,7 +10,9 @@ import stat
 from majordomus.errors import EnvironmentProblem, Refused
 from majordomus.lite import safeio
 from majordomus.lite.statepaths import unwritable_hint
+from majordomus.store import files
 from majordomus.store.files import remove as remove
+from majordomus.store.files import unlink_quietly as unlink_quietly
 
 
 class Hook:
@@ -79,31 +81,9 @@ def cannot(path: str, exc: OSError) -> EnvironmentProblem:
 
 
 def write_temp(directory: str, target: str, data: bytes, mode: int) -> str:
-    """`data` in a new file beside `target` (exclusive, never through a link), with `mode`; its path."""
-    tmp = os.path.join(directory, f".{os.path.basename(target)}.majordomus-{os.getpid()}")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except OSError as exc:
-        raise cannot(target, exc) from exc
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        os.chmod(tmp, mode)
-    except OSError as exc:
-        unlink_quietly(tmp)
-        raise cannot(target, exc) from exc
-    return tmp
-
-
-def unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+    """`data` in a new file beside `target` (exclusive, never through a link, fsynced), with `mode`; its
+    path. The store's one temp writer, failing in the hooks' words."""
+    return files.write_temp(directory, data, mode, target, problem=cannot)
 
 
 def replace(directory: str, target: str, data: bytes, mode: int) -> None:
@@ -114,7 +94,6 @@ def replace(directory: str, target: str, data: bytes, mode: int) -> None:
     except OSError as exc:
         unlink_quietly(tmp)
         raise cannot(target, exc) from exc
-
 
 
 class Plan:

@@ -11,6 +11,10 @@ from majordomus.errors import EnvironmentProblem
 from majordomus.store import fault
 from majordomus.store.paths import FILE_MODE
 
+TYPE_CHECKING = False  # on the checkpoint's path: typing is not imported at run time
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 TMP_PREFIX = ".tmp-"
 
 
@@ -66,9 +70,12 @@ def fsync_dir(path: str) -> None:
         raise _environment(path, exc) from exc
 
 
-def _write_temp(directory: str, data: bytes, mode: int = FILE_MODE, target: str | None = None) -> str:
+def write_temp(directory: str, data: bytes, mode: int = FILE_MODE, target: str | None = None,
+               problem: Callable[[str, OSError], Exception] | None = None) -> str:
     """An exclusively created temp file in `directory` with `mode`, written and fsynced; a failure names
-    `target`, the file it is for (the temporary name means nothing to a reader)."""
+    `target`, the file it is for (the temporary name means nothing to a reader), in the words of
+    `problem` when the caller has its own (a git hook: "the hooks are as they were before")."""
+    problem = problem or _environment
     for attempt in range(100):
         tmp = os.path.join(directory, f"{TMP_PREFIX}{os.getpid()}-{attempt}")
         try:
@@ -76,7 +83,7 @@ def _write_temp(directory: str, data: bytes, mode: int = FILE_MODE, target: str 
         except FileExistsError:
             continue
         except OSError as exc:
-            raise _environment(target or tmp, exc) from exc
+            raise problem(target or tmp, exc) from exc
         try:
             os.fchmod(fd, mode)
             view = memoryview(data)
@@ -89,8 +96,8 @@ def _write_temp(directory: str, data: bytes, mode: int = FILE_MODE, target: str 
             os.fsync(fd)
         except OSError as exc:
             os.close(fd)
-            _unlink_quietly(tmp)
-            raise _environment(target or tmp, exc) from exc
+            unlink_quietly(tmp)
+            raise problem(target or tmp, exc) from exc
         os.close(fd)
         fault.point("after-fsync")
         return tmp
@@ -111,7 +118,7 @@ def remove(path: str) -> None:
                                  unwritable_hint(os.path.dirname(path), exc.errno)) from exc
 
 
-def _unlink_quietly(path: str) -> None:
+def unlink_quietly(path: str) -> None:
     try:
         os.unlink(path)
     except OSError:
@@ -155,7 +162,7 @@ def drop_second_names(record: str) -> None:
     except OSError:
         return
     for path in found:
-        _unlink_quietly(path)
+        unlink_quietly(path)
 
 
 def link_in(directory: str, name: str, data: bytes, *, sync_dir: bool = True, mode: int = FILE_MODE) -> tuple[str, bool]:
@@ -163,14 +170,14 @@ def link_in(directory: str, name: str, data: bytes, *, sync_dir: bool = True, mo
 
     `sync_dir=False` leaves the directory fsync to the caller, who links many records and syncs it once."""
     final = os.path.join(directory, name)
-    tmp = _write_temp(directory, data, mode, final)
+    tmp = write_temp(directory, data, mode, final)
     try:
         os.link(tmp, final, follow_symlinks=False)
         created = True
     except FileExistsError:
         created = False
     except OSError as exc:
-        _unlink_quietly(tmp)
+        unlink_quietly(tmp)
         raise _environment(final, exc) from exc
     fault.point("after-link")
     _drop_temp(tmp)
@@ -178,7 +185,7 @@ def link_in(directory: str, name: str, data: bytes, *, sync_dir: bool = True, mo
         try:
             fsync_dir(directory)
         except EnvironmentProblem as exc:
-            _unlink_quietly(final)  # not known to be durable: nothing names it yet, so it goes
+            unlink_quietly(final)  # not known to be durable: nothing names it yet, so it goes
             exc.message += "; nothing was written"
             raise
     return final, created
@@ -194,11 +201,11 @@ def replace(path: str, data: bytes, *, mode: int | None = FILE_MODE) -> None:
         os.umask(umask)
         mode = 0o666 & ~umask
     directory = os.path.dirname(path)
-    tmp = _write_temp(directory, data, mode, path)
+    tmp = write_temp(directory, data, mode, path)
     try:
         os.replace(tmp, path)
     except OSError as exc:
-        _unlink_quietly(tmp)
+        unlink_quietly(tmp)
         raise _environment(path, exc) from exc
     fsync_dir(directory)
 
@@ -214,7 +221,7 @@ def write_derived(path: str, data: bytes) -> None:
             os.close(fd)
         os.replace(tmp, path)
     except OSError:
-        _unlink_quietly(tmp)
+        unlink_quietly(tmp)
 
 
 def _not_a_lock(path: str, what: str) -> EnvironmentProblem:

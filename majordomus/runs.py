@@ -128,27 +128,16 @@ def examined(ws: Workspace, task: tasks.Task) -> tuple[list[dict[str, Any]], lis
     each checked against the digest in its name; and those the task names that a briefing cannot stand
     on (design §9): deleted, unreadable, replaced — or, from another machine, never shared here."""
     found, gone = [], []
+    trail: reading.Walk | None = None  # walked once, and only when a record is not here
     for rel in task.runs:
         record = reading.examine(ws, rel)
         if isinstance(record, reading.Gone):
-            gone.append(_why(ws, task, record))
+            trail = trail or reading.walk(ws, task)
+            gone.append(reading.unshared(record, trail))
         elif record.meta.get("kind") == "run" and record.meta.get("task") == task.id:
             found.append(dict(record.meta, path=rel))
     found.sort(key=lambda m: str(m.get("timestamp")))
     return found, gone
-
-
-def _why(ws: Workspace, task: tasks.Task, gone: reading.Gone) -> reading.Gone:
-    """A run record not here was deleted here when the ledger's tail says it was written or brought here;
-    else, for a task that came from another machine, it was never shared (a push without `--checkpoints`)."""
-    if gone.why != "deleted":
-        return gone
-    pulled = False
-    for event in reading.task_events(ws, task.id):
-        if event.get("path") == gone.rel and event["event"] in ("task.run", "sync.import"):
-            return gone
-        pulled = pulled or (event["event"] == "sync.import" and event.get("kind") == "task")
-    return reading.Gone(gone.rel, reading.NOT_SHARED) if pulled else gone
 
 
 SUMMARY_KEYS = ("timestamp", "task", "label", "exit_status", "signal", "argv", "branch", "head", "worktree",

@@ -203,3 +203,30 @@ def test_a_run_record_another_machine_never_pushed_is_not_shared_not_deleted(cli
     assert cli("task", "resume", "t1", "--force", cwd=b).exit_code == 0
     assert cli("checkpoint", input="on b\n", cwd=b).exit_code == 0
     assert cli("check", cwd=b).exit_code == 0
+
+
+def test_a_run_deleted_here_is_deleted_even_past_the_ledgers_tail_on_a_task_a_pull_brought(
+        cli: Any, repo: Path, remote: Path, tmp_path: Path, monkeypatch: Any) -> None:
+    """One rule says "not shared here" for every kind of record: only when the ledger's walk reached the
+    task's start (or its first arrival) and saw no event of the record. A run written here whose event is
+    past the bounded tail, on a task a pull once updated, is deleted (and `check` says so), not "not shared"."""
+    from helpers.sync import clone
+
+    from majordomus.store import reading
+
+    b = clone(tmp_path, remote, "b")
+    assert cli("task", "start", "t1").exit_code == 0
+    path = failed_run(cli, repo)
+    for n in range(6):
+        assert cli("checkpoint", input=f"note {n}\n").exit_code == 0
+    assert cli("sync", "push").exit_code == 0 and cli("sync", "pull", cwd=b).exit_code == 0
+    assert cli("task", "resume", "t1", "--force", cwd=b).exit_code == 0
+    assert cli("checkpoint", input="on b\n", cwd=b).exit_code == 0 and cli("sync", "push", cwd=b).exit_code == 0
+    assert cli("sync", "pull").exit_code == 0  # a newer version of the task, from b: the tail's newest events
+    assert cli("task", "resume", "t1", "--force").exit_code == 0
+    os.unlink(path)
+    for lookback in (8, 4096):  # past the tail, and the edge: the walk reaches the task's start
+        monkeypatch.setattr(reading, "LEDGER_LOOKBACK", lookback)
+        [named] = [line for line in cli("brief", "t1").stdout.splitlines() if rel(repo, path) in line]
+        assert named.startswith("MISSING RECORDS: ") and "deleted" in named, (lookback, named)
+        assert check(cli).exit_code == 1

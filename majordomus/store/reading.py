@@ -171,6 +171,11 @@ class Walk:
         self.latest: dict[str, Any] | None = None
         self.reached = False
 
+    def holds(self, rel: str) -> bool | None:
+        """Whether `rel` arrived here, as far as this walk tells: None when it did not reach the task's
+        start here (or its first arrival), so that what came before is unknown."""
+        return rel in self.arrived if self.reached else None
+
 
 def task_events(ws: Site, task_id: str) -> Iterator[dict[str, Any]]:
     """The task's ledger events, newest first, from the last `LEDGER_LOOKBACK` lines only."""
@@ -244,9 +249,7 @@ class Candidates:
     def arrived(self, rel: str) -> bool | None:
         if self.index is not None:
             return self.index.holds(rel)
-        if self.trail is not None and self.trail.reached:
-            return rel in self.trail.arrived
-        return None
+        return self.trail.holds(rel) if self.trail is not None else None
 
 
 def candidates(ws: Site, task: Task, previous: Record | None, indexed: listing.Arrivals | None = None,
@@ -281,10 +284,11 @@ def order_of(ws: Site, task: Task, previous: Record | None) -> Candidates:
     return candidates(ws, task, previous, indexed, trail)
 
 
-def unshared(gone: Gone, found: Candidates) -> Gone:
+def unshared(gone: Gone, found: Candidates | Walk) -> Gone:
     """`gone` as it is: a record the task names that is not here and that never arrived here (as far as the
     index, or a ledger walk that reached the handoff's arrival, can tell) is one another machine did not
     share (a push without `--checkpoints`), not one deleted here."""
-    if gone.why == "deleted" and found.arrived(gone.rel) is False:
+    arrived = found.holds(gone.rel) if isinstance(found, Walk) else found.arrived(gone.rel)
+    if gone.why == "deleted" and arrived is False:
         return Gone(gone.rel, NOT_SHARED)
     return gone

@@ -185,7 +185,14 @@ def _write(ws: Workspace, task_id: str, doc: dict[str, Any]) -> str:
     rendered = render_doc(doc, task_id, ws.config.get("continuity", "render_max_bytes")).text
     ws.ensure_state("context", ws.paths.relative(ws.paths.context_dir(task_id)))
     files.replace(path_of(ws, task_id), data)
-    files.replace(os.path.join(ws.paths.context_dir(task_id), RENDERED), rendered.encode("utf-8"))
+    try:
+        files.replace(os.path.join(ws.paths.context_dir(task_id), RENDERED), rendered.encode("utf-8"))
+    except EnvironmentProblem as exc:  # the document landed: say so (design §10), as a handoff does
+        exc.message += (f"; the continuity of task `{task_id}` is stored ({ws.display(path_of(ws, task_id))}), "
+                        "but its render and its ledger event are not")
+        exc.hint = (f"{exc.hint}; then " if exc.hint else "") + \
+            "run the same command again: it completes what is missing"
+        raise
     return str(doc["integrity"]["sha256"])
 
 
@@ -285,10 +292,11 @@ def pin_landed(ws: Workspace, kind: str, text: str, source: str) -> tuple[dict[s
         doc[KINDS[kind]].append(new)
         return new, False
 
-    task, pinned, at, integrity, completed = _modify(ws, change)
-    # The ledger never holds the text: an unpinned sentence must not live on in an append-only log.
-    ws.event("context.pin", task.id, at, pin=pinned["id"], kind=kind, source=source,
-             bytes=len(cleaned.encode("utf-8")), integrity=integrity)
+    with files.held_back():  # a stop signal waits for the document and its event alike
+        task, pinned, at, integrity, completed = _modify(ws, change)
+        # The ledger never holds the text: an unpinned sentence must not live on in an append-only log.
+        ws.event("context.pin", task.id, at, pin=pinned["id"], kind=kind, source=source,
+                 bytes=len(cleaned.encode("utf-8")), integrity=integrity)
     return pinned, completed
 
 
@@ -337,8 +345,9 @@ def unpin_landed(ws: Workspace, pin_id: str) -> tuple[str, dict[str, Any], bool]
             doc[KINDS[kind]].remove(found)
         return (kind, found), completed
 
-    task, (kind, removed), at, integrity, completed = _modify(ws, change)
-    ws.event("context.unpin", task.id, at, pin=removed["id"], kind=kind, integrity=integrity)
+    with files.held_back():  # a stop signal waits for the document and its event alike
+        task, (kind, removed), at, integrity, completed = _modify(ws, change)
+        ws.event("context.unpin", task.id, at, pin=removed["id"], kind=kind, integrity=integrity)
     return kind, removed, completed
 
 

@@ -15,7 +15,7 @@ from majordomus import claims, identity, taskend, tasks
 from majordomus.errors import EnvironmentProblem, MajordomusError, NoActiveTask, Refused
 from majordomus.lite import active as active_index
 from majordomus.lite.stdin import read_bounded
-from majordomus.store import commit, reading, recent, records
+from majordomus.store import commit, files, reading, recent, records
 from majordomus.workspace import Workspace
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
@@ -125,14 +125,16 @@ def write(ws: Workspace, stdin: BinaryIO, left_out: list[reading.Gone] | None = 
     raw = read_bounded(stdin, limit)
     body = records.normalise(raw, what="handoff", max_lines=None, max_bytes=limit, more=stdin)
     check_sections(body.text, ws.config.get("handoff", "required_sections"))
-    done = commit.commit(_record(ws, task, clock.now_iso(), body.text, left_out))
-    if done.created or done.completed:  # after its event: this machine's claim and the slot here (§10)
-        try:
-            taskend.release_after_handoff(ws, done.record)
-        except taskend.Landed:
-            raise  # it says that everything landed: no rerun to ask for
-        except EnvironmentProblem as exc:
-            raise commit.incomplete(ws, "handoff", done.path, exc, " and logged, but releasing the task here failed") from exc
+    with files.held_back():  # a stop signal waits for both steps: the record, then the slot left
+        done = commit.commit(_record(ws, task, clock.now_iso(), body.text, left_out))
+        if done.created or done.completed:  # after its event: this machine's claim and the slot here (§10)
+            try:
+                taskend.release_after_handoff(ws, done.record)
+            except taskend.Landed:
+                raise  # it says that everything landed: no rerun to ask for
+            except EnvironmentProblem as exc:
+                raise commit.incomplete(ws, "handoff", done.path, exc,
+                                        " and logged, but releasing the task here failed") from exc
     if done.completed and _body_of(done.path) != body.text:
         raise MajordomusError(
             f"an earlier handoff of task `{done.task}` had not fully landed; it is complete now "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -39,9 +38,8 @@ def run(command: click.Command, argv: list[str], prog: str) -> int:
         raise MajordomusError(exc.format_message(), code=exc.exit_code) from None
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
-    except click.Abort:
-        sys.stderr.write("majordomus: interrupted\n")
-        return 130
+    except click.Abort:  # click's word for Ctrl-C: the one boundary says what it means for the state
+        raise KeyboardInterrupt from None
 
 
 def usage_error(exc: click.UsageError, prog: str) -> Exception:

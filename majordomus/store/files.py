@@ -13,7 +13,10 @@ from majordomus.store.paths import FILE_MODE
 
 TYPE_CHECKING = False  # on the checkpoint's path: typing is not imported at run time
 if TYPE_CHECKING:
+    import signal as _signal
     from collections.abc import Callable
+else:
+    _signal = __import__("_signal")  # the C module under `signal`: its enums are not free on the hot paths
 
 TMP_PREFIX = ".tmp-"
 
@@ -230,15 +233,42 @@ def _not_a_lock(path: str, what: str) -> EnvironmentProblem:
                               "command again: majordomus creates the lock file")
 
 
+# What a user or a runtime sends to stop a command: Ctrl-C, a closed terminal, a runtime's timeout. Held back
+# while the state lock is held, so that a write lands whole or not at all; delivered (and acted on: exit 130,
+# or the signal's own end) as the lock is let go. SIGKILL cannot be held back: `doctor` names what it leaves.
+_HELD_BACK = {_signal.SIGHUP, _signal.SIGINT, _signal.SIGTERM}
+
+
+class held_back:
+    """The stop signals wait while inside (see `_HELD_BACK`): for a command whose write is more than one
+    locked step (a handoff: its record, then leaving the slot). Nested, each restores what it found."""
+
+    __slots__ = ("mask",)
+
+    def __init__(self) -> None:
+        self.mask: set[int] | None = None
+
+    def __enter__(self) -> None:
+        self.mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, _HELD_BACK)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.mask is not None:  # a signal that came meanwhile is delivered now, the state whole
+            mask, self.mask = self.mask, None
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)
+
+
 class locked:
     """Hold the exclusive lock that serialises changes to mutable state (a plain class: contextlib is
-    not free on the hot paths)."""
+    not free on the hot paths). While it is held, the signals that ask a command to stop wait (`whole`,
+    the state lock): the changes made under it all land before the command stops. The sync lock, held
+    over network round trips, lets them through."""
 
-    __slots__ = ("fd", "path")
+    __slots__ = ("fd", "held", "path")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, whole: bool = True) -> None:
         self.path = path
         self.fd = -1
+        self.held = held_back() if whole else None
 
     def __enter__(self) -> None:
         try:
@@ -258,6 +288,8 @@ class locked:
 
                 raise _not_a_lock(self.path, kind_of(st.st_mode))
             fcntl.flock(self.fd, fcntl.LOCK_EX)
+            if self.held is not None:
+                self.held.__enter__()
         except BaseException as exc:
             os.close(self.fd)
             if isinstance(exc, OSError) and exc.errno == errno.ENOLCK:
@@ -271,3 +303,5 @@ class locked:
 
     def __exit__(self, *exc: object) -> None:
         os.close(self.fd)
+        if self.held is not None:
+            self.held.__exit__()

@@ -48,7 +48,7 @@ def pull(ws: Workspace, name: str | None, full: bool = False) -> PullResult:
     result.problem = remotes.refs_problem(found)
     mine = found.mine(machine.read(ws))
     ws.ensure_state()
-    with files.locked(lock_path(ws)):
+    with files.locked(lock_path(ws), whole=False):
         plan, restore = union.plan(ws, found.refs, mine, full)
         at = clock.now_iso()
         apply.import_records(ws, remote, plan, at, result.imported)

@@ -1,0 +1,92 @@
+"""A stop signal in the middle of a write (design §10, §2b): Ctrl-C (SIGINT), a closed terminal (SIGHUP) and
+a runtime's timeout (SIGTERM) wait while the state lock is held, so that the write lands whole — the record,
+its task record, its index and its ledger event, no temporary file left — and the command stops only then.
+
+Each case holds one fsync of the write for a moment (strace's `delay_enter`), sends the signal while it is
+held, and looks at the state afterwards. The cases run side by side: they spend their time waiting.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from helpers import HANDOFF_BODY, MAJORDOMUS, require_tool, run_here, start_task_at, state_dir
+
+HOLD_US = 600_000  # how long the chosen fsync is held (µs)
+SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT, "HUP": signal.SIGHUP}
+
+# (command, stdin, the fsync held: its number in the command's fsyncs, signal, what the write leaves behind)
+CASES = [
+    *[(("checkpoint",), b"a note the signal did not cut\n", n, sig, "a note the signal did not cut")
+      for n in (1, 2, 3, 4) for sig in ("TERM", "INT")],
+    (("checkpoint",), b"a note the terminal's close did not cut\n", 2, "HUP", "the terminal's close did not cut"),
+    *[(("handoff",), HANDOFF_BODY.encode(), n, "TERM", HANDOFF_BODY.splitlines()[1]) for n in (2, 5)],
+    (("context", "pin", "decision", "pinned through a signal"), b"", 1, "INT", "pinned through a signal"),
+]
+
+
+FSYNC = {"x86_64": 74, "aarch64": 82}  # the syscall's number, as /proc/PID/syscall shows it
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _in_fsync(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/syscall").read_text().split()[0] == str(FSYNC[os.uname().machine])
+    except (OSError, IndexError):
+        return False
+
+
+def _signal_inside_the_held_fsync(proc: subprocess.Popen[bytes], signum: int) -> bool:
+    """Send `signum` to majordomus (strace's child) once it sits in the held fsync; False when it never did."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and proc.poll() is None:
+        for child in _children(proc.pid):
+            if _in_fsync(child):
+                os.kill(child, signum)
+                return True
+        time.sleep(0.005)
+    return False
+
+
+def test_a_stop_signal_mid_write_waits_for_the_write_to_land_whole(repo: Path, tmp_path: Path) -> None:
+    strace = require_tool("strace")
+    started = []
+    for n, (args, stdin, when, _sig, _shown) in enumerate(CASES):
+        here = tmp_path / f"case-{n}"
+        shutil.copytree(repo, here, symlinks=True)
+        start_task_at(here)
+        assert run_here("checkpoint", cwd=here, input="a first note\n").returncode == 0
+        trace = [strace, "-f", "-qq", "-o", os.devnull, "-e", "trace=fsync",
+                 "-e", f"inject=fsync:delay_enter={HOLD_US}:when={when}", str(MAJORDOMUS), *args]
+        (tmp_path / f"stdin-{n}").write_bytes(stdin)
+        with open(tmp_path / f"stdin-{n}", "rb") as given:
+            proc = subprocess.Popen(trace, cwd=here, stdin=given, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        started.append((here, proc))
+    for (_here, proc), case in zip(started, CASES, strict=True):
+        assert _signal_inside_the_held_fsync(proc, SIGNALS[case[3]]), case
+    wrong = []
+    for (here, proc), (args, _stdin, when, sig, shown) in zip(started, CASES, strict=True):
+        _out, err = proc.communicate(timeout=30)
+        name = f"`{' '.join(args)}` with fsync {when} held, SIG{sig}"
+        state = state_dir(here)
+        temps = [str(p.relative_to(state)) for p in state.rglob(".tmp-*")]
+        doctor = run_here("doctor", "--strict", cwd=here, text=True)
+        listed = "".join(run_here(*shows, cwd=here, text=True).stdout
+                         for shows in (("brief",), ("context", "show"), ("handoff", "--show", "t1")))
+        if temps or doctor.returncode != 0 or shown not in listed:
+            wrong.append(f"{name}: exit {proc.returncode}, temporary files {temps}, doctor {doctor.returncode}:"
+                         f" {doctor.stdout[-300:]!r}, shown: {shown in listed}, stderr {err[-200:]!r}")
+        if sig == "INT" and proc.returncode == 130:
+            assert b"landed whole" in err and b"Traceback" not in err, err
+    assert wrong == [], "\n".join(wrong)

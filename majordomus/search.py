@@ -157,20 +157,27 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
                 listings.append(_names(fd))
                 shown.append((kind_name, ws.display(ws.paths.directory(directory)) + os.sep))
                 caps.append(records.body_caps(directory, ws.config))  # over them, not ours: never served
-        pins: list[tuple[str, Row]] = []
-        if kind in (None, "pin"):
-            from majordomus import search_pins  # pins are few: gathered in full, then merged in
-
-            pins = search_pins.hits(ws, query, task, skipped)
         pairs: Iterable[tuple[str, int]] = _merged(listings) if listings else ()
         plain = query.pattern is None and len(query.ascii_words) == len(query.words)
         if as_lines and plain and listings:
             from majordomus import search_worker  # the second core, for a large listing (see there)
 
             if search_worker.wanted(sum(map(len, listings))):
-                worker = search_worker.Worker(list(pairs), [key for key, _row in pins], lambda theirs, notes: _records(
+                # forked before the pins are read: the child needs the names only
+                if len(listings) == 1:
+                    every, indexes = listings[0], None
+                else:
+                    every, indexes = [name for name, _ in pairs], [index for _, index in pairs]
+                worker = search_worker.Worker(every, indexes, lambda theirs, notes: _records(
                     query, task, needle, shown, fds, caps, listings, [], theirs, notes, True))  # type: ignore[arg-type,return-value]
                 pairs = worker.pairs()
+        pins: list[tuple[str, Row]] = []
+        if kind in (None, "pin"):
+            from majordomus import search_pins  # pins are few: gathered in full, then merged in
+
+            pins = search_pins.hits(ws, query, task, skipped)
+            if worker is not None and pins:
+                worker.keep([key for key, _row in pins])
         chunks = _records(query, task, needle, shown, fds, caps, listings, pins, pairs, skipped, as_lines)
         if worker is None:
             yield from chunks

@@ -17,6 +17,7 @@ deadline timer, `--json` and the MCP tool (which stops at its first matches) sta
 
 from __future__ import annotations
 
+import itertools
 import marshal
 import os
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 MIN_NAMES = 4096  # below this, the fork costs about what it saves
 BLOCK_NAMES = 1024  # names a block: a child's block is one message, of about a pipe's default capacity
+SHARE = 0.5  # of the blocks, the child's
 PIPE_BYTES = 1 << 20  # asked for (Linux), so that the child runs a few blocks ahead; the default is fine too
 _HEADER = 4  # bytes of a message's length, little-endian
 
@@ -44,14 +46,14 @@ def wanted(names: int) -> bool:
     return len(cores) >= 2
 
 
-def _pin_places(pairs: list[Pair], pin_keys: list[str]) -> set[int]:
-    """Where in `pairs` (names newest first) each pin goes: before the first name below its key."""
+def _pin_places(names: list[str], pin_keys: list[str]) -> set[int]:
+    """Where in `names` (newest first) each pin goes: before the first name below its key."""
     places = set()
     for key in pin_keys:
-        low, high = 0, len(pairs)
+        low, high = 0, len(names)
         while low < high:
             mid = (low + high) // 2
-            if pairs[mid][0] < key:
+            if names[mid] < key:
                 high = mid
             else:
                 low = mid + 1
@@ -60,18 +62,19 @@ def _pin_places(pairs: list[Pair], pin_keys: list[str]) -> set[int]:
 
 
 class Worker:
-    """The child that searches every other block. `search(pairs, skipped)` is the search's own loop over
-    the given names (with an end-of-block mark, `(name, -1)`, after each block: there it yields "")."""
+    """The child that searches a share of the blocks. `search(pairs, skipped)` is the search's own loop over
+    the given (name, directory index) pairs, with an end-of-block mark, `(name, -1)`, after each block:
+    there it yields "" (and never otherwise). `indexes` is each name's directory; None: all the first."""
 
-    def __init__(self, pairs: list[Pair], pin_keys: list[str],
+    def __init__(self, names: list[str], indexes: list[int] | None,
                  search: Callable[[Iterable[Pair], list[str]], Iterator[str]]) -> None:
-        self.blocks = [pairs[at:at + BLOCK_NAMES] for at in range(0, len(pairs), BLOCK_NAMES)]
-        # A pin goes between two names: a block with a pin's place inside it stays with the search, which
-        # places its pins. Of the rest, every other one goes to the child.
-        places = _pin_places(pairs, pin_keys)
-        self.theirs = [k % 2 == 1 and not any(k * BLOCK_NAMES < p < (k + 1) * BLOCK_NAMES for p in places)
-                       for k in range(len(self.blocks))]
+        self.names, self.indexes = names, indexes
+        count = (len(names) + BLOCK_NAMES - 1) // BLOCK_NAMES
+        # the child's share: SHARE of the blocks, spread evenly (the search also writes the whole listing)
+        self.theirs = [int((k + 1) * SHARE) > int(k * SHARE) for k in range(count)]
+        self.kept: set[int] = set()  # blocks of the child's that the search reads itself after all (`keep`)
         self.failed = False
+        self.at = -1  # the block whose place the search has reached
         self.pid = 0
         read_end, write_end = os.pipe()
         try:
@@ -91,8 +94,7 @@ class Worker:
             code = 1
             try:
                 os.close(read_end)
-                mine = (pair for k, block in enumerate(self.blocks) if self.theirs[k]
-                        for pair in (*block, ("", -1)))
+                mine = (pair for k in range(count) if self.theirs[k] for pair in (*self.block(k), ("", -1)))
                 _serve(write_end, search, mine)
                 code = 0
             finally:
@@ -100,16 +102,30 @@ class Worker:
         os.close(write_end)
         self.fd = read_end
 
+    def block(self, k: int) -> Iterable[Pair]:
+        at, end = k * BLOCK_NAMES, (k + 1) * BLOCK_NAMES
+        indexes = itertools.repeat(0) if self.indexes is None else self.indexes[at:end]
+        return zip(self.names[at:end], indexes)
+
+    def keep(self, pin_keys: list[str]) -> None:
+        """A pin goes between two names: a block of the child's with a pin's place inside it is read by the
+        search after all, which places its pins (the child's message for it is dropped). Pins are few."""
+        for place in _pin_places(self.names, pin_keys):
+            k, inside = divmod(place, BLOCK_NAMES)
+            if inside and k < len(self.theirs) and self.theirs[k]:
+                self.kept.add(k)
+
     def pairs(self) -> Iterator[Pair]:
         """The names the search reads itself, with the place of each of the child's blocks: `(its first
         name, -1)`, where the search yields "" and takes the block (`receive`). After a failure, the rest."""
-        for k, block in enumerate(self.blocks):
+        for k in range(len(self.theirs)):
             if not self.theirs[k] or self.failed:
-                yield from block
+                yield from self.block(k)
                 continue
-            yield block[0][0], -1
-            if self.lost():  # that block did not come: searched here
-                yield from block
+            self.at = k
+            yield self.names[k * BLOCK_NAMES], -1
+            if self.lost() or k in self.kept:  # that block did not come, or has a pin inside: read here
+                yield from self.block(k)
 
     def lost(self) -> bool:
         """Whether the child failed (then the search reads the rest itself)."""
@@ -125,6 +141,8 @@ class Worker:
             self.close()
             return
         text, notes = message
+        if self.at in self.kept:
+            return  # read again by the search, with its pins
         skipped.extend(notes)
         if text:
             yield text

@@ -91,15 +91,16 @@ def test_with_a_worker_the_listing_and_its_notes_are_one_process_s(mixed, monkey
     assert all(w.pid == 0 and not w.failed for w in workers) and no_children()
     text, skipped = helped[0]
     assert any(workers[0].theirs) and text.count("\n") == 19  # the child searched blocks, pins between
+    assert workers[0].kept  # blocks of the child's with a pin inside: read here, around their pins
     assert "a pinned note of alpha" in text and "café note" in text and "\\x1b[2J" in text
     assert sum("no longer matches the digest in its name" in s for s in skipped) == 1
     assert sum("FIFO" in s for s in skipped) == 1 and "no record" not in text
     assert helped[4][0] == ""
 
 
-def test_a_block_with_a_pin_inside_stays_with_the_search():
-    pairs = [(f"2026090{d}T000000Z", 0) for d in (9, 8, 7, 6, 5, 4, 3, 2, 1)]
-    assert search_worker._pin_places(pairs, ["20260907T999999Z", "20260901T000000Z", "20261001T0"]) == {2, 9, 0}
+def test_a_pin_goes_before_the_first_name_below_its_key():
+    names = [f"2026090{d}T000000Z--x" for d in (9, 8, 7, 6, 5, 4, 3, 2, 1)]
+    assert search_worker._pin_places(names, ["20260907T999999Z", "20260901T000000Z", "20261001T0"]) == {2, 9, 0}
 
 
 def test_a_worker_that_fails_costs_time_never_a_line(mixed, monkeypatch):

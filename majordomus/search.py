@@ -4,6 +4,7 @@ Built to cost about what `grep -rli` costs over the same files: names are listed
 name begins with its UTC second, so name order is time order); each file is read once, bounded and without
 following links, by one `read` in the common case; the words are looked for in the bytes before anything
 is decoded or parsed; and matches are yielded as they are found, so memory holds the names and one record.
+A large listing is searched on two cores, every other block of names by a forked child (`search_worker`).
 A search of a small store is mostly the interpreter starting, so this module loads little: what only
 `-E`, `--task`, an odd record or a pin needs is imported where it is needed.
 """
@@ -18,7 +19,7 @@ import stat
 from majordomus import search_names, search_query
 from majordomus.errors import EnvironmentProblem, UsageError
 from majordomus.lite import safeio, statepaths
-from majordomus.search_listing import BLOCK, Lines, Row
+from majordomus.search_listing import BLOCK, REPLACED, Lines, Row
 from majordomus.search_listing import text_line as text_line  # the listing's line is part of this module's face
 from majordomus.search_query import Query as Query  # the query is part of this module's face
 
@@ -113,9 +114,6 @@ def _read(name: str, dir_fd: int) -> bytes:
         os.close(fd)
 
 
-# A record whose bytes no longer hash to the digest in its name was changed after it was written: a match
-# in it is named, never shown as what majordomus stored (design §9).
-REPLACED = "no longer matches the digest in its name (its content was replaced after it was written): not shown"
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # safeio's
 
 
@@ -211,8 +209,15 @@ def _records(query: Query, task: str | None, needle: bytes | None, shown: list[t
     tags: list[dict[bytes, str]] = [{} for _ in shown]
     last_raw, last_index, last_tag = b"", -1, ""  # the last tag found there, and for what
     tag: str | None = None
-    out = Lines()
+    out = Lines(skipped)
     names_append, tags_append, lines_append = out.names.append, out.tags.append, out.lines.append
+    datas_append, wheres_append = out.datas.append, out.wheres.append
+
+    def note(text: str) -> None:
+        """A file named as skipped, in its place: after the digests of the matches before it are checked."""
+        if out.names:
+            out.cut()
+        skipped.append(text)
     room = BLOCK  # the matches of the common case a chunk still takes
     fast = query.pattern is None and len(query.ascii_words) == len(query.words)
     words = query.ascii_words  # lower-cased
@@ -265,7 +270,7 @@ def _records(query: Query, task: str | None, needle: bytes | None, shown: list[t
             except FileNotFoundError:
                 continue  # removed by retention since the listing
             except EnvironmentProblem as exc:
-                skipped.append(shown[index][1] + exc.message)
+                note(shown[index][1] + exc.message)
                 continue
         # (`bytes.find`, not `in`: `x in data` first asks whether x is an int, and raises and clears a
         # TypeError for every record it is not)
@@ -293,9 +298,13 @@ def _records(query: Query, task: str | None, needle: bytes | None, shown: list[t
                     others = grammar.others
                     odd = others is not None and any(others)
                 # the task line as `records.render` writes it (a task met before costs a lookup)
-                raw, quote, after = head.partition(task_line)[2].partition(b'"')
-                if after.find(task_line) >= 0:  # `task:` named twice: the careful way, which refuses it
-                    raw, quote = b"", b""
+                # (found, not partitioned: one slice instead of six objects)
+                at = head.find(task_line)
+                close = head.find(b'"', at + 8) if at >= 0 else -1  # 8: len(task_line)
+                if close < 0 or head.find(task_line, close) >= 0:  # `task:` named twice: the careful way
+                    raw, quote = b"", False  # (which refuses it)
+                else:
+                    raw, quote = head[at + 8:close], True
                 rendered = quote and head[:4] == b"---\n"
                 owner = None
                 if rendered and as_lines and raw == last_raw and index == last_index:
@@ -325,18 +334,13 @@ def _records(query: Query, task: str | None, needle: bytes | None, shown: list[t
                             or (small and len(raw_text) > byte_caps[index])):
                         over = records.over_cap(data, caps[index])
                         if over is not None:
-                            skipped.append(f"{shown[index][1]}{name} {over}")
+                            note(f"{shown[index][1]}{name} {over}")
                             continue
-                    if sha256 is None:
-                        import hashlib
-
-                        sha256 = hashlib.sha256
-                    if sha256(data).hexdigest()[:16] != name[-19:-3]:  # `records.intact`, for a name the grammar holds
-                        skipped.append(f"{shown[index][1]}{name} {REPLACED}")
-                        continue
-                    if as_lines:  # the line's bytes: `Lines` makes the line, with a block of others
+                    if as_lines:  # the line's bytes: `Lines` makes the line, with a block of others, and
+                        # checks the block's digests in one pass (`records.intact`, for a name the grammar holds)
                         if one is not None:  # the line of the word's first place
-                            lines_append(raw_text[raw_text.rfind(b"\n", 0, pos) + 1:].partition(b"\n")[0])
+                            end = raw_text.find(b"\n", pos)
+                            lines_append(raw_text[raw_text.rfind(b"\n", 0, pos) + 1:end if end >= 0 else len(raw_text)])
                         else:
                             found_line = ascii_line(low, raw_text)
                             if found_line is None:
@@ -344,10 +348,21 @@ def _records(query: Query, task: str | None, needle: bytes | None, shown: list[t
                             lines_append(found_line)
                         names_append(name)
                         tags_append(tag)  # type: ignore[arg-type]
+                        datas_append(data)
+                        wheres_append(shown[index][1])
                         room -= 1
                         if not room:
-                            yield out.take()
+                            chunk = out.take()
+                            if chunk:  # (every one of them replaced: nothing to yield)
+                                yield chunk
                             room = BLOCK
+                        continue
+                    if sha256 is None:
+                        import hashlib
+
+                        sha256 = hashlib.sha256
+                    if sha256(data).hexdigest()[:16] != name[-19:-3]:  # `records.intact`, for a name the grammar holds
+                        skipped.append(f"{shown[index][1]}{name} {REPLACED}")
                         continue
                     text = raw_text.decode("ascii")  # a copy: the text is ASCII
                     if one is not None:  # the line of the word's first place
@@ -372,18 +387,18 @@ def _records(query: Query, task: str | None, needle: bytes | None, shown: list[t
         odd = others is not None and any(others)
         found = search_names.task_and_body(data, known)
         if found is None:
-            skipped.append(f"{shown[index][1]}{name} has no readable front matter")
+            note(f"{shown[index][1]}{name} has no readable front matter")
             continue
         if task is not None and found[0] != task:
             continue
         over = records.over_cap(data, caps[index])
         if over is not None:
-            skipped.append(f"{shown[index][1]}{name} {over}")
+            note(f"{shown[index][1]}{name} {over}")
             continue
         try:
             line = line_of(found[1])
             if line is not None and not records.intact(name, data):
-                skipped.append(f"{shown[index][1]}{name} {REPLACED}")
+                note(f"{shown[index][1]}{name} {REPLACED}")
                 continue
         except UsageError as exc:  # -E past its deadline (regexbound.TooSlow): where
             raise search_query.where(exc, shown[index][1] + name) from None
@@ -394,7 +409,9 @@ def _records(query: Query, task: str | None, needle: bytes | None, shown: list[t
             else:
                 yield row
         if as_lines and out.size >= BLOCK:
-            yield out.take()
+            chunk = out.take()
+            if chunk:
+                yield chunk
             room = BLOCK
     for _key, row in pins[pin_at:]:
         if as_lines:

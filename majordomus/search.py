@@ -11,14 +11,12 @@ A search of a small store is mostly the interpreter starting, so this module loa
 
 from __future__ import annotations
 
-import errno
-import itertools
 import os
 import stat
 
-from majordomus import search_names, search_query
+from majordomus import search_dirs, search_names, search_query
 from majordomus.errors import EnvironmentProblem, UsageError
-from majordomus.lite import safeio, statepaths
+from majordomus.search_dirs import FIRST_READ
 from majordomus.search_listing import BLOCK, REPLACED, Lines, Row
 from majordomus.search_listing import text_line as text_line  # the listing's line is part of this module's face
 from majordomus.search_query import Query as Query  # the query is part of this module's face
@@ -33,7 +31,6 @@ if TYPE_CHECKING:
 KINDS = ("checkpoint", "handoff", "run", "pin")
 DIRECTORIES = (("checkpoint", "checkpoints"), ("handoff", "handoffs"), ("run", "runs"))
 TOOL_MAX = 200  # matches the MCP tool returns at most
-_FIRST_READ = 8192  # most records are smaller: one read(2) and a short count means the end of the file
 
 
 class Hit:
@@ -58,63 +55,6 @@ def _iso(compact: str) -> str:
     """`20260903T194500Z` -> `2026-09-03T19:45:00Z`."""
     c = compact
     return f"{c[0:4]}-{c[4:6]}-{c[6:8]}T{c[9:11]}:{c[11:13]}:{c[13:15]}Z"
-
-
-def _open_dir(path: str) -> int | None:
-    """The record directory, opened without following a link; None when there is none."""
-    try:
-        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            statepaths.is_real_dir(path)  # the one rule's refusal, naming what is there instead
-            raise safeio.UnsafeFile(path, "is not a real directory") from None
-        raise EnvironmentProblem(f"cannot open {path}: {exc.strerror}", "check the state directory") from exc
-
-
-def _names(dir_fd: int) -> list[str]:
-    """Every name in a directory, newest first. Whether a name is a record's is asked only of a file that
-    is reported, as a match or as skipped: the rest are read once, bounded, and never named."""
-    listed = os.listdir(dir_fd)
-    listed.sort(reverse=True)  # strings sort faster than tuples: pair them up only as they are merged
-    return listed
-
-
-def _merged(listings: list[list[str]]) -> Iterable[tuple[str, int]]:
-    """(name, index of its directory) of every listing, newest first (the same name in two directories:
-    the later directory first). One sort in C: each listing is a sorted run, which the sort merges."""
-    if len(listings) == 1:
-        return zip(listings[0], itertools.repeat(0))
-    pairs = [pair for index, found in enumerate(listings) for pair in zip(found, itertools.repeat(index))]
-    pairs.sort(reverse=True)
-    return pairs
-
-
-def _read(name: str, dir_fd: int) -> bytes:
-    """The record's bytes through the one safe open (no link, no FIFO, bounded), in one read when it can."""
-    from majordomus.store import records
-
-    fd = safeio.open_regular(name, records.MAX_RECORD_BYTES, dir_fd=dir_fd)
-    try:
-        data = os.read(fd, _FIRST_READ)
-        if len(data) < _FIRST_READ:
-            return data  # a short read of a regular file is its end
-        chunks = [data]
-        size = len(data)
-        while True:
-            chunk = os.read(fd, min(1 << 20, records.MAX_RECORD_BYTES + 1 - size))
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > records.MAX_RECORD_BYTES:
-                raise safeio.UnsafeFile(name, f"is over the {records.MAX_RECORD_BYTES} bytes a record may be")
-    finally:
-        os.close(fd)
-
-
-_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # safeio's
 
 
 def search(ws: Workspace, query: Query, task: str | None = None, kind: str | None = None,
@@ -149,13 +89,13 @@ def _scan(ws: Workspace, query: Query, task: str | None, kind: str | None, skipp
     try:
         shown, listings, caps = [], [], []
         for kind_name, directory in wanted:
-            fd = _open_dir(ws.paths.directory(directory))
+            fd = search_dirs.open_dir(ws.paths.directory(directory))
             if fd is not None:
                 fds.append(fd)
-                listings.append(_names(fd))
+                listings.append(search_dirs.names(fd))
                 shown.append((kind_name, ws.display(ws.paths.directory(directory)) + os.sep))
                 caps.append(records.body_caps(directory, ws.config))  # over them, not ours: never served
-        pairs: Iterable[tuple[str, int]] = _merged(listings) if listings else ()
+        pairs: Iterable[tuple[str, int]] = search_dirs.merged(listings) if listings else ()
         plain = query.pattern is None and len(query.ascii_words) == len(query.words)
         if as_lines and plain and listings:
             from majordomus import search_worker  # the second core, for a large listing (see there)
@@ -222,16 +162,16 @@ def _records(query: Query, task: str | None, needle: bytes | None, shown: list[t
     fast = query.pattern is None and len(query.ascii_words) == len(query.words)
     words = query.ascii_words  # lower-cased
     one = words[0] if fast and len(words) == 1 else None  # the common case: one plain word
-    open_, read, close_, flags, fstat, regular = os.open, os.read, os.close, _OPEN_FLAGS, os.fstat, stat.S_ISREG
+    open_, read, close_, flags, fstat, regular = os.open, os.read, os.close, search_dirs.OPEN_FLAGS, os.fstat, stat.S_ISREG
     task_line, task_and_start = search_names.TASK_LINE, search_names.task_and_start
     sha256: Any = None  # OpenSSL's, loaded by the first match: a search that finds nothing never pays for it
     grammar = search_names.Grammar(listings)
     is_record, others = grammar.holds, grammar.others
     odd = False  # whether any name listed is not a record's (once `others` answers)
-    # a text in the fast path is under _FIRST_READ bytes, so under that many lines: no line cap is that
-    line_caps = [_FIRST_READ if lines is None else lines for lines, _bytes in caps]
+    # a text in the fast path is under FIRST_READ bytes, so under that many lines: no line cap is that
+    line_caps = [FIRST_READ if lines is None else lines for lines, _bytes in caps]
     byte_caps = [max_bytes for _lines, max_bytes in caps]
-    small = any(max_bytes < _FIRST_READ for max_bytes in byte_caps)  # else no text here is over its byte cap
+    small = any(max_bytes < FIRST_READ for max_bytes in byte_caps)  # else no text here is over its byte cap
     for name, index in pairs:
         while pin_key > name:  # a pin's key is its second, which sorts below the names of that second
             row = pins[pin_at][1]
@@ -257,16 +197,16 @@ def _records(query: Query, task: str | None, needle: bytes | None, shown: list[t
             data = b""
         else:
             try:
-                data = read(fd, _FIRST_READ) if regular(fstat(fd).st_mode) else b""
+                data = read(fd, FIRST_READ) if regular(fstat(fd).st_mode) else b""
             except OSError:
                 data = b""
             finally:
                 close_(fd)
-        if not 0 < len(data) < _FIRST_READ:
+        if not 0 < len(data) < FIRST_READ:
             if not is_record(name, index):
                 continue  # not a record's name: never read further, never named
             try:  # anything but a small regular file: the careful read (fstat, bounded), which names it
-                data = _read(name, fds[index])
+                data = search_dirs.read_record(name, fds[index])
             except FileNotFoundError:
                 continue  # removed by retention since the listing
             except EnvironmentProblem as exc:

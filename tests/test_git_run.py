@@ -4,7 +4,9 @@ environment, and object ids that cannot be wrong once built."""
 from __future__ import annotations
 
 import ast
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -115,3 +117,28 @@ def test_a_truncated_root_commit_cache_never_reaches_a_record(cli, repo):
         assert cache.read_text() == f"{head} {root}\n"  # rebuilt
     commit_file(repo, "x.txt", "x")
     assert f'repo_id: "{root}"' in (repo / cli("checkpoint", input="moved\n").stdout.strip()).read_text()
+
+
+def test_looking_never_takes_a_lock_the_users_git_needs(cli, repo, tmp_path):
+    """`git status` refreshing a stale index takes `.git/index.lock`, and a `git add` the user runs at that
+    moment fails ("Unable to create index.lock: File exists"). Every git command majordomus runs passes
+    `--no-optional-locks`: a checkpoint, a brief and a hook over a stale index open no lock of git's."""
+    from helpers import MAJORDOMUS, require_tool
+
+    strace = require_tool("strace")
+    start_task(cli, "t1")
+    readme = repo / "README"
+    for args, stdin in ((("checkpoint",), b"looking only\n"), (("brief",), b""), (("hook", "session-start"), b"{}")):
+        stamp = readme.stat()
+        os.utime(readme, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1_000_000_000))  # the index is stale now
+        trace = tmp_path / "trace"
+        done = subprocess.run([strace, "-f", "-qq", "-e", "trace=openat,open,rename", "-o", str(trace),
+                               str(MAJORDOMUS), *args], cwd=repo, input=stdin, capture_output=True, check=False)
+        assert done.returncode == 0, (args, done.stderr)
+        locks = [line for line in trace.read_text().splitlines() if "index.lock" in line]
+        assert locks == [], (args, locks)
+    stamp = readme.stat()
+    os.utime(readme, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1_000_000_000))
+    looked = subprocess.run([strace, "-f", "-qq", "-e", "trace=openat", "-o", str(trace), "git", "status"],
+                            cwd=repo, capture_output=True, check=False)
+    assert looked.returncode == 0 and "index.lock" in trace.read_text()  # git's own status does take it

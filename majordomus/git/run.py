@@ -60,6 +60,12 @@ def hint(args: tuple[str, ...] | list[str], where: str) -> str:
     return f"run `git {' '.join(args[:2])}` in {where} to see what git says"
 
 
+# Before every git command: never take a lock git calls optional (`git status` refreshing the index takes
+# `.git/index.lock`), so that a `git add` or a commit the user runs at the same moment is never refused
+# because majordomus was looking.
+OPTIONS = ("--no-optional-locks",)
+
+
 def environment(where: Where) -> dict[str, str] | None:
     """The environment of a git subprocess here: ours, plus the place's own git variables."""
     if not where.git_env:
@@ -74,7 +80,7 @@ def run(where: Where, *args: str, cwd: str | None = None) -> Ran:
     from majordomus.lite import spawn
 
     try:
-        code, out, err = spawn.run(["git", *args], cwd or where.worktree, environment(where))
+        code, out, err = spawn.run(["git", *OPTIONS, *args], cwd or where.worktree, environment(where))
     except OSError as exc:
         raise EnvironmentProblem(f"cannot run git: {exc.strerror}", "install git, or put it on PATH") from exc
     return Ran(args, code, out, err)

@@ -65,7 +65,7 @@ def git_view(repo: Path) -> dict[str, Any]:
         "head": git(repo, "rev-parse", "HEAD"),
         "symbolic": git(repo, "symbolic-ref", "-q", "HEAD"),
         "index": hashlib.sha256(index.read_bytes()).hexdigest() if index.exists() else None,
-        "status": git(repo, "status", "--porcelain=v1", "--untracked-files=all"),
+        "status": git(repo, "--no-optional-locks", "status", "--porcelain=v1", "--untracked-files=all"),  # looks only
         "refs": git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags",
                     "refs/remotes"),
         "work": work,

@@ -34,11 +34,22 @@ INDEX_MAX_BYTES = 1 << 20
 check = check_claims  # a stored claim list's form: the task record's file checks it (`store.taskfile`)
 
 
-def new(owner: str, worktree: str, branch: str | None, at: str) -> dict[str, Any]:
+def host() -> str:
+    """This machine's host name, as a claim records it: held to the one-line field grammar at ingest, as
+    every machine's sync holds it (exit 10 before anything is written, naming where it comes from)."""
     import socket
+
+    from majordomus.lite import textrules
+
+    return textrules.checked("host", socket.gethostname() or "unknown", source="this machine's host name",
+                             hint="a claim records the host name, and no machine's sync takes one that is not "
+                                  "one plain line: give this machine a plain host name (`hostnamectl hostname`)")
+
+
+def new(owner: str, worktree: str, branch: str | None, at: str) -> dict[str, Any]:
     import uuid  # here, not at the top: the hot paths read claims, only `start`/`resume` make one
 
-    return {"id": uuid.uuid4().hex[:16], "owner": owner, "host": socket.gethostname() or "unknown",
+    return {"id": uuid.uuid4().hex[:16], "owner": owner, "host": host(),
             "worktree": worktree, "branch": branch, "at": at}
 
 

@@ -169,6 +169,7 @@ def start(
                       "use 1–64 characters of A-Z, a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit: "
                       "the name of a file .ai/profiles/NAME.md")
     owner = ws.owner(owner)  # refused before anything is created when its source breaks the grammar
+    claims.host()  # the claim's host too
     for name, text in (("title", title), ("objective", objective)):
         what = secretscan.looks_secret(text) if text else None
         if what is not None:
@@ -274,6 +275,7 @@ def resume(ws: Workspace, task_id: str, *, force: bool = False, reopen: bool = F
     """Make a paused or handed-off task active here. A done task needs `reopen`; a task active in another
     worktree or branch needs `force`, unless that worktree is gone (orphaned): both are recorded."""
     known(ws, task_id)
+    claims.host()  # refused before anything is created when it breaks the field grammar
     ws.ensure_state("tasks")
     at = clock.now_iso()
     with files.locked(ws.paths.lock):

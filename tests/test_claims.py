@@ -162,3 +162,22 @@ def test_two_clones_that_both_resume_before_syncing_see_a_double_claim(cli, repo
         result = cli("doctor", "--json", cwd=where)
         assert "task.double-claim" not in {f["code"] for f in json.loads(result.stdout)["findings"]}, where
         assert "Double claim" not in cli("brief", "t1", cwd=where).stdout
+
+
+@pytest.mark.parametrize("name", ["evil\n## SYSTEM", "host\u202e", "a\x1b[31m"])
+def test_a_host_name_that_is_not_one_plain_line_is_refused_before_anything_is_written(cli, repo, monkeypatch, name):
+    """The claim's host is held to the field grammar where it comes in, as every machine's sync holds it: a
+    task started or resumed here must be able to leave this machine (exit 10, nothing written)."""
+    import socket
+
+    assert cli("task", "start", "t0").exit_code == 0
+    before = snapshot(repo)
+    monkeypatch.setattr(socket, "gethostname", lambda: name)
+    for args in (("task", "start", "t1"), ("task", "resume", "t0", "--force")):
+        result = cli(*args)
+        assert result.exit_code == 10, (args, result)
+        assert "this machine's host name" in result.stderr and "nothing was written" in result.stderr
+        assert "\x1b" not in result.stderr and "\u202e" not in result.stderr
+    assert snapshot(repo) == before
+    monkeypatch.setattr(socket, "gethostname", lambda: "build-07.example.org")  # one plain line: taken
+    assert cli("task", "start", "t1").exit_code == 0

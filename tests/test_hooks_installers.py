@@ -121,6 +121,10 @@ def test_a_command_already_there_is_not_added_twice_nor_removed(repo):
     ("[1, 2]", "must hold a JSON object"),
     ('{"hooks": []}', "`hooks` in"),
     ('{"hooks": {"Stop": {"a": 1}}}', "`hooks.Stop` in"),
+    # a key named twice: rewriting the file would keep one of the two and drop the other's values
+    ('{"permissions": {"allow": ["Bash(npm test)"]}, "env": {}, "permissions": {"deny": ["x"]}}',
+     "names `permissions` twice"),
+    ('{"hooks": {"Stop": [], "Stop": []}}', "names `Stop` twice"),
 ])
 def test_refuses_a_settings_file_it_cannot_merge_into(repo, content, message):
     path = repo / FILES["claude"]
@@ -332,3 +336,17 @@ def test_a_receipt_whose_before_is_not_the_file_without_ours_is_not_written_back
     receipt.write_text(_json.dumps(forged))
     assert run_here("hooks", "uninstall", "--runtime", runtime, cwd=repo).returncode == 0
     assert _json.loads(settings.read_text()) == {"theme": "dark"}
+
+
+@pytest.mark.parametrize("runtime, rel", [("codex", ".codex/hooks.json"), ("gemini", ".gemini/settings.json"),
+                                          ("copilot", ".github/hooks/majordomus.json")])
+def test_every_runtime_refuses_a_settings_file_that_names_a_key_twice(repo, runtime, rel):
+    """As for Claude Code's file: install would keep one value of the two and drop the other's."""
+    path = repo / rel
+    path.parent.mkdir(parents=True)
+    path.write_text('{"a": 1, "version": 1, "a": 2}\n')
+    before = snapshot(repo)
+    result = run_here("hooks", "install", "--runtime", runtime, cwd=repo)
+    assert result.returncode == 10, result.stderr
+    assert b"names `a` twice" in result.stderr and b"nothing was written" in result.stderr
+    assert snapshot(repo) == before

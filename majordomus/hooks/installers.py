@@ -69,7 +69,7 @@ def _parse(data: bytes | None, path: str) -> dict[str, Any]:
     if data is None or not data.strip():
         return {}
     try:
-        doc = jsonbound.loads(data.decode("utf-8"))
+        doc = jsonbound.loads(data.decode("utf-8"), unique=True)  # a rewrite would drop a key named twice
     except UnicodeDecodeError as exc:
         raise Refused(f"{path} is not UTF-8; nothing was written", "fix the file's encoding") from exc
     except json.JSONDecodeError as exc:

@@ -108,7 +108,7 @@ def read(target: Target, layout: Layout) -> tuple[bytes | None, dict[str, Any]]:
         return data, {}
     try:
         text = data.decode("utf-8")
-        doc = jsonbound.loads(text)
+        doc = jsonbound.loads(text, unique=True)  # a rewrite would drop a key named twice
     except ValueError as exc:  # UnicodeDecodeError included
         better = None if isinstance(exc, UnicodeDecodeError) else layout.unparsable(text, path)
         if better is not None:

@@ -92,11 +92,18 @@ def since_iso(ws: Workspace, when: str) -> str:
             datetime(year, month, day)
         except ValueError:
             raise UsageError(f"`{shown}` is not a date: {dated.group().strip()} does not exist", _SINCE_HINT) from None
-    # git's careful date reader (the one of gc.pruneExpire) refuses what `--since` would read as now.
-    out = git(ws.place, "-c", f"majordomus.since={when}", "config", "--type=expiry-date", "majordomus.since",
-              ok=(0, 1, 128)).decode("utf-8", "replace").strip()
-    if not out.isdigit():
-        raise UsageError(f"git cannot read the time `{shown}`", _SINCE_HINT)
+    epoch_given = re.fullmatch(r"\s*@(\d{1,12})\s*", when)  # seconds since 1970: git reads `@0` as now
+    if epoch_given is not None:
+        out = epoch_given.group(1)
+    else:
+        # git's careful date reader (the one of gc.pruneExpire) refuses what `--since` would read as now.
+        asked = time.time()
+        out = git(ws.place, "-c", f"majordomus.since={when}", "config", "--type=expiry-date", "majordomus.since",
+                  ok=(0, 1, 128)).decode("utf-8", "replace").strip()
+        if not out.isdigit():
+            raise UsageError(f"git cannot read the time `{shown}`", _SINCE_HINT)
+        if abs(int(out) - asked) <= 1:  # `0`, `-1`, `1e400`: what git cannot place, it places at this moment
+            raise UsageError(f"git reads the time `{shown}` as this very moment: nothing would be shown", _SINCE_HINT)
     epoch = min(int(out), int(time.time()))  # `now` reads as the largest time there is
     if int(out) != (1 << 64) - 1 and int(out) > time.time() + _FUTURE_SLACK_S:
         raise UsageError(f"the time `{shown}` is in the future ({_iso(int(out))}): nothing would be shown",

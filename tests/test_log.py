@@ -317,6 +317,9 @@ def test_a_branch_with_unicode_line_breaks_is_found_and_every_note_is_escaped(cl
     ("2026-13-45", "`2026-13-45` is not a date: 2026-13-45 does not exist"),
     ("2026-02-30", "2026-02-30 does not exist"),
     ("2099-01-01", "is in the future"),
+    # what git cannot place it places at this moment, silently: each would show nothing
+    *[(when, f"git reads the time `{when}` as this very moment") for when in ("0", "-1", "1e400", "999999999999")],
+    ("@99999999999", "is in the future"),
 ])
 def test_since_that_git_would_read_as_now_or_that_does_not_exist_is_a_usage_error(cli, repo, when, words):
     start_task(cli, "t1")
@@ -328,7 +331,7 @@ def test_since_that_git_would_read_as_now_or_that_does_not_exist_is_a_usage_erro
 def test_one_past_since_a_real_date_and_a_relative_time_still_work(cli, repo):
     start_task(cli, "t1")
     assert cli("checkpoint", input="one").exit_code == 0
-    for when in ("2026-02-28", "yesterday", "2 weeks ago", "1.minute.ago"):
+    for when in ("2026-02-28", "yesterday", "2 weeks ago", "1.minute.ago", "@0", "@1", "@1700000000"):
         assert any(e["kind"] == "checkpoint" for e in entries(cli, "--since", when)), when
 
 

@@ -102,8 +102,8 @@ def run(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         return code
     except OSError as exc:  # writing usage, --version or an error's own message to a failing stream
-        if _writing_output(exc):
-            return _output_failed(exc)
+        if isinstance(exc, BrokenPipeError) or _writing_output(exc):  # the last flush's, as the command's
+            return _exit_code(exc)
         raise
 
 

@@ -121,3 +121,21 @@ def test_an_output_that_refuses_the_write_is_exit_12_saying_what_was_stored(repo
     said = "Invalid argument" if name == "EINVAL" else "write could not complete without blocking"
     assert done.returncode == 12 and f"cannot write the output: {said}" in err, err
     assert "internal error" not in err and "whatever the command stored before printing is stored" in err
+
+
+@pytest.mark.parametrize("args", [("ledger",), ("task", "list"), ("brief",), ("check",), ("checkpoint", "--list")])
+def test_a_reader_that_went_away_is_exit_0_in_every_command(repo: Path, tmp_path: Path, args: tuple[str, ...]) -> None:
+    """EPIPE on the write to stdout (`| head` closed it; strace gives the error without the signal): exit 0
+    and nothing said, whichever parser the command has (click's own handling would exit 1, which means "a
+    check found a problem")."""
+    from helpers import require_tool
+
+    strace = require_tool("strace")
+    start_task_at(repo)
+    run_here("checkpoint", cwd=repo, input="a note\n")
+    out = tmp_path / "out.txt"
+    with open(out, "wb") as stdout:
+        done = subprocess.run([strace, "-qq", "-o", os.devnull, "-P", str(out), "-e", "trace=write", "-e",
+                               "inject=write:error=EPIPE:when=1", str(MAJORDOMUS), *args], cwd=repo,
+                              stdout=stdout, stderr=subprocess.PIPE, check=False)
+    assert done.returncode == 0 and done.stderr == b"", (args, done)

@@ -27,9 +27,11 @@ def workspace() -> Workspace:
 def run(command: click.Command, argv: list[str], prog: str) -> int:
     """Run a click command as `main(argv) -> int`. Click's usage errors become ours (`majordomus: …` then
     `hint: …`, exit 2: the one format of every parser); every other error (a MajordomusError, an internal
-    one) goes to the one boundary in `majordomus.main`."""
+    one) goes to the one boundary in `majordomus.main`, Ctrl-C and a reader gone (`| head`) included: the
+    command is invoked as `Command.main` would, without its own handling of those (exit 1 for a broken pipe)."""
     try:
-        return int(command.main(args=argv, prog_name=prog, standalone_mode=False) or 0)
+        with command.make_context(prog, list(argv)) as ctx:
+            return int(command.invoke(ctx) or 0)
     except click.UsageError as exc:
         raise usage_error(exc, prog) from None
     except click.ClickException as exc:
@@ -38,7 +40,7 @@ def run(command: click.Command, argv: list[str], prog: str) -> int:
         raise MajordomusError(exc.format_message(), code=exc.exit_code) from None
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
-    except click.Abort:  # click's word for Ctrl-C: the one boundary says what it means for the state
+    except click.Abort:  # click's word for Ctrl-C (a prompt's): the one boundary says what it means
         raise KeyboardInterrupt from None
 
 

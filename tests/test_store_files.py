@@ -438,3 +438,39 @@ def test_a_lock_that_is_not_a_regular_file_is_refused_naming_it(cli, repo, what)
         lock.unlink()
     assert cli("checkpoint", input="locked again\n").exit_code == 0  # the way out works
     assert lock.is_file()
+
+
+def test_a_checkpoint_killed_after_its_link_is_completed_by_the_next_checkpoint(prepared):
+    """SIGKILL (no signal mask holds it back) between the link and the task pointer: the lock file still
+    names the record, and the next checkpoint of the task, in any later second, completes it first — its
+    pointer, index and event — then writes its own. Nothing is left for doctor."""
+    from freezegun import freeze_time
+
+    repo = prepared
+    records = records_in(repo, "checkpoints")
+    crash(repo, "after-link", "checkpoint", "killed after its link\n")
+    [orphan] = sorted(set(records_in(repo, "checkpoints")) - set(records))
+    assert (state_dir(repo) / ".lock").read_text() == f"checkpoints/{orphan}\n"
+    with freeze_time("2030-01-01T00:00:00Z"):  # a later second: not the same record again
+        again = run_here("checkpoint", cwd=repo, input="the next note\n")
+    assert again.returncode == 0, again.stderr
+    paths = [e["path"] for e in events_named(repo, "task.checkpoint")]
+    assert paths[-2] == f"checkpoints/{orphan}" and paths[-1] != paths[-2]  # its event, before the new one's
+    assert (state_dir(repo) / ".lock").read_bytes() == b""
+    assert temp_files(repo) == []  # the orphan's second name went as the new write moved past it
+    assert run_here("doctor", "--strict", cwd=repo).returncode == 0
+    brief = run_here("brief", cwd=repo, text=True).stdout
+    assert "killed after its link" in brief and "the next note" in brief
+    assert_consistent(repo)
+
+
+def test_a_note_naming_another_tasks_checkpoint_waits_for_that_tasks_own_write(prepared):
+    """The next write completes only a record of its own task and kind: another's line stays for its own."""
+    repo = prepared
+    crash(repo, "after-link", "checkpoint", "t1's, killed\n")
+    noted = (state_dir(repo) / ".lock").read_text()
+    assert run_here("context", "pin", "decision", "a pin is no checkpoint", cwd=repo).returncode == 0
+    assert (state_dir(repo) / ".lock").read_text() == noted  # a pin takes the lock and leaves the line
+    assert run_here("task", "start", "t2", cwd=repo).returncode == 0
+    assert run_here("checkpoint", cwd=repo, input="t2's note\n").returncode == 0
+    assert (state_dir(repo) / ".lock").read_text() == noted  # t2's checkpoint leaves t1's line

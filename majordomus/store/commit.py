@@ -170,7 +170,7 @@ def transact(write: Write) -> Committed | None:
     checkpoint) only moves the task's time, for the task still active here, and stores nothing."""
     state = write.paths
     paths.ensure(state)  # the state root, there already while a task is active: the lock lives in it
-    with files.locked(state.lock):
+    with files.locked(state.lock) as lock:
         # The task the command read must still be the one active here (the same reader as the command's),
         # else exit 11 and nothing is written.
         task = taskfile.read_active(state, write.worktree, write.branch, write.where, statuses=write.statuses,
@@ -184,7 +184,8 @@ def transact(write: Write) -> Committed | None:
             setattr(task, f"{write.pointer}_at", write.at)
             taskfile.save(state, task)
             return None
-        earlier = _complete_pending(write, task)
+        noted = _complete_noted(write, task, lock)
+        earlier = _complete_pending(write, task) or noted
         if write.pending_only(task):
             if earlier is None:  # nothing to complete after all: the task is not held here
                 raise NoActiveTask(write.where)
@@ -194,12 +195,17 @@ def transact(write: Write) -> Committed | None:
             files.drop_second_names(state.absolute(previous))  # its temporary name, when removing it failed
         fields = write.fields
         meta = dict(fields)
-        path, created, digest = link_record(state, write.subdir, fields, write.body)
-        rel = f"{write.subdir}/{os.path.basename(path)}"
-        if not created and ledger.logged(state.ledger, rel, meta["timestamp"]):  # completed just now, or long ago
-            done = earlier is not None and earlier.path == path
-            return Committed(path, digest, task, created=False, completed=done, shown=write.shown(path))
-        _land(write, task, rel, digest, meta, write.body, created=created)
+        name, data, digest = rendered(fields, write.body)
+        rel = f"{write.subdir}/{name}"
+        lock.note(rel)  # until it landed whole: a kill no signal mask holds back leaves it for the next write
+        try:
+            path, created = files.link_in(state.directory(write.subdir), name, data)
+            if not created and ledger.logged(state.ledger, rel, meta["timestamp"]):  # completed now, or long ago
+                done = earlier is not None and earlier.path == path
+                return Committed(path, digest, task, created=False, completed=done, shown=write.shown(path))
+            _land(write, task, rel, digest, meta, write.body, created=created)
+        finally:
+            lock.unnote(rel)
         return Committed(path, digest, task, created=created, completed=not created, shown=write.shown(path))
 
 
@@ -210,13 +216,18 @@ def touch(ws: Site, task: Task, at: str) -> None:
                    event="task.checkpoint", pointer="checkpoint", touch=True))
 
 
-def link_record(state: paths.StatePaths, subdir: str, fields: list[tuple[str, Any]], body: str) -> tuple[str, bool, str]:
-    """The link step alone: render the record and link it in under its name (design §6 step 6), never
-    replacing anything. Returns (path, created, sha256)."""
+def rendered(fields: list[tuple[str, Any]], body: str) -> tuple[str, bytes, str]:
+    """The record's name, bytes and sha256 (design §6 step 6: the name carries the digest)."""
     meta = dict(fields)
     data = records.render(fields, body)
     digest = records.sha256(data)
-    name = names.record_name(clock.compact_of(meta["timestamp"]), meta["branch"], meta["head"], digest)
+    return names.record_name(clock.compact_of(meta["timestamp"]), meta["branch"], meta["head"], digest), data, digest
+
+
+def link_record(state: paths.StatePaths, subdir: str, fields: list[tuple[str, Any]], body: str) -> tuple[str, bool, str]:
+    """The link step alone: render the record and link it in under its name, never replacing anything.
+    Returns (path, created, sha256)."""
+    name, data, digest = rendered(fields, body)
     path, created = files.link_in(state.directory(subdir), name, data)
     return path, created, digest
 
@@ -279,6 +290,37 @@ def incomplete_as(what: str, shown: str, exc: EnvironmentProblem, missing: str) 
         hint = f"{hint}; then {again}" if hint else again
     return EnvironmentProblem(f"the {what} {shown} is stored{missing}: {exc.message}",
                               f"{hint}: it completes what is missing")
+
+
+def _complete_noted(write: Write, task: Task, lock: files.locked) -> Committed | None:
+    """A checkpoint of this task, written in this worktree, whose command was killed after linking it (the
+    lock file still names it, see `files.locked`): its task pointer, index and event, completed now,
+    before anything new is written. Other kinds wait for doctor (a handoff also leaves the slot; a run's
+    record replaces its label's). None when nothing is completed."""
+    done = None
+    for rel in lock.notes():
+        if write.kind != "checkpoint" or not names.is_record_pointer(rel, write.subdir):
+            continue
+        try:
+            data = safeio.read(write.paths.absolute(rel), records.MAX_RECORD_BYTES)
+            meta, body = records.split(data)
+        except FileNotFoundError:  # killed before the link: nothing under the name, nothing to complete
+            lock.unnote(rel)
+            continue
+        except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
+            continue  # doctor's to report
+        if meta.get("task") != task.id or meta.get("kind") != write.kind or meta.get("worktree") != write.worktree:
+            continue  # another task's or worktree's: its own next write completes it
+        digest = records.sha256(data)
+        if not records.intact(os.path.basename(rel), data, digest):
+            continue
+        body = body[:-1] if body.endswith("\n") else body
+        if not (write.points_at(task, rel) and ledger.logged(write.paths.ledger, rel, str(meta["timestamp"]))):
+            _land(write, task, rel, digest, meta, body, created=False)
+            path = write.paths.absolute(rel)
+            done = Committed(path, digest, task, created=False, completed=True, shown=write.shown(path))
+        lock.unnote(rel)
+    return done
 
 
 def _complete_pending(write: Write, task: Task) -> Committed | None:

@@ -270,7 +270,7 @@ class locked:
         self.fd = -1
         self.held = held_back() if whole else None
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> locked:
         try:
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, FILE_MODE)
         except OSError as exc:
@@ -300,6 +300,37 @@ class locked:
             if isinstance(exc, OSError):  # a stat the file system refuses (EIO, ESTALE)
                 raise _environment(self.path, exc) from exc
             raise
+        return self
+
+    # The lock file's bytes name the records whose write is under way (one path a line, relative to the
+    # state directory): a command killed where no signal can be held back (SIGKILL) leaves its line, and
+    # the next write of the same kind completes that record (`store.commit`). Best effort and not fsynced:
+    # what a killed process wrote is in the page cache all the same.
+    NOTES_MAX = 1 << 16
+
+    def notes(self) -> list[str]:
+        try:
+            data = os.pread(self.fd, self.NOTES_MAX, 0)
+        except OSError:
+            return []
+        return [line for line in data.decode("utf-8", "replace").split("\n") if line]
+
+    def _set_notes(self, notes: list[str]) -> None:
+        data = "".join(f"{note}\n" for note in notes).encode("utf-8")[:self.NOTES_MAX]
+        try:
+            if data:
+                os.pwrite(self.fd, data, 0)
+            os.ftruncate(self.fd, len(data))
+        except OSError:
+            pass  # a note only helps a later write complete this one: its loss costs a doctor warning
+
+    def note(self, rel: str) -> None:
+        self._set_notes([n for n in self.notes() if n != rel] + [rel])
+
+    def unnote(self, rel: str) -> None:
+        notes = self.notes()
+        if rel in notes:
+            self._set_notes([n for n in notes if n != rel])
 
     def __exit__(self, *exc: object) -> None:
         os.close(self.fd)

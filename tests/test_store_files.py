@@ -474,3 +474,14 @@ def test_a_note_naming_another_tasks_checkpoint_waits_for_that_tasks_own_write(p
     assert run_here("task", "start", "t2", cwd=repo).returncode == 0
     assert run_here("checkpoint", cwd=repo, input="t2's note\n").returncode == 0
     assert (state_dir(repo) / ".lock").read_text() == noted  # t2's checkpoint leaves t1's line
+
+
+def test_a_lock_file_full_of_anything_else_is_only_a_lock(prepared):
+    """What else the lock file holds (64 KiB of garbage, a path outside the store) is no note: the write
+    lands, and its own note replaces them."""
+    repo = prepared
+    lock = state_dir(repo) / ".lock"
+    lock.write_bytes(b"../../etc/passwd\n" + b"\xff" * 70_000 + b"\ncheckpoints/not-a-record.md\n")
+    assert run_here("checkpoint", cwd=repo, input="written all the same\n").returncode == 0
+    assert lock.read_bytes() == b""
+    assert run_here("doctor", "--strict", cwd=repo).returncode == 0

@@ -313,7 +313,10 @@ class locked:
             data = os.pread(self.fd, self.NOTES_MAX, 0)
         except OSError:
             return []
-        return [line for line in data.decode("utf-8", "replace").split("\n") if line]
+        from majordomus.lite import names
+
+        return [line for line in data.decode("utf-8", "replace").split("\n")  # a record's path, or nothing
+                if any(names.is_record_pointer(line, d) for d in ("checkpoints", "handoffs", "runs"))]
 
     def _set_notes(self, notes: list[str]) -> None:
         data = "".join(f"{note}\n" for note in notes).encode("utf-8")[:self.NOTES_MAX]

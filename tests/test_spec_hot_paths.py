@@ -39,8 +39,15 @@ def test_the_probe_can_see_heavy_imports(active):
     # The same probe on commands that need them must see pygit2 and click: the checks here can fail.
     got = import_probe(active, "task", "show")
     assert "click" in got["heavy"]
-    got = import_probe(active, "doctor")
+    got = import_probe(active, "sync", "status", "--no-fetch")
     assert "pygit2" in got["heavy"]
+
+
+def test_doctor_asks_git_itself_and_loads_no_pygit2(active):
+    """doctor sits in pre-commit hooks and CI jobs: what git holds under the state is asked of git (three
+    short commands), not of pygit2, whose loading alone cost a tenth of a second."""
+    got = import_probe(active, "doctor")
+    assert got["code"] == 0 and "pygit2" not in got["heavy"] and "_pygit2" not in got["heavy"], got
 
 
 def test_console_script_import_trace(active):

@@ -9,7 +9,7 @@ from majordomus.doctor import boundaries
 from majordomus.doctor.findings import FAIL, OK, WARN, Finding, exit_code
 from majordomus.doctor.scan import CHECKED_DIRS, RECORD_DIRS, Scan, scan_state
 from majordomus.errors import MajordomusError
-from majordomus.git import query
+from majordomus.git import held
 from majordomus.output import escape
 from majordomus.store import ledger
 from majordomus.workspace import Workspace
@@ -43,16 +43,18 @@ def check_git(ws: Workspace, state_exists: bool) -> list[Finding]:
     how = {"tracked": "is tracked by git", "staged": "is staged in git's index",
            "committed": "is in HEAD's commit (its removal is staged but not committed)"}
     found = []
-    for path, kind in sorted(query.held_under(ws.repo, STATE_PREFIX).items()):
+    for path, kind in sorted(held.held_under(ws.place, STATE_PREFIX).items()):
         hint = ("commit the staged removal; if it was pushed, the record is in the shared history"
                 if kind == "committed" else f"`git rm --cached -- '{path}'` and commit; the file stays on disk")
         found.append(Finding(FAIL, "state.in-git", f"{path} {how[kind]}: local state must never be shared "
                              "through the work tree", path, hint))
-    if ws.repo.main_worktree is not None and state_exists:
+    main = ws.place.main_worktree
+    if main is not None and state_exists:
         samples = [ws.paths.ledger, ws.paths.task_file("t"), os.path.join(ws.paths.checkpoints, "r.md"),
                    os.path.join(ws.paths.handoffs, "r.md"), os.path.join(ws.paths.context_dir("t"), "continuity.json")]
-        loose = [os.path.relpath(p, ws.repo.main_worktree) for p in samples]
-        loose = [p for p in loose if not query.is_ignored(ws.repo, p)]
+        loose = [os.path.relpath(p, main) for p in samples]
+        ignored = held.ignored(ws.place, loose)
+        loose = [p for p in loose if p not in ignored]
         if loose:
             local = ws.display(ws.paths.local)
             found.append(Finding(WARN, "state.not-ignored", f"git does not ignore {', '.join(loose)}: one "

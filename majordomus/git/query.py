@@ -1,5 +1,5 @@
-"""Questions to git's object database through pygit2, off the hot paths: what git holds under the
-state directory (doctor), and the repository handle sync builds on. The only modules importing pygit2
+"""The repository handle through pygit2 that sync builds on, off the hot paths (what git holds under the
+state directory is asked of git itself: `git.held`). The only modules importing pygit2
 are this one and `odb`."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pygit2
 
-from majordomus.errors import EnvironmentProblem, MajordomusError
+from majordomus.errors import EnvironmentProblem
 from majordomus.git import run
 
 TYPE_CHECKING = False
@@ -60,86 +60,6 @@ def config_value(repo: Repo, key: str) -> str | None:
         return str(repo.handle.config[key])
     except (KeyError, pygit2.GitError):
         return None
-
-
-def _main_handles(repo: Repo) -> list[Any]:
-    """This worktree's repository, and the main worktree's when it is another one (it holds the state)."""
-    handles = [repo.handle]
-    if repo.main_worktree is not None and repo.main_worktree != repo.worktree:
-        try:
-            handles.append(pygit2.Repository(repo.main_worktree))
-        except pygit2.GitError:
-            pass
-    return handles
-
-
-def _index_under(index: Any, prefix: str) -> list[str]:
-    # The index is sorted by path: a binary search finds the prefix without walking a large index.
-    lo, hi = 0, len(index)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if index[mid].path < prefix:
-            lo = mid + 1
-        else:
-            hi = mid
-    found = []
-    while lo < len(index):
-        path = index[lo].path
-        if not path.startswith(prefix):
-            break
-        found.append(path)
-        lo += 1
-    return found
-
-
-def _tree_under(handle: Any, prefix: str) -> list[str]:
-    if handle.head_is_unborn:
-        return []
-    try:
-        entry = handle.head.peel(pygit2.Commit).tree[prefix.rstrip("/")]
-    except (KeyError, pygit2.GitError):
-        return []
-    if entry.type_str != "tree":
-        return [prefix.rstrip("/")]
-    found = []
-    stack = [(prefix, handle[entry.id])]
-    while stack:
-        base, tree = stack.pop()
-        for item in tree:
-            if item.type_str == "tree":
-                stack.append((f"{base}{item.name}/", handle[item.id]))
-            else:
-                found.append(base + item.name)
-    return found
-
-
-def held_under(repo: Repo, prefix: str) -> dict[str, str]:
-    """Paths under `prefix` (worktree-relative, ending in `/`) that git holds, in this worktree and the main one.
-
-    The value says how: `staged` (in the index, not in HEAD), `tracked` (index and HEAD), or `committed`
-    (in HEAD while its removal is staged)."""
-    held: dict[str, str] = {}
-    for handle in _main_handles(repo):
-        try:
-            indexed = set(_index_under(handle.index, prefix))
-        except pygit2.GitError as exc:
-            raise MajordomusError(f"cannot read the git index: {exc}", "run `git status` to see what git says") from exc
-        committed = set(_tree_under(handle, prefix))
-        for path in indexed | committed:
-            how = "tracked" if path in indexed and path in committed else ("staged" if path in indexed else "committed")
-            held.setdefault(path, how)
-    return held
-
-
-def is_ignored(repo: Repo, path: str) -> bool:
-    """Whether git ignores `path` (relative to the main worktree, or this one when the main is bare)."""
-    handle = _main_handles(repo)[-1]
-    try:
-        return bool(handle.path_is_ignored(path))
-    except pygit2.GitError:
-        return False
-
-
 
 
 def remotes(place: Place) -> list[str]:

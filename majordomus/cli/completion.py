@@ -225,9 +225,9 @@ def _pins(ws: Any, inner: Any) -> list[tuple[str, str]]:
 
 
 def _remotes(ws: Any, inner: Any) -> list[tuple[str, str]]:
-    from majordomus.git import query
+    from majordomus.git import status
 
-    return [(name, "git remote") for name in query.remotes(inner.place)]
+    return [(name, "git remote") for name in status.remotes(inner.place)]
 
 
 def _profiles(ws: Any, inner: Any) -> list[tuple[str, str]]:

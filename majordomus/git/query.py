@@ -60,10 +60,3 @@ def config_value(repo: Repo, key: str) -> str | None:
         return str(repo.handle.config[key])
     except (KeyError, pygit2.GitError):
         return None
-
-
-def remotes(place: Place) -> list[str]:
-    """The names of the repository's remotes, as `git remote` lists them (through the one git runner)."""
-    from majordomus.git import status
-
-    return status.git(place, "remote").decode("utf-8", "replace").split()

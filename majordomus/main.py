@@ -97,6 +97,9 @@ def _fail_open(name: str, args: list[str], exc: BaseException) -> int:
 
 def run(argv: list[str] | None = None) -> int:
     _buffer_unbuffered_stdout()
+    from majordomus.lite import stopsignals
+
+    stopsignals.install()  # here, in the main thread: a stop signal waits for a write under way in any thread
     try:
         code = _run(list(sys.argv[1:] if argv is None else argv))
         sys.stdout.flush()

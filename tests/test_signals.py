@@ -90,3 +90,50 @@ def test_a_stop_signal_mid_write_waits_for_the_write_to_land_whole(repo: Path, t
         if sig == "INT" and proc.returncode == 130:
             assert b"landed whole" in err and b"Traceback" not in err, err
     assert wrong == [], "\n".join(wrong)
+
+
+WRITER = """
+import sys, threading, time
+from majordomus.lite import stopsignals
+stopsignals.install()
+mark, in_main = sys.argv[1], sys.argv[2] == "main"
+def write():
+    with stopsignals.held():
+        print("held", flush=True)
+        time.sleep(0.6)
+        open(mark, "w").write("landed")
+def read():
+    import os
+    while os.read(0, 65536):  # another thread in a blocking read, as the MCP server's reader of stdin
+        pass
+if in_main:
+    threading.Thread(target=read, daemon=True).start()
+    write()
+else:
+    threading.Thread(target=write).start()
+    read()
+"""
+
+
+def test_a_stop_signal_waits_for_a_write_in_any_thread(tmp_path: Path) -> None:
+    """A signal mask holds back a signal in one thread only, and the kernel gives a signal sent to the
+    process to a thread that does not block it (the MCP server's stdin reader, while a tool writes in
+    another): the handler counts what is under way in every thread, and the process ends after the write."""
+    import sys
+
+    cases = [(where, sig) for where in ("main", "worker") for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)]
+    procs = []
+    for where, sig in cases:  # side by side: they spend their time waiting
+        mark = tmp_path / f"{where}-{sig}"
+        procs.append((mark, subprocess.Popen([sys.executable, "-c", WRITER, str(mark), where], stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
+    for (where, sig), (_mark, proc) in zip(cases, procs, strict=True):
+        assert proc.stdout is not None and proc.stdout.readline() == b"held\n", where
+        proc.send_signal(sig)
+    time.sleep(0.8)  # every write is done by now
+    for (where, sig), (mark, proc) in zip(cases, procs, strict=True):
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=10)
+        assert mark.read_text() == "landed", (where, sig)
+        assert proc.returncode in (-sig, 1), (where, sig, proc.returncode)  # INT: KeyboardInterrupt, exit 1

@@ -148,4 +148,7 @@ def _report_mcp(ws: Any, install: bool) -> None:
 
 
 def main(argv: list[str]) -> int:
-    return run(hooks, argv, "majordomus hooks")
+    from majordomus.lite import stopsignals
+
+    with stopsignals.held():  # a runtime's files and their receipts change together: a stop signal waits
+        return run(hooks, argv, "majordomus hooks")

@@ -8,15 +8,13 @@ import os
 import stat
 
 from majordomus.errors import EnvironmentProblem
+from majordomus.lite import stopsignals
 from majordomus.store import fault
 from majordomus.store.paths import FILE_MODE
 
 TYPE_CHECKING = False  # on the checkpoint's path: typing is not imported at run time
 if TYPE_CHECKING:
-    import signal as _signal
     from collections.abc import Callable
-else:
-    _signal = __import__("_signal")  # the C module under `signal`: its enums are not free on the hot paths
 
 TMP_PREFIX = ".tmp-"
 
@@ -172,6 +170,11 @@ def link_in(directory: str, name: str, data: bytes, *, sync_dir: bool = True, mo
     """Store an immutable record under `name`, never replacing anything. Returns (path, created).
 
     `sync_dir=False` leaves the directory fsync to the caller, who links many records and syncs it once."""
+    with stopsignals.held():  # a stop signal waits: no temporary file is left behind, no half-made link
+        return _link_in(directory, name, data, sync_dir, mode)
+
+
+def _link_in(directory: str, name: str, data: bytes, sync_dir: bool, mode: int) -> tuple[str, bool]:
     final = os.path.join(directory, name)
     tmp = write_temp(directory, data, mode, final)
     try:
@@ -199,6 +202,11 @@ def replace(path: str, data: bytes, *, mode: int | None = FILE_MODE) -> None:
 
     The one temp-then-rename writer. `mode=None` gives a new file the user's default (0666 & ~umask),
     for files that are not state (an agent runtime's settings)."""
+    with stopsignals.held():  # a stop signal waits: the old file or the new one, and no temporary left
+        _replace(path, data, mode)
+
+
+def _replace(path: str, data: bytes, mode: int | None) -> None:
     if mode is None:
         umask = os.umask(0)
         os.umask(umask)
@@ -215,6 +223,11 @@ def replace(path: str, data: bytes, *, mode: int | None = FILE_MODE) -> None:
 
 def write_derived(path: str, data: bytes) -> None:
     """Best effort for a cache (derivable data): temp + rename, no fsync; a failure only costs a recompute."""
+    with stopsignals.held():
+        _write_derived(path, data)
+
+
+def _write_derived(path: str, data: bytes) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
@@ -233,28 +246,7 @@ def _not_a_lock(path: str, what: str) -> EnvironmentProblem:
                               "command again: majordomus creates the lock file")
 
 
-# What a user or a runtime sends to stop a command: Ctrl-C, a closed terminal, a runtime's timeout. Held back
-# while the state lock is held, so that a write lands whole or not at all; delivered (and acted on: exit 130,
-# or the signal's own end) as the lock is let go. SIGKILL cannot be held back: `doctor` names what it leaves.
-_HELD_BACK = {_signal.SIGHUP, _signal.SIGINT, _signal.SIGTERM}
-
-
-class held_back:
-    """The stop signals wait while inside (see `_HELD_BACK`): for a command whose write is more than one
-    locked step (a handoff: its record, then leaving the slot). Nested, each restores what it found."""
-
-    __slots__ = ("mask",)
-
-    def __init__(self) -> None:
-        self.mask: set[int] | None = None
-
-    def __enter__(self) -> None:
-        self.mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, _HELD_BACK)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.mask is not None:  # a signal that came meanwhile is delivered now, the state whole
-            mask, self.mask = self.mask, None
-            _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)
+held_back = stopsignals.held  # the stop signals wait while inside: a write of more than one locked step
 
 
 class locked:
@@ -268,7 +260,7 @@ class locked:
     def __init__(self, path: str, *, whole: bool = True) -> None:
         self.path = path
         self.fd = -1
-        self.held = held_back() if whole else None
+        self.held = stopsignals.held() if whole else None
 
     def __enter__(self) -> locked:
         try:

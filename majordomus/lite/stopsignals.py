@@ -1,0 +1,87 @@
+"""The signals that ask a command to stop — SIGINT (Ctrl-C), SIGHUP (a closed terminal), SIGTERM (a runtime's
+timeout, an MCP client ending its server) — wait while a write is under way, so that the write lands whole
+or not at all (design §10); then they are acted on as they would have been (exit 130 for Ctrl-C, the
+signal's own end for the others). SIGKILL cannot wait: the store completes what it leaves (`store.commit`).
+
+A handler, not a signal mask: a mask holds back a signal in one thread only, and the kernel hands a signal
+sent to the process to any thread that does not block it (the MCP server reads its stdin in another thread
+while a tool writes); and a mask is inherited by the programs started meanwhile (git would not see a
+Ctrl-C). Python runs a handler in the main thread between two steps of the program; it counts what is
+under way in any thread, keeps what came meanwhile, and sends it again when the last write is done.
+
+A signal whose disposition is not the default (ignored under `nohup` or in a background job, or a handler
+of the program that calls the Python API) is left as it is. Standard library only, and only the C module
+under `signal`: its enums are not free on the hot paths.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import _thread
+    import signal as _signal
+    from types import FrameType
+else:
+    _signal = __import__("_signal")
+    _thread = __import__("_thread")
+
+STOPS = (_signal.SIGHUP, _signal.SIGINT, _signal.SIGTERM)
+
+_under_way = [0]  # writes under way in this process, in any thread
+_pending: list[int] = []  # what came meanwhile, in order
+_count_lock = _thread.allocate_lock()  # never taken by the handler: it runs between two steps of any code
+_previous: dict[int, object] = {}  # the dispositions replaced: only the defaults are
+
+
+def install() -> bool:
+    """Our handler for each stop signal that still has its default disposition. Only the main thread can
+    set a handler: elsewhere nothing changes, and False says so."""
+    if _previous:
+        return True
+    try:
+        for signum in STOPS:
+            now = _signal.getsignal(signum)
+            if now is _signal.SIG_DFL or now is _signal.default_int_handler:
+                _signal.signal(signum, _handler)
+                _previous[signum] = now
+    except ValueError:  # not the main thread
+        return False
+    return True
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
+    if _under_way[0] > 0:
+        if signum not in _pending:
+            _pending.append(signum)
+        return
+    _act(signum)
+
+
+def _act(signum: int) -> None:
+    if _previous.get(signum) is _signal.default_int_handler:
+        raise KeyboardInterrupt
+    _signal.signal(signum, _signal.SIG_DFL)  # the handler runs in the main thread: it may
+    os.kill(os.getpid(), signum)  # the signal's own end
+
+
+class held:
+    """While inside (in any thread, nested), the stop signals wait. Leaving the last one delivers what came."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        if not _previous:
+            install()
+        with _count_lock:
+            _under_way[0] += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with _count_lock:
+            _under_way[0] -= 1
+            due = _pending[:] if _under_way[0] == 0 else []
+            if due:
+                del _pending[:]
+        for signum in due:  # sent again: the handler acts on it now, in the main thread
+            os.kill(os.getpid(), signum)

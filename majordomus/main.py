@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from typing import NoReturn, TextIO
 
 
+HOOK_GIT_SECONDS = 10.0  # the longest an agent-runtime hook waits on one git command (design §12)
 USAGE_LINE = "usage: majordomus [-C DIR] [--version] [--help] COMMAND [ARGS]..."
 
 
@@ -165,6 +166,9 @@ def _run(args: list[str]) -> int:
 
                 raise UsageError(f"cannot change to {directory}: {exc.strerror}",
                                  "pass an existing directory to -C") from exc
+        from majordomus.git import run as git_run
+
+        git_run.deadline = HOOK_GIT_SECONDS if name in FAIL_OPEN else None  # a hook never waits on git for long
         if os.environ.get("MAJORDOMUS_FAULT") == "internal-error":  # test-only, see store/fault.py
             raise RuntimeError("injected by MAJORDOMUS_FAULT=internal-error")
         code = lookup(name)(rest)

@@ -63,3 +63,29 @@ def test_the_read_ends_total_s_after_the_process_started_however_slowly_it_trick
 def test_the_process_age_is_known_on_linux():
     age = stdin._process_age()
     assert age is not None and 0 <= age < 24 * 3600
+
+
+def test_a_git_that_never_answers_does_not_hold_the_session(repo, tmp_path, monkeypatch):
+    """A stuck `core.fsmonitor` (or a hung network mount) makes `git status` wait for ever: a hook stops it
+    at its deadline (SIGTERM, then SIGKILL), the context says the briefing could not be built and why, and
+    it exits 0. The edge: a git within the deadline answers as always."""
+    from helpers import git, run_here, start_task_at
+
+    from majordomus import main
+
+    assert run_here("init", cwd=repo).returncode == 0
+    start_task_at(repo)
+    assert run_here("checkpoint", cwd=repo, input="a note: the briefing asks git what changed since\n").returncode == 0
+    monkeypatch.setattr(main, "HOOK_GIT_SECONDS", 1.0)
+    slow = tmp_path / "fsmonitor"
+    slow.write_text("#!/bin/sh\nexec sleep 30\n")
+    slow.chmod(0o755)
+    git(repo, "config", "core.fsmonitor", str(slow))
+    began = time.monotonic()
+    result = run_here("hook", "session-start", cwd=repo, input=b"{}")
+    took = time.monotonic() - began
+    assert result.returncode == 0 and took < 5, (took, result)
+    assert b"could not be built" in result.stdout and b"did not answer within 1 s" in result.stdout
+    git(repo, "config", "--unset", "core.fsmonitor")
+    fine = run_here("hook", "session-start", cwd=repo, input=b"{}")
+    assert fine.returncode == 0 and b"did not answer" not in fine.stderr and fine.stdout

@@ -65,6 +65,11 @@ def hint(args: tuple[str, ...] | list[str], where: str) -> str:
 # because majordomus was looking.
 OPTIONS = ("--no-optional-locks",)
 
+# How long one git command may take, in seconds; None: as long as it takes. The agent-runtime hooks set it
+# (`majordomus.main`): a git that never returns (a stuck `core.fsmonitor`, a hung network mount) must not
+# hold the session, and the hook goes on without what git would have said.
+deadline: float | None = None
+
 
 def environment(where: Where) -> dict[str, str] | None:
     """The environment of a git subprocess here: ours, plus the place's own git variables."""
@@ -80,7 +85,11 @@ def run(where: Where, *args: str, cwd: str | None = None) -> Ran:
     from majordomus.lite import spawn
 
     try:
-        code, out, err = spawn.run(["git", *OPTIONS, *args], cwd or where.worktree, environment(where))
+        code, out, err = spawn.run(["git", *OPTIONS, *args], cwd or where.worktree, environment(where), deadline)
+    except TimeoutError:
+        raise EnvironmentProblem(f"`git {' '.join(args[:2])}` did not answer within {deadline:g} s in {where.worktree}",
+                                 "a git that does not return: a stuck `core.fsmonitor` or a hung network mount? "
+                                 + hint(args, where.worktree)) from None
     except OSError as exc:
         raise EnvironmentProblem(f"cannot run git: {exc.strerror}", "install git, or put it on PATH") from exc
     return Ran(args, code, out, err)

@@ -21,16 +21,22 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def run(argv: list[str], cwd: str, env: Mapping[str, str] | None = None) -> tuple[int, bytes, bytes]:
+def run(argv: list[str], cwd: str, env: Mapping[str, str] | None = None,
+        timeout: float | None = None) -> tuple[int, bytes, bytes]:
     """(exit code, stdout, stderr) of `argv` run in `cwd` with `env` (ours when None). Raises OSError when
-    the program cannot be started (FileNotFoundError when it is not on PATH)."""
+    the program cannot be started (FileNotFoundError when it is not on PATH), and TimeoutError when it has
+    not ended within `timeout` seconds (it is stopped: SIGTERM, then SIGKILL)."""
     if hasattr(os, "posix_spawnp") and _is_current(cwd):
-        spawned = _spawned(argv, os.environ if env is None else env)
+        spawned = _spawned(argv, os.environ if env is None else env, timeout)
         if spawned is not None:
             return spawned
     import subprocess
 
-    done = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    try:
+        done = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"{argv[0]} did not end within {timeout:g} s") from None
     return done.returncode, done.stdout, done.stderr
 
 
@@ -68,9 +74,10 @@ def _inherited() -> list[int]:
     return []
 
 
-def _spawned(argv: list[str], env: Mapping[str, str]) -> tuple[int, bytes, bytes] | None:
+def _spawned(argv: list[str], env: Mapping[str, str], timeout: float | None) -> tuple[int, bytes, bytes] | None:
     """None when a pipe took the number of a closed standard stream: subprocess sorts that out."""
     import select
+    import time
 
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -97,8 +104,14 @@ def _spawned(argv: list[str], env: Mapping[str, str]) -> tuple[int, bytes, bytes
         for fd in chunks:
             poller.register(fd, select.POLLIN)
         left = len(chunks)
+        ends = None if timeout is None else time.monotonic() + timeout
         while left:
-            for fd, _event in poller.poll():
+            wait = None if ends is None else max(0, int((ends - time.monotonic()) * 1000))
+            ready = poller.poll(wait)
+            if not ready and ends is not None and time.monotonic() >= ends:
+                _stop(pid)
+                raise TimeoutError(f"{argv[0]} did not end within {timeout:g} s")
+            for fd, _event in ready:
                 data = os.read(fd, 1 << 16)
                 if data:
                     chunks[fd].append(data)
@@ -106,11 +119,34 @@ def _spawned(argv: list[str], env: Mapping[str, str]) -> tuple[int, bytes, bytes
                     poller.unregister(fd)
                     left -= 1
         _, status = os.waitpid(pid, 0)
+    except TimeoutError:
+        raise  # stopped and reaped already
     except BaseException:  # interrupted: the child does not outlive us, as with subprocess.run
-        os.kill(pid, _signals().SIGKILL)
-        os.waitpid(pid, 0)
+        _stop(pid)
         raise
     finally:
         os.close(out_r)
         os.close(err_r)
     return os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])
+
+
+def _stop(pid: int) -> None:
+    """End a child we no longer wait for, and reap it: SIGTERM first, so that git removes the lock files it
+    holds (a ref's, the index's), then SIGKILL when it has not ended within half a second."""
+    import time
+
+    signals = _signals()
+    try:
+        os.kill(pid, signals.SIGTERM)
+    except ProcessLookupError:
+        pass
+    ends = time.monotonic() + 0.5
+    while time.monotonic() < ends:
+        if os.waitpid(pid, os.WNOHANG)[0] != 0:
+            return
+        time.sleep(0.01)
+    try:
+        os.kill(pid, signals.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)

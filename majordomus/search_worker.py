@@ -76,7 +76,11 @@ class Worker:
         self.failed = False
         self.at = -1  # the block whose place the search has reached
         self.pid = 0
-        read_end, write_end = os.pipe()
+        try:
+            read_end, write_end = os.pipe()
+        except OSError:  # no descriptor left (`ulimit -n`): the search goes on alone
+            self.failed, self.fd = True, -1
+            return
         try:
             import fcntl
 

@@ -158,3 +158,19 @@ def test_json_regex_and_the_tool_stay_in_one_process(mixed, monkeypatch):
     assert list(search.text_chunks(ws, search.Query(["no.e"], regex=True)))
     assert search.tool(ws, ["note"])["matches"]
     assert workers == []
+
+
+@pytest.mark.parametrize("call", ["pipe", "fork"])
+def test_no_descriptor_or_process_left_for_a_worker_is_a_search_alone(mixed, monkeypatch, call):
+    """`ulimit -n` (no pipe) or `ulimit -u` (no fork): the search goes on in one process, line for line."""
+    import errno
+
+    alone = listing(mixed, ["note"])
+    workers = started(monkeypatch)
+
+    def refused(*args: Any) -> Any:
+        raise OSError(errno.EMFILE if call == "pipe" else errno.EAGAIN, "refused")
+
+    monkeypatch.setattr(os, call, refused)
+    assert listing(mixed, ["note"]) == alone
+    assert workers[0].failed and no_children()

@@ -85,6 +85,8 @@ def since_iso(ws: Workspace, when: str) -> str:
     import time
 
     shown = escape(when if len(when) <= 80 else when[:60] + "…")
+    if len(when) > 200 or any(ord(ch) < 32 or ord(ch) == 127 for ch in when):  # no time is that; NUL cannot reach git
+        raise UsageError(f"`{shown}` is not a time git reads", _SINCE_HINT)
     dated = re.match(r"\s*(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)", when)
     if dated is not None:
         try:

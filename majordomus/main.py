@@ -163,8 +163,9 @@ def _run(args: list[str]) -> int:
                 os.chdir(directory)
             except OSError as exc:
                 from majordomus.errors import UsageError
+                from majordomus.lite.textrules import escape
 
-                raise UsageError(f"cannot change to {directory}: {exc.strerror}",
+                raise UsageError(f"cannot change to {escape(directory)}: {exc.strerror}",
                                  "pass an existing directory to -C") from exc
         from majordomus.git import run as git_run
 

@@ -111,13 +111,19 @@ async def _first_root(ctx: Context | None) -> str | None:  # type: ignore[type-a
             warnings.simplefilter("ignore")  # roots are deprecated in newer protocol revisions; still asked
             with anyio.fail_after(ROOTS_TIMEOUT):
                 result = await ctx.session.list_roots()
+        found = None
         for root in result.roots:
             uri = urlparse(str(root.uri))
             if uri.scheme == "file" and uri.path:
-                return unquote(uri.path)
+                found = unquote(uri.path)
+                break
     except Exception:
         return None
-    return None
+    if found is not None and "\0" in found:  # no path holds one: the CLI's words for what cannot be a directory
+        raise errors.EnvironmentProblem("the client's first root is not a directory: its path holds a NUL",
+                                        "give the MCP client a root that is a git work tree (or start the server "
+                                        "with --repo DIR)")
+    return found
 
 
 def _offers_roots(ctx: Any) -> bool:

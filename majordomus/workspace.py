@@ -36,8 +36,10 @@ class Workspace:
         cwd = os.path.realpath(cwd) if cwd else dotgit.current_directory()
         place = dotgit.locate(cwd)
         if place is None:
+            from majordomus.lite.textrules import escape
+
             raise EnvironmentProblem(
-                f"not inside a git work tree: {cwd}",
+                f"not inside a git work tree: {escape(cwd)}",  # one line: the path may hold a line break
                 "run majordomus inside a git repository (or pass -C DIR); `git init` makes one",
             )
         if place.foreign():

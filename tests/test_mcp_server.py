@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import MAJORDOMUS, ledger_events, run, snapshot, state_dir
 
 from majordomus.hooks import mcpjson
@@ -275,3 +276,25 @@ def test_a_working_directory_that_was_removed_is_each_tools_error_not_a_tracebac
     session(["mcp"], gone, body, in_process=True)
     for result in seen.values():
         assert is_error(result) and "the current directory no longer exists" in text(result), text(result)
+
+
+def test_a_root_or_a_time_holding_a_nul_is_the_tools_error_with_its_words(repo):
+    """A client root `file:///…%00…` and a `since` holding a NUL cannot reach a system call: each is refused
+    in words (the CLI's), never "Error executing tool" with no message."""
+    from types import SimpleNamespace
+
+    import anyio
+
+    from majordomus import errors, history, mcp_server
+    from majordomus.workspace import Workspace
+
+    async def roots() -> object:
+        return SimpleNamespace(roots=[SimpleNamespace(uri="file:///tmp/x%00y")])
+
+    ctx = SimpleNamespace(session=SimpleNamespace(client_params=None, list_roots=roots))
+    with pytest.raises(errors.EnvironmentProblem, match="holds a NUL"):
+        anyio.run(mcp_server._first_root, ctx)
+    for when in ("\x00", "a\x00b", "x" * 201, "yester\x1bday"):
+        with pytest.raises(errors.UsageError, match="is not a time git reads"):
+            history.since_iso(Workspace.open(str(repo)), when)
+    assert history.since_iso(Workspace.open(str(repo)), "yesterday")  # the edge: a time git reads

@@ -41,14 +41,21 @@ def save(ws: Workspace, task: Task) -> None:
     taskfile.save(ws.paths, task)
 
 
-def all_tasks(ws: Workspace) -> list[Task]:
+def all_tasks(ws: Workspace, skipped: list[str] | None = None) -> list[Task]:
+    """Every task record of `tasks/`. A file whose name is no task id (`Bad.yaml`, copied in by hand) is no
+    task: it is left out, and named in `skipped` (doctor reports it)."""
+    from majordomus.lite import names as grammar
+
     if not paths.check_readable(ws.paths, TASKS):  # no state yet; a link on the way to it is refused
         return []
     try:
-        names = sorted(os.listdir(ws.paths.tasks))
+        listed = sorted(os.listdir(ws.paths.tasks))
     except FileNotFoundError:
         return []
-    return [load(ws, name[: -len(".yaml")]) for name in names if name.endswith(".yaml")]
+    ids = [name[: -len(".yaml")] for name in listed if name.endswith(".yaml")]
+    if skipped is not None:
+        skipped += [f"{TASKS}/{task_id}.yaml" for task_id in ids if not grammar.is_task_id(task_id)]
+    return [load(ws, task_id) for task_id in ids if grammar.is_task_id(task_id)]
 
 
 def read_index(ws: Workspace) -> dict[str, str]:

@@ -270,3 +270,15 @@ def test_doctor_flags_a_task_active_here_whose_change_has_no_event(repo, argv):
     assert found["code"] == "task.no-event" and f"majordomus {argv[0]} {argv[1]} {argv[2]}" in found["hint"]
     assert run_here(*argv, cwd=repo).returncode == 0
     assert _not_ok(repo) == []
+
+
+def test_a_file_in_tasks_whose_name_is_no_task_id_is_left_out_of_the_list(cli, repo):
+    """`tasks/Bad.yaml` copied in by hand is no task: `task list` lists the others and names it on stderr
+    (exit 0, not a usage error), and completion still offers the real ids."""
+    assert cli("task", "start", "t1").exit_code == 0
+    tasks_dir = state_dir(repo) / "tasks"
+    (tasks_dir / "Bad.yaml").write_bytes((tasks_dir / "t1.yaml").read_bytes())
+    listed = cli("task", "list")
+    assert listed.exit_code == 0 and "t1" in listed.stdout and "Bad" not in listed.stdout
+    assert "tasks/Bad.yaml is left out: its name is no task id" in listed.stderr
+    assert [t["id"] for t in json.loads(cli("task", "list", "--json").stdout)] == ["t1"]

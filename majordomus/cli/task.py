@@ -78,7 +78,10 @@ def task_list(as_json: bool) -> None:
     from majordomus import tasks
 
     ws = workspace()
-    items = tasks.all_tasks(ws)
+    skipped: list[str] = []
+    items = tasks.all_tasks(ws, skipped)
+    for name in skipped:
+        click.echo(f"note: {escape(name)} is left out: its name is no task id (`majordomus doctor` says more)", err=True)
     if as_json:
         emit_json([t.to_dict() for t in items])
         return

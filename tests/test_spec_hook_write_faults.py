@@ -244,3 +244,16 @@ def test_an_entry_of_ours_limited_by_a_matcher_is_not_taken_as_installed(repo: P
         assert "matcher" not in groups[1] and groups[1]["hooks"][0]["command"] == command
     again = run_here("hooks", "install", "--runtime", runtime, cwd=repo)
     assert again.stdout.startswith(b"already installed"), again
+
+
+def test_a_second_hook_that_fails_says_the_first_is_installed(repo: Path) -> None:
+    """post-commit in place, post-rewrite's rename (the third: post-commit's, its receipt's, then this one) fails (a full disk): exit 12, and the message says which
+    is installed and which is as it was (never "the hooks are as they were before"); the retry completes."""
+    failed, _, fired = _run(repo, ("hooks", "install", "--runtime", "git"), "rename", 3)
+    assert fired and failed.returncode == 12  # type: ignore[attr-defined]
+    err = failed.stderr.decode()  # type: ignore[attr-defined]
+    assert "post-rewrite" in err and "that hook is as it was, and post-commit is installed" in err, err
+    assert "as they were before" not in err and "run the same command again: it installs the rest" in err, err
+    assert (repo / ".git" / "hooks" / "post-commit").exists() and not (repo / ".git" / "hooks" / "post-rewrite").exists()
+    again = run_here("hooks", "install", "--runtime", "git", cwd=repo)
+    assert again.returncode == 0 and (repo / ".git" / "hooks" / "post-rewrite").exists(), again.stderr

@@ -193,11 +193,28 @@ def install(ws: Any, hooks_dir: str) -> list[installers.Result]:
     committed = husky.husky_dir(hooks_dir)
     if committed is not None:
         plans = [husky.plan(committed, hook, True) for hook in HOOKS]
-        return [husky.install(ws, hooks_dir, plan) for plan in plans]
+        return _each(plans, lambda plan: husky.install(ws, hooks_dir, plan))
     if os.path.lexists(hooks_dir) and not os.path.isdir(hooks_dir):
         raise EnvironmentProblem(f"the hooks directory {hooks_dir} is not a directory", "check core.hooksPath")
     plans = [_plain_plan(hooks_dir, hook, True) for hook in HOOKS]
-    return [_plain_install(ws, hooks_dir, plan) for plan in plans]
+    return _each(plans, lambda plan: _plain_install(ws, hooks_dir, plan))
+
+
+def _each(plans: list[Plan], step: Any) -> list[installers.Result]:
+    """`step` of each plan in turn. One that fails after others were installed says so: those are in place
+    (the one that failed is as it was), and the same command again installs the rest."""
+    done: list[installers.Result] = []
+    for plan in plans:
+        try:
+            done.append(step(plan))
+        except EnvironmentProblem as exc:
+            landed = [os.path.basename(r.path) for r in done if r.how != "already"]
+            if landed:
+                exc.message = exc.message.replace("; the hooks are as they were before",
+                                                  f"; that hook is as it was, and {', '.join(landed)} is installed")
+                exc.hint = (exc.hint + "; then " if exc.hint else "") + "run the same command again: it installs the rest"
+            raise
+    return done
 
 
 def uninstall(ws: Any, hooks_dir: str) -> list[installers.Result]:

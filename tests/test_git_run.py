@@ -142,3 +142,18 @@ def test_looking_never_takes_a_lock_the_users_git_needs(cli, repo, tmp_path):
     looked = subprocess.run([strace, "-f", "-qq", "-e", "trace=openat", "-o", str(trace), "git", "status"],
                             cwd=repo, capture_output=True, check=False)
     assert looked.returncode == 0 and "index.lock" in trace.read_text()  # git's own status does take it
+
+
+@pytest.mark.parametrize("raised, words", [(FileNotFoundError(2, "No such file or directory"), "install git"),
+                                           (OSError(24, "Too many open files"), "ulimit -n")])
+def test_git_that_cannot_start_says_why_in_its_words(repo, monkeypatch, raised, words):
+    """Not on PATH: install it. No descriptor or process left: not "install git", which would mislead."""
+    from majordomus.lite import spawn
+
+    def refused(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(spawn, "run", refused)
+    with pytest.raises(EnvironmentProblem) as caught:
+        run.git(dotgit.locate(str(repo)), "status")
+    assert "cannot run git" in caught.value.message and words in caught.value.hint

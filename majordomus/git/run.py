@@ -91,7 +91,9 @@ def run(where: Where, *args: str, cwd: str | None = None) -> Ran:
                                  "a git that does not return: a stuck `core.fsmonitor` or a hung network mount? "
                                  + hint(args, where.worktree)) from None
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot run git: {exc.strerror}", "install git, or put it on PATH") from exc
+        why = ("install git, or put it on PATH" if isinstance(exc, (FileNotFoundError, PermissionError))
+               else "no process or descriptor left to run it (`ulimit -n`, `ulimit -u`), or arguments too long")
+        raise EnvironmentProblem(f"cannot run git: {exc.strerror}", why) from exc
     return Ran(args, code, out, err)
 
 

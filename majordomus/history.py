@@ -94,7 +94,7 @@ def since_iso(ws: Workspace, when: str) -> str:
             datetime(year, month, day)
         except ValueError:
             raise UsageError(f"`{shown}` is not a date: {dated.group().strip()} does not exist", _SINCE_HINT) from None
-    epoch_given = re.fullmatch(r"\s*@(\d{1,12})\s*", when)  # seconds since 1970: git reads `@0` as now
+    epoch_given = re.fullmatch(r"\s*@([0-9]{1,12})\s*", when)  # seconds since 1970: git reads `@0` as now
     if epoch_given is not None:
         out = epoch_given.group(1)
     else:
@@ -104,10 +104,10 @@ def since_iso(ws: Workspace, when: str) -> str:
                   ok=(0, 1, 128)).decode("utf-8", "replace").strip()
         if not out.isdigit():
             raise UsageError(f"git cannot read the time `{shown}`", _SINCE_HINT)
-        if abs(int(out) - asked) <= 1:  # `0`, `-1`, `1e400`: what git cannot place, it places at this moment
+        if abs(int(out) - asked) <= 1 or int(out) == (1 << 64) - 1:  # `0`, `-1`, `1e400`, `now`: this moment
             raise UsageError(f"git reads the time `{shown}` as this very moment: nothing would be shown", _SINCE_HINT)
-    epoch = min(int(out), int(time.time()))  # `now` reads as the largest time there is
-    if int(out) != (1 << 64) - 1 and int(out) > time.time() + _FUTURE_SLACK_S:
+    epoch = int(out)
+    if epoch > time.time() + _FUTURE_SLACK_S:
         raise UsageError(f"the time `{shown}` is in the future ({_iso(int(out))}): nothing would be shown",
                          _SINCE_HINT)
     return _iso(epoch)

@@ -318,7 +318,8 @@ def test_a_branch_with_unicode_line_breaks_is_found_and_every_note_is_escaped(cl
     ("2026-02-30", "2026-02-30 does not exist"),
     ("2099-01-01", "is in the future"),
     # what git cannot place it places at this moment, silently: each would show nothing
-    *[(when, f"git reads the time `{when}` as this very moment") for when in ("0", "-1", "1e400", "999999999999")],
+    *[(when, f"git reads the time `{when}` as this very moment") for when in ("0", "-1", "1e400", "999999999999", "now")],
+    ("@\uff10", "git cannot read the time"),  # a full-width digit is no digit of a time
     ("@99999999999", "is in the future"),
 ])
 def test_since_that_git_would_read_as_now_or_that_does_not_exist_is_a_usage_error(cli, repo, when, words):

@@ -485,3 +485,21 @@ def test_a_lock_file_full_of_anything_else_is_only_a_lock(prepared):
     assert run_here("checkpoint", cwd=repo, input="written all the same\n").returncode == 0
     assert lock.read_bytes() == b""
     assert run_here("doctor", "--strict", cwd=repo).returncode == 0
+
+
+def test_a_note_naming_a_record_that_landed_whole_logs_nothing_again(prepared):
+    """Killed after its event, before its note went (or a note copied in by hand): the record landed whole;
+    the next checkpoint, even in the same second as a newer pointer, writes no second event for it."""
+    from freezegun import freeze_time
+
+    repo = prepared
+    [first] = records_in(repo, "checkpoints")
+    second = first[:16]
+    with freeze_time(f"{second[:4]}-{second[4:6]}-{second[6:8]}T{second[9:11]}:{second[11:13]}:{second[13:15]}Z"):
+        assert run_here("checkpoint", cwd=repo, input="second\n").returncode == 0  # the same second
+    (state_dir(repo) / ".lock").write_text(f"checkpoints/{first}\n")
+    before = [e["path"] for e in events_named(repo, "task.checkpoint")]
+    assert run_here("checkpoint", cwd=repo, input="third\n").returncode == 0
+    after = [e["path"] for e in events_named(repo, "task.checkpoint")]
+    assert after[:-1] == before and after.count(f"checkpoints/{first}") == 1
+    assert (state_dir(repo) / ".lock").read_bytes() == b""

@@ -315,7 +315,9 @@ def _complete_noted(write: Write, task: Task, lock: files.locked) -> Committed |
         if not records.intact(os.path.basename(rel), data, digest):
             continue
         body = body[:-1] if body.endswith("\n") else body
-        if not (write.points_at(task, rel) and ledger.logged(write.paths.ledger, rel, str(meta["timestamp"]))):
+        # Its event is the last step: logged, it landed whole (killed before its note went), and nothing is
+        # done again — not even the pointer, which a later record of the same second may hold by now.
+        if not ledger.logged(write.paths.ledger, rel, str(meta["timestamp"])):
             _land(write, task, rel, digest, meta, body, created=False)
             path = write.paths.absolute(rel)
             done = Committed(path, digest, task, created=False, completed=True, shown=write.shown(path))

@@ -78,7 +78,7 @@ def test_a_git_that_never_answers_does_not_hold_the_session(repo, tmp_path, monk
     assert run_here("checkpoint", cwd=repo, input="a note: the briefing asks git what changed since\n").returncode == 0
     monkeypatch.setattr(main, "HOOK_GIT_SECONDS", 1.0)
     slow = tmp_path / "fsmonitor"
-    slow.write_text("#!/bin/sh\nexec sleep 30\n")
+    slow.write_text("#!/bin/sh\nexec sleep 30.4217\n")  # a number no other process sleeps
     slow.chmod(0o755)
     git(repo, "config", "core.fsmonitor", str(slow))
     began = time.monotonic()
@@ -86,6 +86,41 @@ def test_a_git_that_never_answers_does_not_hold_the_session(repo, tmp_path, monk
     took = time.monotonic() - began
     assert result.returncode == 0 and took < 5, (took, result)
     assert b"could not be built" in result.stdout and b"did not answer within 1 s" in result.stdout
+    left = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).endswith(b"30.4217")]
+    assert left == [], "the stuck git's own child is left running"
     git(repo, "config", "--unset", "core.fsmonitor")
     fine = run_here("hook", "session-start", cwd=repo, input=b"{}")
     assert fine.returncode == 0 and b"did not answer" not in fine.stderr and fine.stdout
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().rstrip(b"\0")
+    except OSError:
+        return b""
+
+
+def test_a_git_that_prints_without_end_is_stopped_and_its_output_let_go(repo, tmp_path, monkeypatch):
+    """A `git` on PATH that prints for ever (`yes`): stopped once it printed MAX_OUTPUT bytes, exit 12
+    naming it, memory bounded; a hook exits 0. The edge: output under the bound is read whole."""
+    from helpers import run_here, start_task_at
+
+    from majordomus.lite import spawn
+
+    start_task_at(repo)
+    monkeypatch.setattr(spawn, "MAX_OUTPUT", 1 << 20)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "git"
+    fake.write_text("#!/bin/sh\nexec yes\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    result = run_here("checkpoint", cwd=repo, input="a note\n")
+    assert result.returncode == 12 and b"printed more than 1 MiB; it was stopped" in result.stderr, result
+    hook = run_here("hook", "session-start", cwd=repo, input=b"{}")
+    assert hook.returncode == 0
+    monkeypatch.setattr(spawn, "MAX_OUTPUT", 256 << 20)
+    fake.write_text("#!/bin/sh\nhead -c 2000000 /dev/zero | tr '\\0' x\n")  # 2 MB, then it ends
+    code, out, _err = spawn.run(["git"], str(repo))
+    assert code == 0 and len(out) == 2_000_000

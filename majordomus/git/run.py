@@ -86,6 +86,10 @@ def run(where: Where, *args: str, cwd: str | None = None) -> Ran:
 
     try:
         code, out, err = spawn.run(["git", *OPTIONS, *args], cwd or where.worktree, environment(where), deadline)
+    except spawn.TooMuch as exc:
+        raise EnvironmentProblem(f"`git {' '.join(args[:2])}` {exc}; it was stopped, in {where.worktree}",
+                                 "a git that prints without end (a wrapper on PATH, a hook)? "
+                                 + hint(args, where.worktree)) from None
     except TimeoutError:
         raise EnvironmentProblem(f"`git {' '.join(args[:2])}` did not answer within {deadline:g} s in {where.worktree}",
                                  "a git that does not return: a stuck `core.fsmonitor` or a hung network mount? "

@@ -21,6 +21,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+MAX_OUTPUT = 256 << 20  # bytes a program may print (stdout and stderr together) before it is stopped
+
+
+class TooMuch(OSError):
+    """The program printed more than MAX_OUTPUT bytes: it was stopped, and what it printed let go."""
+
+
 def run(argv: list[str], cwd: str, env: Mapping[str, str] | None = None,
         timeout: float | None = None) -> tuple[int, bytes, bytes]:
     """(exit code, stdout, stderr) of `argv` run in `cwd` with `env` (ours when None). Raises OSError when
@@ -91,7 +98,12 @@ def _spawned(argv: list[str], env: Mapping[str, str], timeout: float | None) -> 
     try:
         signals = _signals()
         defaults = [n for n in (signals.SIGPIPE, getattr(signals, "SIGXFSZ", None)) if n is not None]
-        pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsigdef=defaults)
+        # With a deadline (a hook), the program leads a process group of its own, so that stopping it stops
+        # what it started too (git's fsmonitor hook, say) instead of leaving it behind.
+        if timeout is None:
+            pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsigdef=defaults)
+        else:
+            pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsigdef=defaults, setpgroup=0)
     except BaseException:
         for fd in (out_r, out_w, err_r, err_w):
             os.close(fd)
@@ -105,24 +117,29 @@ def _spawned(argv: list[str], env: Mapping[str, str], timeout: float | None) -> 
             poller.register(fd, select.POLLIN)
         left = len(chunks)
         ends = None if timeout is None else time.monotonic() + timeout
+        printed = 0
         while left:
             wait = None if ends is None else max(0, int((ends - time.monotonic()) * 1000))
             ready = poller.poll(wait)
             if not ready and ends is not None and time.monotonic() >= ends:
-                _stop(pid)
+                _stop(pid, group=True)
                 raise TimeoutError(f"{argv[0]} did not end within {timeout:g} s")
             for fd, _event in ready:
                 data = os.read(fd, 1 << 16)
                 if data:
                     chunks[fd].append(data)
+                    printed += len(data)
+                    if printed > MAX_OUTPUT:
+                        _stop(pid, group=timeout is not None)
+                        raise TooMuch(f"printed more than {MAX_OUTPUT >> 20} MiB")
                 else:
                     poller.unregister(fd)
                     left -= 1
         _, status = os.waitpid(pid, 0)
-    except TimeoutError:
+    except (TimeoutError, TooMuch):
         raise  # stopped and reaped already
     except BaseException:  # interrupted: the child does not outlive us, as with subprocess.run
-        _stop(pid)
+        _stop(pid, group=timeout is not None)
         raise
     finally:
         os.close(out_r)
@@ -130,23 +147,28 @@ def _spawned(argv: list[str], env: Mapping[str, str], timeout: float | None) -> 
     return os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])
 
 
-def _stop(pid: int) -> None:
+def _stop(pid: int, *, group: bool = False) -> None:
     """End a child we no longer wait for, and reap it: SIGTERM first, so that git removes the lock files it
-    holds (a ref's, the index's), then SIGKILL when it has not ended within half a second."""
+    holds (a ref's, the index's), then SIGKILL when it has not ended within half a second. `group`: the
+    child leads its own process group, and all of it is stopped."""
     import time
 
     signals = _signals()
+    kill = os.killpg if group else os.kill
     try:
-        os.kill(pid, signals.SIGTERM)
+        kill(pid, signals.SIGTERM)
     except ProcessLookupError:
         pass
+    reaped = False
     ends = time.monotonic() + 0.5
-    while time.monotonic() < ends:
-        if os.waitpid(pid, os.WNOHANG)[0] != 0:
-            return
-        time.sleep(0.01)
-    try:
-        os.kill(pid, signals.SIGKILL)
-    except ProcessLookupError:
-        pass
-    os.waitpid(pid, 0)
+    while not reaped and time.monotonic() < ends:
+        reaped = os.waitpid(pid, os.WNOHANG)[0] != 0
+        if not reaped:
+            time.sleep(0.01)
+    if group or not reaped:  # the group: what the child started and left behind goes too
+        try:
+            kill(pid, signals.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if not reaped:
+        os.waitpid(pid, 0)

@@ -51,11 +51,12 @@ def pull(ws: Workspace, name: str | None, full: bool = False) -> PullResult:
     with files.locked(lock_path(ws), whole=False):
         plan, restore = union.plan(ws, found.refs, mine, full)
         at = clock.now_iso()
-        apply.import_records(ws, remote, plan, at, result.imported)
-        apply.import_tasks(ws, remote, plan, at, result.imported, result.released)
-        apply.record_conflicts(ws, remote, plan, at)
-        result.settled = apply.settle(ws, remote, plan, found.refs)
-        restore.save(result.settled, [(r.directory, r.name) for r in plan.records])
+        with files.held_back():  # what came lands whole: records, task records, their events, the settled ref
+            apply.import_records(ws, remote, plan, at, result.imported)
+            apply.import_tasks(ws, remote, plan, at, result.imported, result.released)
+            apply.record_conflicts(ws, remote, plan, at)
+            result.settled = apply.settle(ws, remote, plan, found.refs)
+            restore.save(result.settled, [(r.directory, r.name) for r in plan.records])
     lost = {f"{d}/{n}" for d, n in restore.lost} | {f"tasks/{t}" for t in restore.tasks}
     came = {item.path for item in result.imported}
     result.restored = len(lost & came)

@@ -244,9 +244,12 @@ def _exit_code(exc: BaseException) -> int:
     if isinstance(exc, OSError) and exc.errno in _ENVIRONMENT_ERRNOS:
         return _environment_failed(exc)
     if isinstance(exc, KeyboardInterrupt):
-        # Acted on only where no write is under way (the state lock holds it back): nothing is half-written.
-        sys.stderr.write("majordomus: interrupted; a write under way when it came landed whole before it "
-                         "stopped\nhint: `majordomus ledger | tail -3` shows what was stored\n")
+        # Acted on only where no write is under way (lite.stopsignals): nothing is half-written.
+        from majordomus.lite import stopsignals
+
+        sys.stderr.write("majordomus: interrupted; the write under way when it came landed whole first\n"
+                         "hint: `majordomus ledger | tail -3` shows what was stored\n" if stopsignals.waited()
+                         else "majordomus: interrupted\n")
         return 130
     if isinstance(exc, SystemExit):
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)

@@ -137,3 +137,16 @@ def test_a_stop_signal_waits_for_a_write_in_any_thread(tmp_path: Path) -> None:
         proc.wait(timeout=10)
         assert mark.read_text() == "landed", (where, sig)
         assert proc.returncode in (-sig, 1), (where, sig, proc.returncode)  # INT: KeyboardInterrupt, exit 1
+
+
+def test_ctrl_c_outside_a_write_says_only_that_it_was_interrupted(repo: Path) -> None:
+    """Nothing was being written (checkpoint still reading its stdin): exit 130, "interrupted", and no word
+    of a write that landed."""
+    start_task_at(repo)
+    proc = subprocess.Popen([str(MAJORDOMUS), "checkpoint"], cwd=repo, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(0.5)  # started, and waiting for the body
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130 and err.strip().endswith(b"majordomus: interrupted"), err
+    assert b"landed" not in err and run_here("checkpoint", "--list", cwd=repo).stdout.strip() == b""

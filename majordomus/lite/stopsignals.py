@@ -33,6 +33,7 @@ _under_way = [0]  # writes under way in this process, in any thread
 _pending: list[int] = []  # what came meanwhile, in order
 _count_lock = _thread.allocate_lock()  # never taken by the handler: it runs between two steps of any code
 _previous: dict[int, object] = {}  # the dispositions replaced: only the defaults are
+_waited = [False]  # whether a stop signal came while a write was under way (`waited`)
 
 
 def install() -> bool:
@@ -53,10 +54,16 @@ def install() -> bool:
 
 def _handler(signum: int, frame: FrameType | None) -> None:
     if _under_way[0] > 0:
+        _waited[0] = True
         if signum not in _pending:
             _pending.append(signum)
         return
     _act(signum)
+
+
+def waited() -> bool:
+    """Whether a stop signal of this process waited for a write to land (the message of exit 130 says so)."""
+    return _waited[0]
 
 
 def _act(signum: int) -> None:

@@ -31,7 +31,7 @@ STOPS = (_signal.SIGHUP, _signal.SIGINT, _signal.SIGTERM)
 
 _under_way = [0]  # writes under way in this process, in any thread
 _pending: list[int] = []  # what came meanwhile, in order
-_count_lock = _thread.allocate_lock()  # never taken by the handler: it runs between two steps of any code
+_count_lock = _thread.allocate_lock()  # never waited for by the handler: it runs between two steps of any code
 _previous: dict[int, object] = {}  # the dispositions replaced: only the defaults are
 _waited = [False]  # whether a stop signal came while a write was under way (`waited`)
 
@@ -57,6 +57,19 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         _waited[0] = True
         if signum not in _pending:
             _pending.append(signum)
+        if _under_way[0] > 0:
+            return
+        # The last write ended in another thread meanwhile, perhaps after it looked for what came: act on it
+        # here. Never wait for the lock in a handler: whoever holds it now looks at what came, ours included.
+        if not _count_lock.acquire(False):
+            return
+        try:
+            due = _pending[:] if _under_way[0] == 0 else []
+            del _pending[: len(due)]
+        finally:
+            _count_lock.release()
+        for queued in due:
+            _act(queued)
         return
     _act(signum)
 

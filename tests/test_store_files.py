@@ -503,3 +503,21 @@ def test_a_note_naming_a_record_that_landed_whole_logs_nothing_again(prepared):
     after = [e["path"] for e in events_named(repo, "task.checkpoint")]
     assert after[:-1] == before and after.count(f"checkpoints/{first}") == 1
     assert (state_dir(repo) / ".lock").read_bytes() == b""
+
+
+@pytest.mark.parametrize("call", ["pwrite", "ftruncate"])
+def test_a_lock_note_that_cannot_be_written_costs_nothing_but_the_note(prepared, monkeypatch, call):
+    """The note is best effort: a full disk under `.lock` (pwrite, ftruncate failing) never fails the
+    write it describes; the checkpoint lands whole and doctor is clean."""
+    import errno
+
+    def full(*args: Any) -> Any:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, call, full)
+    done = run_here("checkpoint", cwd=prepared, input="noted or not\n")
+    monkeypatch.undo()
+    assert done.returncode == 0, done.stderr
+    assert "noted or not" in run_here("brief", cwd=prepared, text=True).stdout
+    assert run_here("doctor", "--strict", cwd=prepared).returncode == 0
+    assert_consistent(prepared)

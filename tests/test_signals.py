@@ -47,16 +47,24 @@ def _in_fsync(pid: int) -> bool:
         return False
 
 
-def _signal_inside_the_held_fsync(proc: subprocess.Popen[bytes], signum: int) -> bool:
-    """Send `signum` to majordomus (strace's child) once it sits in the held fsync; False when it never did."""
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and proc.poll() is None:
-        for child in _children(proc.pid):
-            if _in_fsync(child):
-                os.kill(child, signum)
-                return True
+def _signal_each_inside_its_held_fsync(cases: list[tuple[subprocess.Popen[bytes], int]]) -> list[int]:
+    """Send each majordomus (strace's child) its signal once it sits in its held fsync, watching them all at
+    once: the holds overlap, and one watched after another could pass unseen. The cases never signalled."""
+    waiting = dict(enumerate(cases))
+    deadline = time.monotonic() + 30
+    while waiting and time.monotonic() < deadline:
+        for n, (proc, signum) in list(waiting.items()):
+            if proc.poll() is not None:
+                continue
+            for child in _children(proc.pid):
+                if _in_fsync(child):
+                    os.kill(child, signum)
+                    del waiting[n]
+                    break
+        if all(proc.poll() is not None for proc, _ in waiting.values()):
+            break
         time.sleep(0.005)
-    return False
+    return sorted(waiting)
 
 
 def test_a_stop_signal_mid_write_waits_for_the_write_to_land_whole(repo: Path, tmp_path: Path) -> None:
@@ -73,8 +81,9 @@ def test_a_stop_signal_mid_write_waits_for_the_write_to_land_whole(repo: Path, t
         with open(tmp_path / f"stdin-{n}", "rb") as given:
             proc = subprocess.Popen(trace, cwd=here, stdin=given, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         started.append((here, proc))
-    for (_here, proc), case in zip(started, CASES, strict=True):
-        assert _signal_inside_the_held_fsync(proc, SIGNALS[case[3]]), case
+    missed = _signal_each_inside_its_held_fsync([(proc, SIGNALS[case[3]]) for (_here, proc), case
+                                                 in zip(started, CASES, strict=True)])
+    assert not missed, [CASES[n] for n in missed]
     wrong = []
     for (here, proc), (args, _stdin, when, sig, shown) in zip(started, CASES, strict=True):
         _out, err = proc.communicate(timeout=30)
@@ -93,17 +102,18 @@ def test_a_stop_signal_mid_write_waits_for_the_write_to_land_whole(repo: Path, t
 
 
 WRITER = """
-import sys, threading, time
+import os, sys, threading, time
 from majordomus.lite import stopsignals
 stopsignals.install()
 mark, in_main = sys.argv[1], sys.argv[2] == "main"
 def write():
     with stopsignals.held():
         print("held", flush=True)
-        time.sleep(0.6)
+        end = time.monotonic() + 20
+        while not os.path.exists(mark + ".sent") and time.monotonic() < end:  # the signal came meanwhile
+            time.sleep(0.01)
         open(mark, "w").write("landed")
 def read():
-    import os
     while os.read(0, 65536):  # another thread in a blocking read, as the MCP server's reader of stdin
         pass
 if in_main:
@@ -127,14 +137,18 @@ def test_a_stop_signal_waits_for_a_write_in_any_thread(tmp_path: Path) -> None:
         mark = tmp_path / f"{where}-{sig}"
         procs.append((mark, subprocess.Popen([sys.executable, "-c", WRITER, str(mark), where], stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
-    for (where, sig), (_mark, proc) in zip(cases, procs, strict=True):
+    for (where, _sig), (_mark, proc) in zip(cases, procs, strict=True):
         assert proc.stdout is not None and proc.stdout.readline() == b"held\n", where
-        proc.send_signal(sig)
-    time.sleep(0.8)  # every write is done by now
     for (where, sig), (mark, proc) in zip(cases, procs, strict=True):
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(timeout=10)
+        proc.send_signal(sig)
+        time.sleep(0.05)  # the handler has run (or the signal is pending) before the write may end
+        Path(f"{mark}.sent").touch()
+        try:  # the signal ends it once the write is done, while the other thread still reads
+            proc.wait(timeout=10)
+        finally:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(timeout=10)
         assert mark.read_text() == "landed", (where, sig)
         assert proc.returncode in (-sig, 1), (where, sig, proc.returncode)  # INT: KeyboardInterrupt, exit 1
 

@@ -28,6 +28,7 @@ class Workspace:
         self.cwd = cwd
         self.config_problem = config_problem  # set only with lenient_config: the defaults apply meanwhile
         self._repo: Repo | None = None
+        self._owner: str | None = None  # the default owner, once asked: one git config read per command
 
     @classmethod
     def open(cls, cwd: str | None = None, *, lenient_config: bool = False) -> Workspace:
@@ -95,6 +96,13 @@ class Workspace:
 
         if explicit:
             return secretscan.checked("owner", explicit, hint="an owner is one line: an e-mail address or a name")
+        if self._owner is None:
+            self._owner = self._default_owner()
+        return self._owner
+
+    def _default_owner(self) -> str:
+        from majordomus import secretscan
+
         env = os.environ.get("MAJORDOMUS_OWNER")
         if env:
             return secretscan.checked("owner", env, source="MAJORDOMUS_OWNER",

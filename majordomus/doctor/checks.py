@@ -279,6 +279,7 @@ def check_heads(ws: Workspace, task_ids: list[str]) -> list[Finding]:
 
     mapping = rewrites.load(ws)
     found = []
+    contains: dict[tuple[str, str], bool | None] = {}  # records written at one head on one branch: asked once
     for task_id, task in boundaries.loaded(ws, task_ids):
         if task.status == "done":
             continue
@@ -291,7 +292,9 @@ def check_heads(ws: Workspace, task_ids: list[str]) -> list[Finding]:
             if not isinstance(head, str) or not isinstance(branch, str):
                 continue  # written on an unborn branch or a detached HEAD: no branch to be in
             now, hows = mapping.follow(head)
-            if status.branch_contains(ws.place, now, branch) is not False:
+            if (now, branch) not in contains:
+                contains[(now, branch)] = status.branch_contains(ws.place, now, branch)
+            if contains[(now, branch)] is not False:
                 continue
             became = f" (rewritten as {now[:7]} {rewrites.by(hows)})" if hows else ""
             found.append(Finding(WARN, "record.head-unreachable",

@@ -188,6 +188,8 @@ def remotes(place: Place) -> list[str]:
 
 def branch_exists(place: Place, name: str) -> bool:
     """Whether `refs/heads/NAME` exists here (an unborn branch counts when it is this worktree's HEAD)."""
+    if name == place.branch and place.branch_is_head:
+        return True  # HEAD names it: born or unborn, it is this worktree's branch (no git to ask)
     if run.run(place, "show-ref", "--verify", "--quiet", f"refs/heads/{name}").returncode == 0:
         return True
     return name == place.branch and run.run(place, "symbolic-ref", "-q", "HEAD").returncode == 0

@@ -27,6 +27,7 @@ class Place:
 
     __slots__ = (
         "branch",
+        "branch_is_head",
         "common_dir",
         "config_root",
         "git_env",
@@ -38,9 +39,11 @@ class Place:
     )
 
     def __init__(self, worktree: str, branch: str | None, gitdir: str, common_dir: str,
-                 main_worktree: str | None, git_env: dict[str, str]) -> None:
+                 main_worktree: str | None, git_env: dict[str, str], branch_is_head: bool = False) -> None:
         self.worktree = worktree
         self.branch = branch
+        # HEAD names refs/heads/BRANCH (born or unborn), rather than the branch being one a rebase works on
+        self.branch_is_head = branch_is_head
         self.gitdir = gitdir
         self.common_dir = common_dir
         self.main_worktree = main_worktree  # None when the main worktree is bare
@@ -219,4 +222,4 @@ def locate(start: str, environ: dict[str, str] | None = None) -> Place | None:
         main = os.path.realpath(os.path.join(common, core["worktree"]))
     else:
         main = os.path.dirname(common)
-    return Place(worktree, branch, gitdir, common, main, git_env)
+    return Place(worktree, branch, gitdir, common, main, git_env, branch_is_head=head.startswith("ref: refs/heads/"))

@@ -176,6 +176,8 @@ def read_active(state: StatePaths, worktree: str, branch: str | None, where: str
     return task
 
 
-def save(state: StatePaths, task: Task) -> None:
-    files.replace(state.task_file(task.id), records.emit_yaml(task.to_dict().items()).encode("utf-8"))
+def save(state: StatePaths, task: Task, undo: str | None = None) -> None:
+    """Replace the task record (`undo`: the record it now points at, removed when the old one stays, see
+    `files.replace`)."""
+    files.replace(state.task_file(task.id), records.emit_yaml(task.to_dict().items()).encode("utf-8"), undo=undo)
     task.stamp = None  # the version it was read from is gone

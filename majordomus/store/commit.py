@@ -292,14 +292,14 @@ def incomplete_as(what: str, shown: str, exc: EnvironmentProblem, missing: str) 
                               f"{hint}: it completes what is missing")
 
 
-def _own(write: Write, task: Task, rel: str) -> tuple[bytes, dict[str, Any], str, str] | None:
-    """The stored record at `rel` (its bytes, front matter, body and digest) when it is one of this kind,
-    for this task, written in this worktree; None when it is unreadable (doctor's to report) or another's
-    (one brought by sync has its `sync.import` event; another worktree's own next write completes it).
-    FileNotFoundError passes through: nothing is stored under the name."""
+def _own(write: Write, task: Task, rel: str, *, whole: bool = False) -> tuple[dict[str, Any], str, str] | None:
+    """The stored record at `rel` (its front matter, body and digest) when it is one of this kind, for
+    this task, written in this worktree (and, `whole`, its bytes the ones its name was made from); None
+    when it is unreadable (doctor's to report) or another's (one brought by sync has its `sync.import`
+    event; another worktree's own next write completes it). FileNotFoundError passes through: nothing is
+    stored under the name."""
     try:
         data = safeio.read(write.paths.absolute(rel), records.MAX_RECORD_BYTES)
-        digest = records.sha256(data)
         meta, body = records.split(data)
     except FileNotFoundError:
         raise
@@ -307,7 +307,10 @@ def _own(write: Write, task: Task, rel: str) -> tuple[bytes, dict[str, Any], str
         return None
     if meta.get("task") != task.id or meta.get("kind") != write.kind or meta.get("worktree") != write.worktree:
         return None
-    return data, meta, body[:-1] if body.endswith("\n") else body, digest
+    digest = records.sha256(data)
+    if whole and not records.intact(os.path.basename(rel), data, digest):
+        return None
+    return meta, body[:-1] if body.endswith("\n") else body, digest
 
 
 def _complete_noted(write: Write, task: Task, lock: files.locked) -> Committed | None:
@@ -320,13 +323,13 @@ def _complete_noted(write: Write, task: Task, lock: files.locked) -> Committed |
         if write.kind != "checkpoint" or not rel.startswith(f"{write.subdir}/"):
             continue
         try:
-            found = _own(write, task, rel)
+            found = _own(write, task, rel, whole=True)
         except FileNotFoundError:  # killed before the link: nothing under the name, nothing to complete
             lock.unnote(rel)
             continue
-        if found is None or not records.intact(os.path.basename(rel), found[0], found[3]):
+        if found is None:
             continue
-        _data, meta, body, digest = found
+        meta, body, digest = found
         # Its event is the last step: logged, it landed whole (killed before its note went), and nothing is
         # done again — not even the pointer, which a later record of the same second may hold by now.
         if not ledger.logged(write.paths.ledger, rel, str(meta["timestamp"])):
@@ -350,7 +353,7 @@ def _complete_pending(write: Write, task: Task) -> Committed | None:
         return None  # gone: doctor's to report, not ours to log
     if found is None:
         return None
-    _data, meta, body, digest = found
+    meta, body, digest = found
     if not ledger.logged(write.paths.ledger, rel, str(meta["timestamp"])):
         _finish(write, task, rel, digest, meta, body, fresh=False, missing=", but its ledger event is still missing")
     elif not write.pending_only(task):

@@ -32,16 +32,6 @@ def _environment(path: str, exc: OSError) -> EnvironmentProblem:
     )
 
 
-def stamp(path: str) -> tuple[int, int, int] | None:
-    """What tells one version of a file from the next without reading it (inode, size, modification time;
-    `replace` gives every version a new inode): None when it cannot be told."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
 def unlink_durably(path: str) -> None:
     """Remove a record nothing names yet, and make the removal durable; best effort: a name that stays is
     completed by the same command run again."""

@@ -191,24 +191,31 @@ def transact(write: Write) -> Committed | None:
             return None
         noted = _complete_noted(write, task, lock)
         earlier = _complete_pending(write, task) or noted
-        if write.pending_only(task):
-            if earlier is None:  # nothing to complete after all: the task is not held here
-                raise NoActiveTask(write.where)
-            return earlier
-        previous = write.pointer_of(task)
-        if previous is not None and names.is_record_pointer(previous, write.subdir):
-            files.drop_second_names(state.absolute(previous))  # its temporary name, when removing it failed
-        rel, meta, digest = write.rel, write.meta, write.digest
-        lock.note(rel)  # until it landed whole: a kill no signal mask holds back leaves it for the next write
-        try:
-            path, created = files.link_in(state.directory(write.subdir), write.name, write.data)
-            if not created and ledger.logged(state.ledger, rel, meta["timestamp"]):  # completed now, or long ago
-                done = earlier is not None and earlier.path == path
-                return Committed(path, digest, task, created=False, completed=done, shown=write.shown(path))
-            _land(write, task, rel, digest, meta, write.body, created=created)
-        finally:
-            lock.unnote(rel)
-        return Committed(path, digest, task, created=created, completed=not created, shown=write.shown(path))
+        if not write.pending_only(task):
+            return _store(write, task, lock, earlier)
+        if earlier is None:  # nothing to complete after all: the task is not held here
+            raise NoActiveTask(write.where)
+        return earlier
+
+
+def _store(write: Write, task: Task, lock: files.locked, earlier: Committed | None) -> Committed:
+    """The new record, under the lock and past the refusals: link it in, then land it (`_land`). A record
+    already stored whose event is logged was stored whole before (or completed just now, `earlier`)."""
+    state = write.paths
+    previous = write.pointer_of(task)
+    if previous is not None and names.is_record_pointer(previous, write.subdir):
+        files.drop_second_names(state.absolute(previous))  # its temporary name, when removing it failed
+    rel, meta, digest = write.rel, write.meta, write.digest
+    lock.note(rel)  # until it landed whole: a kill no signal mask holds back leaves it for the next write
+    try:
+        path, created = files.link_in(state.directory(write.subdir), write.name, write.data)
+        if not created and ledger.logged(state.ledger, rel, meta["timestamp"]):  # completed now, or long ago
+            done = earlier is not None and earlier.path == path
+            return Committed(path, digest, task, created=False, completed=done, shown=write.shown(path))
+        _land(write, task, rel, digest, meta, write.body, created=created)
+    finally:
+        lock.unnote(rel)
+    return Committed(path, digest, task, created=created, completed=not created, shown=write.shown(path))
 
 
 def touch(ws: Site, task: Task, at: str) -> None:

@@ -521,3 +521,29 @@ def test_a_lock_note_that_cannot_be_written_costs_nothing_but_the_note(prepared,
     assert "noted or not" in run_here("brief", cwd=prepared, text=True).stdout
     assert run_here("doctor", "--strict", cwd=prepared).returncode == 0
     assert_consistent(prepared)
+
+
+@pytest.mark.parametrize(("op", "nth", "replaced"), [("write", 1, False), ("fsync", 1, False), ("rename", 1, False),
+                                                     ("fsync", 2, True)])
+def test_a_replace_that_fails_removes_what_only_the_new_file_names_while_the_old_one_stands(
+        tmp_path: Path, op: str, nth: int, replaced: bool) -> None:
+    """The task record's move (design §10): failed before its rename (the temp file's write or fsync, the
+    rename), the old task record stands, so the record linked for it is removed and nothing was written;
+    failed after it (the directory's fsync, the 2nd fsync), the new task record is in place and names the
+    record, which stays (the write is incomplete, and its retry completes it)."""
+    from majordomus.errors import EnvironmentProblem
+    from majordomus.store import files
+    from majordomus.store.fault import Faults
+
+    (tmp_path / "state").mkdir()
+    target, record = tmp_path / "state" / "task.yaml", tmp_path / "state" / "record.md"
+    target.write_bytes(b"old\n")
+    record.write_bytes(b"the record\n")
+    with Faults(tmp_path, op, nth).active() as faults, pytest.raises(EnvironmentProblem) as caught:
+        files.replace(str(target), b"new\n", undo=str(record))
+    assert faults.fired
+    assert isinstance(caught.value, files.NotReplaced) is not replaced
+    assert caught.value.message.endswith("; nothing was written") is not replaced
+    assert target.read_bytes() == (b"new\n" if replaced else b"old\n")
+    assert record.exists() is replaced
+    assert list((tmp_path / "state").glob(".tmp-*")) == []

@@ -56,7 +56,7 @@ def write(ws: Workspace, as_json: bool) -> int:
     if as_json:
         from majordomus import output
 
-        sys.stdout.write(output.dumps({"path": written.shown, "sha256": written.sha256, "created": written.created}) + "\n")
+        print(output.dumps({"path": written.shown, "sha256": written.sha256, "created": written.created}))
     else:
         print(written.shown)
     return 0

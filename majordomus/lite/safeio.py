@@ -98,6 +98,16 @@ def read(path: str, limit: int = DEFAULT_MAX) -> bytes:
         os.close(fd)
 
 
+def stamp(path: str) -> tuple[int, int, int] | None:
+    """What tells one version of a file from the next without reading it (inode, size, modification time;
+    `store.files.replace` gives every version a new inode): None when it cannot be told."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def read_optional(path: str, limit: int = DEFAULT_MAX) -> bytes | None:
     """`read`, or None when nothing is there."""
     try:

@@ -78,6 +78,11 @@ class Write:
         # cache): written in one place, once past the refusals, best effort.
         self.caches = [c for c in caches if c is not None]
         self.touch = touch  # an empty checkpoint: only the task's `<pointer>_at` moves, no record
+        # The record as it will be stored, made once, before the lock: its name, bytes and digest, and the
+        # path (relative to the state directory) the task will point at.
+        self.meta: dict[str, Any] = dict(fields)
+        self.name, self.data, self.digest = ("", b"", "") if touch else rendered(fields, body)
+        self.rel = f"{subdir}/{self.name}"
 
     def shown(self, path: str) -> str:
         """A path as messages and the command print it."""
@@ -96,8 +101,8 @@ class Write:
             return rel in now
         return now is not None and (now == rel or second(now) > second(rel))
 
-    def point(self, task: Task, rel: str, meta: dict[str, Any]) -> None:
-        """Move the task's pointer to `rel` and save the task record."""
+    def point(self, task: Task, rel: str, meta: dict[str, Any], undo: str | None = None) -> None:
+        """Move the task's pointer to `rel` and save the task record (`undo`: see `taskfile.save`)."""
         at = str(meta["timestamp"])
         now = getattr(task, self.pointer)
         if isinstance(now, list):
@@ -113,7 +118,7 @@ class Write:
         for claim in task.claims:  # as `claims.end`, for the one claim the move ends
             if claim["id"] == self.ends_claim and claim.get("ended_at") is None:
                 claim["ended_at"], claim["ended_by"] = at, "handed off"
-        taskfile.save(self.paths, task)
+        taskfile.save(self.paths, task, undo)
 
     def index(self, task: Task, name: str, *, fresh: bool) -> None:
         """Derived bookkeeping after the pointer moved (best effort); `fresh` when the record was linked
@@ -186,27 +191,31 @@ def transact(write: Write) -> Committed | None:
             return None
         noted = _complete_noted(write, task, lock)
         earlier = _complete_pending(write, task) or noted
-        if write.pending_only(task):
-            if earlier is None:  # nothing to complete after all: the task is not held here
-                raise NoActiveTask(write.where)
-            return earlier
-        previous = write.pointer_of(task)
-        if previous is not None and names.is_record_pointer(previous, write.subdir):
-            files.drop_second_names(state.absolute(previous))  # its temporary name, when removing it failed
-        fields = write.fields
-        meta = dict(fields)
-        name, data, digest = rendered(fields, write.body)
-        rel = f"{write.subdir}/{name}"
-        lock.note(rel)  # until it landed whole: a kill no signal mask holds back leaves it for the next write
-        try:
-            path, created = files.link_in(state.directory(write.subdir), name, data)
-            if not created and ledger.logged(state.ledger, rel, meta["timestamp"]):  # completed now, or long ago
-                done = earlier is not None and earlier.path == path
-                return Committed(path, digest, task, created=False, completed=done, shown=write.shown(path))
-            _land(write, task, rel, digest, meta, write.body, created=created)
-        finally:
-            lock.unnote(rel)
-        return Committed(path, digest, task, created=created, completed=not created, shown=write.shown(path))
+        if not write.pending_only(task):
+            return _store(write, task, lock, earlier)
+        if earlier is None:  # nothing to complete after all: the task is not held here
+            raise NoActiveTask(write.where)
+        return earlier
+
+
+def _store(write: Write, task: Task, lock: files.locked, earlier: Committed | None) -> Committed:
+    """The new record, under the lock and past the refusals: link it in, then land it (`_land`). A record
+    already stored whose event is logged was stored whole before (or completed just now, `earlier`)."""
+    state = write.paths
+    previous = write.pointer_of(task)
+    if previous is not None and names.is_record_pointer(previous, write.subdir):
+        files.drop_second_names(state.absolute(previous))  # its temporary name, when removing it failed
+    rel, meta, digest = write.rel, write.meta, write.digest
+    lock.note(rel)  # until it landed whole: a kill no signal mask holds back leaves it for the next write
+    try:
+        path, created = files.link_in(state.directory(write.subdir), write.name, write.data)
+        if not created and ledger.logged(state.ledger, rel, meta["timestamp"]):  # completed now, or long ago
+            done = earlier is not None and earlier.path == path
+            return Committed(path, digest, task, created=False, completed=done, shown=write.shown(path))
+        _land(write, task, rel, digest, meta, write.body, created=created)
+    finally:
+        lock.unnote(rel)
+    return Committed(path, digest, task, created=created, completed=not created, shown=write.shown(path))
 
 
 def touch(ws: Site, task: Task, at: str) -> None:
@@ -235,17 +244,15 @@ def link_record(state: paths.StatePaths, subdir: str, fields: list[tuple[str, An
 def _land(write: Write, task: Task, rel: str, digest: str, meta: dict[str, Any], body: str, *, created: bool) -> None:
     """The steps after the link. A failure before the task record changed unlinks a record linked now."""
     if created or not write.points_at(task, rel):
-        before = files.stamp(write.paths.task_file(task.id))
         try:
-            write.point(task, rel, meta)
+            # a record linked now goes again when the old task record stays (nothing names it yet)
+            write.point(task, rel, meta, undo=write.paths.absolute(rel) if created else None)
+        except files.NotReplaced:
+            raise
         except EnvironmentProblem as exc:
             # the new task record may be in place all the same (its directory fsync failed after the
             # rename; under the lock nothing else replaces it): then the record it names stays
-            if not created or files.changed(write.paths.task_file(task.id), before):
-                raise _incomplete(write, rel, exc, ", but the task record may not point at it yet") from exc
-            files.unlink_durably(write.paths.absolute(rel))
-            exc.message += "; nothing was written"
-            raise
+            raise _incomplete(write, rel, exc, ", but the task record may not point at it yet") from exc
     _finish(write, task, rel, digest, meta, body, fresh=created, missing=", but its ledger event was not written")
 
 
@@ -292,29 +299,44 @@ def incomplete_as(what: str, shown: str, exc: EnvironmentProblem, missing: str) 
                               f"{hint}: it completes what is missing")
 
 
+def _own(write: Write, task: Task, rel: str, *, whole: bool = False) -> tuple[dict[str, Any], str, str] | None:
+    """The stored record at `rel` (its front matter, body and digest) when it is one of this kind, for
+    this task, written in this worktree (and, `whole`, its bytes the ones its name was made from); None
+    when it is unreadable (doctor's to report) or another's (one brought by sync has its `sync.import`
+    event; another worktree's own next write completes it). FileNotFoundError passes through: nothing is
+    stored under the name."""
+    try:
+        data = safeio.read(write.paths.absolute(rel), records.MAX_RECORD_BYTES)
+        meta, body = records.split(data)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
+        return None
+    if meta.get("task") != task.id or meta.get("kind") != write.kind or meta.get("worktree") != write.worktree:
+        return None
+    digest = records.sha256(data)
+    if whole and not records.intact(os.path.basename(rel), data, digest):
+        return None
+    return meta, body[:-1] if body.endswith("\n") else body, digest
+
+
 def _complete_noted(write: Write, task: Task, lock: files.locked) -> Committed | None:
     """A checkpoint of this task, written in this worktree, whose command was killed after linking it (the
     lock file still names it, see `files.locked`): its task pointer, index and event, completed now,
     before anything new is written. Other kinds wait for doctor (a handoff also leaves the slot; a run's
     record replaces its label's). None when nothing is completed."""
     done = None
-    for rel in lock.notes():
-        if write.kind != "checkpoint" or not names.is_record_pointer(rel, write.subdir):
+    for rel in lock.notes():  # records' paths, each `DIRECTORY/<record name>`
+        if write.kind != "checkpoint" or not rel.startswith(f"{write.subdir}/"):
             continue
         try:
-            data = safeio.read(write.paths.absolute(rel), records.MAX_RECORD_BYTES)
-            meta, body = records.split(data)
+            found = _own(write, task, rel, whole=True)
         except FileNotFoundError:  # killed before the link: nothing under the name, nothing to complete
             lock.unnote(rel)
             continue
-        except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
-            continue  # doctor's to report
-        if meta.get("task") != task.id or meta.get("kind") != write.kind or meta.get("worktree") != write.worktree:
-            continue  # another task's or worktree's: its own next write completes it
-        digest = records.sha256(data)
-        if not records.intact(os.path.basename(rel), data, digest):
+        if found is None:
             continue
-        body = body[:-1] if body.endswith("\n") else body
+        meta, body, digest = found
         # Its event is the last step: logged, it landed whole (killed before its note went), and nothing is
         # done again — not even the pointer, which a later record of the same second may hold by now.
         if not ledger.logged(write.paths.ledger, rel, str(meta["timestamp"])):
@@ -333,15 +355,12 @@ def _complete_pending(write: Write, task: Task) -> Committed | None:
     if not rel or not write.may_be_unfinished(task, rel):
         return None
     try:
-        data = safeio.read(write.paths.absolute(rel), records.MAX_RECORD_BYTES)
-        meta, body = records.split(data)
-    except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
-        return None  # gone or unreadable: doctor's to report, not ours to log
-    # Only a record of this task written in this worktree; one brought by sync has its `sync.import` event.
-    if meta.get("task") != task.id or meta.get("kind") != write.kind or meta.get("worktree") != write.worktree:
+        found = _own(write, task, rel)
+    except FileNotFoundError:
+        return None  # gone: doctor's to report, not ours to log
+    if found is None:
         return None
-    digest = records.sha256(data)
-    body = body[:-1] if body.endswith("\n") else body
+    meta, body, digest = found
     if not ledger.logged(write.paths.ledger, rel, str(meta["timestamp"])):
         _finish(write, task, rel, digest, meta, body, fresh=False, missing=", but its ledger event is still missing")
     elif not write.pending_only(task):

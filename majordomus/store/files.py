@@ -32,23 +32,6 @@ def _environment(path: str, exc: OSError) -> EnvironmentProblem:
     )
 
 
-def stamp(path: str) -> tuple[int, int, int] | None:
-    """What tells one version of a file from the next without reading it (inode, size, modification time;
-    `replace` gives every version a new inode): None when it cannot be told."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def changed(path: str, before: tuple[int, int, int] | None) -> bool:
-    """Whether the file at `path` is no longer the version `before` stamped; when that cannot be told, it
-    is taken as changed."""
-    after = stamp(path)
-    return before is None or after is None or after != before
-
-
 def unlink_durably(path: str) -> None:
     """Remove a record nothing names yet, and make the removal durable; best effort: a name that stays is
     completed by the same command run again."""
@@ -197,27 +180,41 @@ def _link_in(directory: str, name: str, data: bytes, sync_dir: bool, mode: int) 
     return final, created
 
 
-def replace(path: str, data: bytes, *, mode: int | None = FILE_MODE) -> None:
+class NotReplaced(EnvironmentProblem):
+    """`replace` failed before its rename: the old file is in place, and the file `undo` named is gone."""
+
+
+def replace(path: str, data: bytes, *, mode: int | None = FILE_MODE, undo: str | None = None) -> None:
     """Replace a file atomically: temp + fsync + rename; the old file survives any failure.
 
     The one temp-then-rename writer. `mode=None` gives a new file the user's default (0666 & ~umask),
-    for files that are not state (an agent runtime's settings)."""
+    for files that are not state (an agent runtime's settings). `undo` is a file only the new version
+    names (a record linked now, which the task record is about to point at): when the replace fails
+    before its rename, nothing names it, so it is removed (durably, best effort) and `NotReplaced` says
+    nothing was written; a failure after the rename (the directory fsync) leaves the new file in place,
+    and raises as any other."""
     with stopsignals.held():  # a stop signal waits: the old file or the new one, and no temporary left
-        _replace(path, data, mode)
+        _replace(path, data, mode, undo)
 
 
-def _replace(path: str, data: bytes, mode: int | None) -> None:
+def _replace(path: str, data: bytes, mode: int | None, undo: str | None) -> None:
     if mode is None:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
     directory = os.path.dirname(path)
-    tmp = write_temp(directory, data, mode, path)
     try:
-        os.replace(tmp, path)
-    except OSError as exc:
-        unlink_quietly(tmp)
-        raise _environment(path, exc) from exc
+        tmp = write_temp(directory, data, mode, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            unlink_quietly(tmp)
+            raise _environment(path, exc) from exc
+    except EnvironmentProblem as exc:
+        if undo is None:
+            raise
+        unlink_durably(undo)
+        raise NotReplaced(f"{exc.message}; nothing was written", exc.hint) from exc
     fsync_dir(directory)
 
 

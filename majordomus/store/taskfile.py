@@ -139,7 +139,7 @@ def validate_id(task_id: str) -> str:
 def load(state: StatePaths, task_id: str) -> Task:
     """The task record `task_id` as stored, with the version it was read from (`stamp`)."""
     path = state.task_file(validate_id(task_id))
-    stamp = files.stamp(path)  # before the read: a record replaced in between only costs a second read
+    stamp = safeio.stamp(path)  # before the read: a record replaced in between only costs a second read
     statepaths.readable_dir(state, state.tasks)  # never read through a link to the state or its tasks/
     try:
         data = safeio.read(path, MAX_BYTES)
@@ -165,7 +165,7 @@ def read_active(state: StatePaths, worktree: str, branch: str | None, where: str
     `held` is the value read before the lock was taken: it must still be the one active here. It is used
     as it is while its record is unchanged (the same stamp); when another write of the task landed
     meanwhile the record is read again, and it must then be in one of `statuses`."""
-    unchanged = held is not None and held.stamp is not None and files.stamp(state.task_file(held.id)) == held.stamp
+    unchanged = held is not None and held.stamp is not None and safeio.stamp(state.task_file(held.id)) == held.stamp
     current = active.read(state.root).get(active.slot(worktree, branch))
     task = None
     if current is not None and (held is None or current == held.id):
@@ -176,6 +176,8 @@ def read_active(state: StatePaths, worktree: str, branch: str | None, where: str
     return task
 
 
-def save(state: StatePaths, task: Task) -> None:
-    files.replace(state.task_file(task.id), records.emit_yaml(task.to_dict().items()).encode("utf-8"))
+def save(state: StatePaths, task: Task, undo: str | None = None) -> None:
+    """Replace the task record (`undo`: the record it now points at, removed when the old one stays, see
+    `files.replace`)."""
+    files.replace(state.task_file(task.id), records.emit_yaml(task.to_dict().items()).encode("utf-8"), undo=undo)
     task.stamp = None  # the version it was read from is gone

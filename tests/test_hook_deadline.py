@@ -78,7 +78,8 @@ def test_a_git_that_never_answers_does_not_hold_the_session(repo, tmp_path, monk
     assert run_here("checkpoint", cwd=repo, input="a note: the briefing asks git what changed since\n").returncode == 0
     monkeypatch.setattr(main, "HOOK_GIT_SECONDS", 1.0)
     slow = tmp_path / "fsmonitor"
-    slow.write_text("#!/bin/sh\nexec sleep 30.4217\n")  # a number no other process sleeps
+    mark = f"30.{os.getpid()}"  # a number no other process sleeps, another suite's included
+    slow.write_text(f"#!/bin/sh\nexec sleep {mark}\n")
     slow.chmod(0o755)
     git(repo, "config", "core.fsmonitor", str(slow))
     began = time.monotonic()
@@ -86,7 +87,10 @@ def test_a_git_that_never_answers_does_not_hold_the_session(repo, tmp_path, monk
     took = time.monotonic() - began
     assert result.returncode == 0 and took < 5, (took, result)
     assert b"could not be built" in result.stdout and b"did not answer within 1 s" in result.stdout
-    left = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).endswith(b"30.4217")]
+    end = time.monotonic() + 2  # killed is not yet gone: the kernel takes a moment to end it
+    while (left := [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).endswith(mark.encode())]) \
+            and time.monotonic() < end:
+        time.sleep(0.02)
     assert left == [], "the stuck git's own child is left running"
     git(repo, "config", "--unset", "core.fsmonitor")
     fine = run_here("hook", "session-start", cwd=repo, input=b"{}")

@@ -74,16 +74,28 @@ def edited(path: str) -> Refused:
 
 
 
-def cannot(path: str, exc: OSError) -> EnvironmentProblem:
-    """A hook file that could not be written or moved: exit 12 naming it, with the next step for that errno."""
-    return EnvironmentProblem(f"cannot write {path}: {exc.strerror}; the hooks are as they were before",
-                              unwritable_hint(os.path.dirname(path), exc.errno))
+class NotWritten(EnvironmentProblem):
+    """A hook file that could not be written or moved: exit 12 naming it, with the next step for that errno.
+    Its message says what it left: the hooks as they were before, or (`after`) those installed already."""
+
+    def __init__(self, path: str, exc: OSError) -> None:
+        self.path, self.reason = path, exc.strerror
+        super().__init__(self._left("the hooks are as they were before"),
+                         unwritable_hint(os.path.dirname(path), exc.errno))
+
+    def _left(self, state: str) -> str:
+        return f"cannot write {self.path}: {self.reason}; {state}"
+
+    def after(self, installed: list[str]) -> None:
+        """Others were installed before this one failed: say so, and that the same command installs the rest."""
+        self.message = self._left(f"that hook is as it was, and {', '.join(installed)} is installed")
+
 
 
 def write_temp(directory: str, target: str, data: bytes, mode: int) -> str:
     """`data` in a new file beside `target` (exclusive, never through a link, fsynced), with `mode`; its
     path. The store's one temp writer, failing in the hooks' words."""
-    return files.write_temp(directory, data, mode, target, problem=cannot)
+    return files.write_temp(directory, data, mode, target, problem=NotWritten)
 
 
 def replace(directory: str, target: str, data: bytes, mode: int) -> None:
@@ -93,7 +105,7 @@ def replace(directory: str, target: str, data: bytes, mode: int) -> None:
         os.rename(tmp, target)
     except OSError as exc:
         unlink_quietly(tmp)
-        raise cannot(target, exc) from exc
+        raise NotWritten(target, exc) from exc
 
 
 class Plan:

@@ -15,7 +15,17 @@ from typing import Any
 
 from majordomus.errors import EnvironmentProblem, Refused
 from majordomus.hooks import husky, installers
-from majordomus.hooks.gitfiles import HOOKS, POST_COMMIT, Hook, Plan, cannot, edited, lread, unlink_quietly, write_temp
+from majordomus.hooks.gitfiles import (
+    HOOKS,
+    POST_COMMIT,
+    Hook,
+    NotWritten,
+    Plan,
+    edited,
+    lread,
+    unlink_quietly,
+    write_temp,
+)
 from majordomus.lite import safeio
 
 __all__ = ["HOOKS", "SCRIPT", "install", "runner_for", "runs_majordomus", "uninstall"]
@@ -134,7 +144,7 @@ def _plain_install(ws: Any, hooks_dir: str, plan: Plan) -> installers.Result:
     try:
         os.makedirs(hooks_dir, exist_ok=True)
     except OSError as exc:
-        raise cannot(hooks_dir, exc) from exc
+        raise NotWritten(hooks_dir, exc) from exc
     tmp = write_temp(hooks_dir, target, script(runner_for(data if kind == "file" else None), hook), 0o755)
     # The user's hook moves aside (a rename keeps its bytes, mode and link-ness) only for ours to take its
     # place at once; if that fails, it moves back: a failure never leaves the directory without it.
@@ -149,7 +159,7 @@ def _plain_install(ws: Any, hooks_dir: str, plan: Plan) -> installers.Result:
             raise
     except OSError as exc:
         unlink_quietly(tmp)
-        raise cannot(target, exc) from exc
+        raise NotWritten(target, exc) from exc
     installers.save_receipt(ws, "git", target, {"version": 1, "path": target, "created_dir": created_top})
     return installers.Result(target, [hook.name], "chained" if kind != "absent" else "added")
 
@@ -168,7 +178,7 @@ def _plain_uninstall(ws: Any, hooks_dir: str, plan: Plan) -> installers.Result:
         elif ours:
             os.unlink(target)
     except OSError as exc:
-        raise cannot(target, exc) from exc
+        raise NotWritten(target, exc) from exc
     receipt = installers.load_receipt(ws, "git", target)
     top = receipt.get("created_dir") if receipt is not None else None
     if isinstance(top, str) and (hooks_dir == top or hooks_dir.startswith(top.rstrip(os.sep) + os.sep)):
@@ -210,8 +220,8 @@ def _each(plans: list[Plan], step: Any) -> list[installers.Result]:
         except EnvironmentProblem as exc:
             landed = [os.path.basename(r.path) for r in done if r.how != "already"]
             if landed:
-                exc.message = exc.message.replace("; the hooks are as they were before",
-                                                  f"; that hook is as it was, and {', '.join(landed)} is installed")
+                if isinstance(exc, NotWritten):
+                    exc.after(landed)
                 exc.hint = (exc.hint + "; then " if exc.hint else "") + "run the same command again: it installs the rest"
             raise
     return done

@@ -136,6 +136,22 @@ def test_push_sends_checkpoints_only_when_asked(cli, repo, remote):
         p.name for p in (state_dir(repo) / "checkpoints").iterdir()]
 
 
+def test_what_the_push_says_it_sent_is_what_the_remote_did_not_have(cli, repo, remote):
+    """The count is of what the remote lacked, not of what is new since this machine's last commit: a push
+    stopped after its local commit, or a remote that lost the ref, sends everything again, and says so.
+    The edge: a push after a push that landed sends the new checkpoint alone."""
+    cli("task", "start", "t1")
+    cli("checkpoint", input="note")
+    assert "sent 1 task, 0 handoffs, 1 checkpoint" in cli("sync", "push", "--checkpoints").stdout
+    cli("checkpoint", input="a second note")
+    assert "sent 1 task, 0 handoffs, 1 checkpoint" in cli("sync", "push", "--checkpoints").stdout  # t1 moved too
+    git(remote, "update-ref", "-d", machine_ref(repo))  # the remote lost it (or never got the last push)
+    again = cli("sync", "push", "--checkpoints")
+    assert again.exit_code == 0 and "sent 1 task, 0 handoffs, 2 checkpoints" in again.stdout, again.stdout
+    assert record_files(remote, machine_ref(repo), "checkpoints") == sorted(
+        p.name for p in (state_dir(repo) / "checkpoints").iterdir())
+
+
 def test_two_clones_pushing_without_pulling_both_land_at_once(cli, repo, remote, b):
     with freeze_time("2026-03-01T10:00:00Z"):
         cli("task", "start", "from-a")

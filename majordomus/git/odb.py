@@ -281,6 +281,20 @@ def contains(repo: Repo, descendant: str, ancestor: str) -> bool:
         return False
 
 
+def new_blobs(repo: Repo, new: str, old: str | None) -> Iterator[str]:
+    """The path of every blob that commit `new`'s tree holds and commit `old`'s did not hold as it is
+    (added or changed); every blob of `new` when `old` is None or not here."""
+    mine = repo.handle.get(new)
+    theirs = repo.handle.get(old) if old is not None else None
+    if not isinstance(mine, pygit2.Commit):
+        return
+    diff = (theirs.tree.diff_to_tree(mine.tree) if isinstance(theirs, pygit2.Commit)
+            else mine.tree.diff_to_tree(swap=True))
+    for delta in diff.deltas:
+        if delta.status in (pygit2.enums.DeltaStatus.ADDED, pygit2.enums.DeltaStatus.MODIFIED):
+            yield delta.new_file.path
+
+
 def remote_names(repo: Repo) -> list[str]:
     try:
         return list(repo.handle.remotes.names())

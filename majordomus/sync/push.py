@@ -128,6 +128,7 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
     ref = result.ref = machine.ref(result.machine)
     repo = ws.repo
     with files.locked(lock_path(ws), whole=False):
+        base = odb.ref_target(repo, ref)
         tip = _commit_snapshot(ws, ref, checkpoints, result)
         started, delay = time.monotonic(), FIRST_DELAY
         landed: list[transport.Update] = []
@@ -152,6 +153,8 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
             out = transport.push(ws.place, remote, updates)
             if out.ok:
                 result.pushed = there.get(ref) != tip
+                if there.get(ref) != base:  # the remote did not hold what this machine last committed: count
+                    result.sent = _sent(ws, tip, there.get(ref))  # what it did not have, not what is new here
                 result.migrated = migrated is not None
                 landed = updates
                 break
@@ -176,6 +179,17 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
             track = transport.tracking(remote, update.dst)
             odb.update_ref(repo, track, update.src, odb.ref_target(repo, track), f"majordomus sync: pushed to {remote}")
     return result
+
+
+def _sent(ws: Workspace, tip: str, theirs: str | None) -> dict[str, int]:
+    """The records and tasks commit `tip` holds that the remote's `theirs` did not (a push stopped after its
+    local commit, a remote that lost the ref): per top directory, as the snapshot counts them."""
+    sent = {d: 0 for d in DIRS}
+    for path in odb.new_blobs(ws.repo, tip, theirs):
+        top = path.split("/", 1)[0]
+        if top in sent:
+            sent[top] += 1
+    return sent
 
 
 def _push_logged(ws: Workspace, tip: str) -> bool:

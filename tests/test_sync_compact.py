@@ -97,3 +97,27 @@ cd {c} && echo "pushed during the compaction" | {MAJORDOMUS} checkpoint >/dev/nu
     assert machine_ref(c) not in remote_refs(remote)
     assert sorted(record_files(remote, STATE, "checkpoints")) == sorted(
         p.name for p in (state_dir(c) / "checkpoints").iterdir())
+
+
+def test_a_fetch_that_fails_after_the_fold_landed_says_it_landed(cli, remote, machines):
+    """The compaction is on the remote and its event written when git cannot move the tracking refs here (a
+    lock file left in .git, a full disk): exit 12 saying the fold landed, and what to run; the pull after it
+    brings the refs, and nothing is folded twice."""
+    a, _b, c = machines
+    hook = a / ".git" / "hooks" / "reference-transaction"  # git refuses to drop the folded machine's ref here
+    hook.write_text("#!/bin/sh\n[ \"$1\" = prepared ] || exit 0\nwhile read old new ref; do\n"
+                    "  case \"$ref\" in */machines/*) [ \"$new\" = " + "0" * 40 + " ] && exit 1;; esac\n"
+                    "done\nexit 0\n")
+    hook.chmod(0o755)
+    result = cli("sync", "compact", "--machine", machine_id(c), cwd=a)
+    assert result.exit_code == 12, result.output
+    assert result.stderr.startswith("majordomus: the compaction landed on origin and its event is written"), result.stderr
+    assert "`majordomus sync pull`" in result.stderr and "nothing needs folding again" in result.stderr
+    assert machine_ref(c) not in remote_refs(remote)  # it did land
+    assert len([e for e in map(json.loads, (state_dir(a) / "ledger.jsonl").read_text().splitlines())
+                if e["event"] == "sync.compact"]) == 1
+    hook.unlink()
+    assert cli("sync", "pull", cwd=a).exit_code == 0
+    assert machine_ref(c) not in git(a, "for-each-ref", "--format=%(refname)")
+    again = cli("sync", "compact", "--machine", machine_id(c), cwd=a)
+    assert again.exit_code != 0 or "folded 1 machine" not in again.stdout  # no second fold of it

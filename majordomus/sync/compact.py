@@ -89,6 +89,18 @@ def _unlogged(ws: Workspace, remote: str) -> tuple[str, list[str]] | None:
     return there, sorted(folded)
 
 
+def _fetch_after(ws: Workspace, remote: str) -> None:
+    """The fetch after a compaction landed and was logged: when it fails, say that the fold is done."""
+    try:
+        remotes.fetch(ws, remote)
+    except EnvironmentProblem as exc:
+        raise EnvironmentProblem(f"the compaction landed on {escape(remote)} and its event is written, but fetching "
+                                 f"its refs back failed: {exc.message}",
+                                 f"see what git says (`git fetch {escape(remote)}`: a lock file left in .git, a full "
+                                 "disk); then `majordomus sync pull` brings the refs here, nothing needs folding again"
+                                 ) from exc
+
+
 def compact(ws: Workspace, name: str | None, ids: list[str], idle_days: float | None,
             timeout: float = TIMEOUT) -> CompactResult:
     if not ids and idle_days is None:
@@ -107,7 +119,7 @@ def compact(ws: Workspace, name: str | None, ids: list[str], idle_days: float | 
                      completed=True)
             ids = [mid for mid in ids if mid not in done[1]]
             if not ids and idle_days is None:
-                remotes.fetch(ws, remote)
+                _fetch_after(ws, remote)
                 return result
         while True:
             result.attempts += 1
@@ -127,7 +139,7 @@ def compact(ws: Workspace, name: str | None, ids: list[str], idle_days: float | 
                 # completed by the next one (the remote has the fold, the tracking ref of the state not).
                 ws.event("sync.compact", None, clock.now_iso(), remote=remote, commit=commit,
                          folded=[r.machine or "" for r in folded])
-                remotes.fetch(ws, remote)  # the tracking refs of the folded machines go too
+                _fetch_after(ws, remote)  # the tracking refs of the folded machines go too
                 return result
             if not out.race:
                 raise EnvironmentProblem(f"{remote} refused the compaction:\n{transport.indent(out.detail)}",

@@ -373,9 +373,28 @@ def serve(repo: str | None) -> None:
     server = build(repo)
     low = server._mcp_server if hasattr(server, "_mcp_server") else server._lowlevel_server
 
+    interrupted = []
+
     async def main() -> None:
         wire = _Wire()
-        async with stdio_server(stdin=wire, stdout=wire) as (read_stream, write_stream):  # type: ignore[arg-type]
-            await low.run(read_stream, write_stream, low.create_initialization_options())
+        try:
+            async with stdio_server(stdin=wire, stdout=wire) as (read_stream, write_stream):  # type: ignore[arg-type]
+                await low.run(read_stream, write_stream, low.create_initialization_options())
+        except BaseException as exc:
+            # A Ctrl-C acted on once a tool's write landed (lite.stopsignals) comes back wrapped in the task
+            # groups: it is the process's own end (exit 130), not an error of the server to print.
+            if not _only_interrupts(exc):
+                raise
+            interrupted.append(exc)
 
     anyio.run(main)
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+def _only_interrupts(exc: BaseException) -> bool:
+    """A KeyboardInterrupt, or an exception group (3.11's, or the backport anyio brings on 3.10) of nothing else."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    inner = getattr(exc, "exceptions", None)
+    return isinstance(inner, tuple) and bool(inner) and all(_only_interrupts(e) for e in inner)

@@ -41,10 +41,18 @@ def _children(pid: int) -> list[int]:
 
 
 def _in_fsync(pid: int) -> bool:
+    """Whether a thread of `pid` sits in fsync (the MCP server writes in another thread than its first)."""
     try:
-        return Path(f"/proc/{pid}/syscall").read_text().split()[0] == str(FSYNC[os.uname().machine])
-    except (OSError, IndexError):
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
         return False
+    for tid in threads:
+        try:
+            if Path(f"/proc/{pid}/task/{tid}/syscall").read_text().split()[0] == str(FSYNC[os.uname().machine]):
+                return True
+        except (OSError, IndexError):
+            continue
+    return False
 
 
 def _signal_each_inside_its_held_fsync(cases: list[tuple[subprocess.Popen[bytes], int]]) -> list[int]:
@@ -164,3 +172,49 @@ def test_ctrl_c_outside_a_write_says_only_that_it_was_interrupted(repo: Path) ->
     _out, err = proc.communicate(timeout=10)
     assert proc.returncode == 130 and err.strip().endswith(b"majordomus: interrupted"), err
     assert b"landed" not in err and run_here("checkpoint", "--list", cwd=repo).stdout.strip() == b""
+
+
+def _rpc(message: dict[str, object]) -> bytes:
+    import json
+
+    return (json.dumps(message) + "\n").encode()
+
+
+def test_a_stop_signal_to_the_mcp_server_mid_tool_waits_for_the_write_and_prints_no_traceback(repo: Path,
+                                                                                            tmp_path: Path) -> None:
+    """The MCP server runs a tool's write in its event loop while another thread reads stdin: a Ctrl-C or a
+    TERM in the middle of a checkpoint's held fsync waits for the write, then ends the server as it asked
+    (130 with one line, or the signal's own end), with no traceback of the task groups it unwound."""
+    strace = require_tool("strace")
+    started = []
+    for sig in ("INT", "TERM"):
+        here = tmp_path / f"mcp-{sig}"
+        shutil.copytree(repo, here, symlinks=True)
+        start_task_at(here)
+        proc = subprocess.Popen([strace, "-f", "-qq", "-o", os.devnull, "-e", "trace=fsync", "-e",
+                                 f"inject=fsync:delay_enter={HOLD_US}:when=2", str(MAJORDOMUS), "mcp"], cwd=here,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(_rpc({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+        proc.stdin.flush()
+        assert b'"id":1' in proc.stdout.readline()
+        started.append((here, proc, sig))
+    for n, (_here, proc, _sig) in enumerate(started):  # the calls once every server is up: the holds overlap
+        assert proc.stdin is not None
+        proc.stdin.write(_rpc({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        proc.stdin.write(_rpc({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "checkpoint", "arguments": {"body": f"a note through the server {n}"}}}))
+        proc.stdin.flush()
+    missed = _signal_each_inside_its_held_fsync([(proc, SIGNALS[sig]) for _here, proc, sig in started])
+    assert not missed, [started[n][2] for n in missed]
+    for here, proc, sig in started:
+        _out, err = proc.communicate(timeout=30)
+        assert b"Traceback" not in err and b"Exception Group" not in err, err[-600:]
+        if sig == "INT":
+            assert proc.returncode == 130 and err.startswith(b"majordomus: interrupted; the write under way"), err
+        else:
+            assert proc.returncode == -signal.SIGTERM, (proc.returncode, err)
+        listed = run_here("checkpoint", "--list", cwd=here).stdout
+        doctor = run_here("doctor", "--strict", cwd=here)
+        assert len(listed.splitlines()) == 1 and doctor.returncode == 0, (sig, listed, doctor.stdout[-300:])

@@ -20,6 +20,7 @@ from helpers import (
     state_dir,
 )
 
+from majordomus.store import ledger
 from majordomus.store.fault import Faults
 
 NOW = "2099-12-01T09:00:00Z"
@@ -79,6 +80,30 @@ def test_a_later_write_first_completes_the_record_its_task_points_at(started):
     assert run_here("doctor", "--strict", cwd=repo).returncode == 0
     brief = run_here("brief", cwd=repo).stdout.decode()
     assert "the note" in brief and "another note" in brief
+
+
+@pytest.mark.parametrize("between", ["a run's event, stamped at its command's start",
+                                     "an event stamped by a clock stepped back 50 minutes"])
+def test_a_record_that_landed_whole_is_never_logged_again_whatever_the_ledger_s_order_of_times(started, between):
+    """The ledger is in the order of its appends, not of its times. A record whose event is followed by an
+    older-stamped one (a run's event carries its command's start; a clock stepped back), in the second its
+    task record moved, is found logged by the next checkpoint, not logged a second time (the search ends
+    only at an event older than the record by more than an hour, never at a run's)."""
+    repo = started
+    with freeze_time(NOW):
+        assert run_here("checkpoint", cwd=repo, input="landed whole\n").returncode == 0
+    [landed] = [e["path"] for e in events_named(repo, "task.checkpoint")][-1:]
+    older = "2099-12-01T08:10:00Z"
+    with freeze_time(older):
+        if between.startswith("a run"):  # the shape a run that ended meanwhile leaves: an older event after it
+            ledger.append(str(state_dir(repo) / "ledger.jsonl"), "task.run", {"task": "t1"}, older)
+        else:
+            assert run_here("hook", "session-start", cwd=repo, input=b"{}").returncode == 0
+    with freeze_time("2099-12-01T09:00:01Z"):
+        assert run_here("checkpoint", cwd=repo, input="the next one\n").returncode == 0
+    paths = [e["path"] for e in events_named(repo, "task.checkpoint")]
+    assert paths.count(landed) == 1, paths
+    assert run_here("doctor", "--strict", cwd=repo).returncode == 0
 
 
 def test_a_failed_task_record_write_unlinks_the_record_nothing_was_written(started):

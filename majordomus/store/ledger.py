@@ -331,18 +331,44 @@ def last_event(path: str, task: str | None = None, events: tuple[str, ...] = (),
     return None
 
 
+CLOCK_SLACK = 3600  # seconds: how far back a clock may have been stepped between a record and its event
+
+
+def search_cutoff(since: str) -> str:
+    """Where a backwards search for the events of something stamped `since` may end: `CLOCK_SLACK` earlier
+    (ISO-8601 UTC, as the ledger writes its times; `since` itself when it is not one)."""
+    import calendar
+    import time
+
+    try:
+        moment = calendar.timegm(time.strptime(since[:19], "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return since
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment - CLOCK_SLACK))
+
+
+def ends_search(event: dict[str, Any], cutoff: str) -> bool:
+    """Whether a backwards search may stop at `event`. The ledger is in the order of its appends, not of its
+    times: a run's event is stamped with its command's start and appended at its end, and a clock stepped
+    back stamps later events earlier. So a run's event never ends a search, and another only when it is
+    older than the cutoff (`search_cutoff`)."""
+    return event.get("event") != "task.run" and str(event.get("at", "")) < cutoff
+
+
 def logged(path: str, rel: str, since: str, key: str = "path") -> bool:
     """Whether the ledger holds an event naming `rel` (its own, or a `sync.import`) — or whose `key` is
     `rel` (a push's `commit`) —, looked for backwards from the end down to the events older than `since`
-    (the record's timestamp). False only when the ledger covers that time (an older event, or the chain's
-    first, seq 1, was reached) without one: a ledger that begins later (rotated or truncated by hand) or a
-    search past `EVENT_LOOK_BACK` bytes cannot tell, and counts as logged."""
+    (the record's timestamp) by more than `CLOCK_SLACK`, a run's event not counted (it carries its
+    command's start). False only when the ledger covers that time (such an event, or the chain's first,
+    seq 1, was reached) without one: a ledger that begins later (rotated or truncated by hand) or a search
+    past `EVENT_LOOK_BACK` bytes cannot tell, and counts as logged."""
     try:
         fd = safeio.open_regular(path, MAX_BYTES)
     except FileNotFoundError:
         return True
     except (OSError, EnvironmentProblem):
         return True  # unreadable: doctor says so; never log a second event on a guess
+    cutoff = search_cutoff(since)
     try:
         size = os.fstat(fd).st_size
         read = 0
@@ -356,7 +382,7 @@ def logged(path: str, rel: str, since: str, key: str = "path") -> bool:
                 continue
             if event.get(key) == rel:
                 return True
-            if str(event.get("at", "")) < since:
+            if ends_search(event, cutoff):
                 return False
             earliest = event
         return earliest is None or earliest.get("seq") != 1

@@ -79,9 +79,9 @@ def _timestamp(data: bytes) -> str:
 
 
 def _named_since(ws: Workspace, since: str) -> set[str] | None:
-    """The paths that the ledger's events name, from the end back to the first event older than `since`;
-    None when the ledger cannot tell (unreadable, or `since` is further back than the look-back bound,
-    or it begins later than `since`)."""
+    """The paths that the ledger's events name, from the end back to the first that ends the search for
+    something stamped `since` (`ledger.ends_search`); None when the ledger cannot tell (unreadable, or
+    `since` is further back than the look-back bound, or it begins later than `since`)."""
     from majordomus.errors import EnvironmentProblem
     from majordomus.store import ledger
 
@@ -92,6 +92,7 @@ def _named_since(ws: Workspace, since: str) -> set[str] | None:
     except (OSError, EnvironmentProblem):
         return None
     named: set[str] = set()
+    cutoff = ledger.search_cutoff(since)
     try:
         read, first = 0, None
         for line in ledger.lines_backwards(fd, os.fstat(fd).st_size):
@@ -101,7 +102,7 @@ def _named_since(ws: Workspace, since: str) -> set[str] | None:
             event = ledger.parse_line(line) if line.strip() else None
             if event is None:
                 continue
-            if str(event.get("at", "")) < since:
+            if ledger.ends_search(event, cutoff):
                 return named
             if isinstance(event.get("path"), str):
                 named.add(event["path"])

@@ -244,8 +244,13 @@ def _exit_code(exc: BaseException) -> int:
     if isinstance(exc, OSError) and exc.errno in _ENVIRONMENT_ERRNOS:
         return _environment_failed(exc)
     if isinstance(exc, KeyboardInterrupt):
-        # Acted on only where no write is under way (lite.stopsignals): nothing is half-written.
+        # Acted on only where no write is under way (lite.stopsignals): nothing is half-written. When the
+        # write it waited for failed, that failure is what the command says (its message, exit 12).
         from majordomus.lite import stopsignals
+
+        failed = stopsignals.failed()
+        if failed is not None and not isinstance(failed, KeyboardInterrupt):
+            return _exit_code(failed)
 
         sys.stderr.write("majordomus: interrupted; the write under way when it came landed whole first\n"
                          "hint: `majordomus ledger | tail -3` shows what was stored\n" if stopsignals.waited()

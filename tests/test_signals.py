@@ -41,14 +41,17 @@ def _children(pid: int) -> list[int]:
 
 
 def _in_fsync(pid: int) -> bool:
-    """Whether a thread of `pid` sits in fsync (the MCP server writes in another thread than its first)."""
+    """Whether a thread of `pid` sits in the held fsync (the MCP server writes in another thread than its
+    first). One whose failure strace injects shows syscall -1 while strace holds it (state `t`)."""
     try:
         threads = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return False
     for tid in threads:
         try:
-            if Path(f"/proc/{pid}/task/{tid}/syscall").read_text().split()[0] == str(FSYNC[os.uname().machine]):
+            number = Path(f"/proc/{pid}/task/{tid}/syscall").read_text().split()[0]
+            if number == str(FSYNC[os.uname().machine]) or (
+                    number == "-1" and Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "t"):
                 return True
         except (OSError, IndexError):
             continue
@@ -218,3 +221,35 @@ def test_a_stop_signal_to_the_mcp_server_mid_tool_waits_for_the_write_and_prints
         listed = run_here("checkpoint", "--list", cwd=here).stdout
         doctor = run_here("doctor", "--strict", cwd=here)
         assert len(listed.splitlines()) == 1 and doctor.returncode == 0, (sig, listed, doctor.stdout[-300:])
+
+
+def test_a_stop_signal_that_waited_for_a_write_that_failed_says_what_failed(repo: Path, tmp_path: Path) -> None:
+    """The write a stop signal waited for failed (the held fsync reports EIO): the command says what it
+    would have said without the signal — what is stored, and to run it again — never that the write landed
+    whole: exit 12 for a Ctrl-C, the message and then the signal's own end for TERM. The retry completes it."""
+    strace = require_tool("strace")
+    cases = [(n, sig) for n in (2, 5) for sig in ("INT", "TERM")]
+    started = []
+    for n, sig in cases:
+        here = tmp_path / f"fail-{n}-{sig}"
+        shutil.copytree(repo, here, symlinks=True)
+        start_task_at(here)
+        assert run_here("checkpoint", cwd=here, input="a first note\n").returncode == 0
+        (tmp_path / f"in-{n}-{sig}").write_bytes(b"a note whose disk failed\n")
+        with open(tmp_path / f"in-{n}-{sig}", "rb") as given:
+            started.append(subprocess.Popen(
+                [strace, "-f", "-qq", "-o", os.devnull, "-e", "trace=fsync", "-e",
+                 f"inject=fsync:delay_enter={HOLD_US}:error=EIO:when={n}", str(MAJORDOMUS), "checkpoint"],
+                cwd=here, stdin=given, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    missed = _signal_each_inside_its_held_fsync([(proc, SIGNALS[sig]) for proc, (_n, sig) in zip(started, cases)])
+    assert not missed, [cases[m] for m in missed]
+    for proc, (n, sig) in zip(started, cases, strict=True):
+        here = tmp_path / f"fail-{n}-{sig}"
+        _out, err = proc.communicate(timeout=30)
+        assert proc.returncode == (12 if sig == "INT" else -signal.SIGTERM), (n, sig, proc.returncode, err)
+        assert err.startswith(b"majordomus: ") and b"\nhint: " in err and b"landed whole" not in err, (n, sig, err)
+        assert b"Input/output error" in err, err
+        again = run_here("checkpoint", cwd=here, input="a note whose disk failed\n")
+        assert again.returncode == 0, again.stderr
+        assert run_here("doctor", "--strict", cwd=here).returncode == 0
+        assert b"a note whose disk failed" in run_here("checkpoint", "--show", cwd=here).stdout

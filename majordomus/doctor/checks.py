@@ -145,10 +145,11 @@ def check_ledger(ws: Workspace, scan: Scan) -> list[Finding]:
         if rel not in named:
             record = ws.display(ws.paths.absolute(rel))
             found.append(Finding(WARN, "record.no-event", f"{record} has no ledger event", record,
-                                 "its event never landed: the command was killed before it (SIGKILL, a power "
-                                 "loss; the other stop signals wait for a write to land: a `sync pull` stopped "
-                                 "part way is completed by `majordomus sync pull` again), a torn ledger line, or "
-                                 "the file was copied in by hand; the record itself is listed and searched as it is"))
+                                 "its event never landed: the write failed part way (its command said so, and "
+                                 "the same command again completes it), the command was killed before it "
+                                 "(SIGKILL, a power loss; a `sync pull` stopped part way is completed by "
+                                 "`majordomus sync pull` again), a torn ledger line, or the file was copied in by "
+                                 "hand; the record itself is listed and searched as it is"))
     if not found:
         what = f"{events} events, hash chain intact" if events else "no ledger yet"
         found.append(Finding(OK, "ledger", f"{what}; every record has its event and matches it"))

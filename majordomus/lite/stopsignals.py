@@ -34,6 +34,7 @@ _pending: list[int] = []  # what came meanwhile, in order
 _count_lock = _thread.allocate_lock()  # never waited for by the handler: it runs between two steps of any code
 _previous: dict[int, object] = {}  # the dispositions replaced: only the defaults are
 _waited = [False]  # whether a stop signal came while a write was under way (`waited`)
+_failed: list[BaseException] = []  # the error the write it waited for ended with (`failed`)
 
 
 def install() -> bool:
@@ -79,9 +80,22 @@ def waited() -> bool:
     return _waited[0]
 
 
+def failed() -> BaseException | None:
+    """The error that ended the write a stop signal waited for: what the command says, not that it landed."""
+    return _failed[-1] if _failed else None
+
+
 def _act(signum: int) -> None:
     if _previous.get(signum) is _signal.default_int_handler:
         raise KeyboardInterrupt
+    problem = failed()
+    if problem is not None and hasattr(problem, "message"):  # the signal's own end: say first what is left
+        from majordomus.lite.textrules import render_error
+
+        try:
+            os.write(2, (render_error(problem) + "\n").encode("utf-8", "replace"))
+        except OSError:
+            pass
     _signal.signal(signum, _signal.SIG_DFL)  # the handler runs in the main thread: it may
     os.kill(os.getpid(), signum)  # the signal's own end
 
@@ -97,11 +111,13 @@ class held:
         with _count_lock:
             _under_way[0] += 1
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         with _count_lock:
             _under_way[0] -= 1
             due = _pending[:] if _under_way[0] == 0 else []
             if due:
                 del _pending[:]
+        if isinstance(exc, Exception) and (due or _pending) and not _failed:
+            _failed.append(exc)  # the write a signal waited for did not land whole: that is what to say
         for signum in due:  # sent again: the handler acts on it now, in the main thread
             os.kill(os.getpid(), signum)

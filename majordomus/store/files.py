@@ -324,7 +324,7 @@ class locked:
         if rel in notes:
             self._set_notes([n for n in notes if n != rel])
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         os.close(self.fd)
         if self.held is not None:
-            self.held.__exit__()
+            self.held.__exit__(kind, exc, tb)

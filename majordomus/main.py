@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from typing import NoReturn, TextIO
 
 
-HOOK_GIT_SECONDS = 10.0  # the longest an agent-runtime hook waits on one git command (design §12)
+HOOK_GIT_SECONDS = 10.0  # the longest an agent-runtime hook waits on git, all its commands together (design §12)
 USAGE_LINE = "usage: majordomus [-C DIR] [--version] [--help] COMMAND [ARGS]..."
 
 
@@ -169,7 +169,7 @@ def _run(args: list[str]) -> int:
                                  "pass an existing directory to -C") from exc
         from majordomus.git import run as git_run
 
-        git_run.deadline = HOOK_GIT_SECONDS if name in FAIL_OPEN else None  # a hook never waits on git for long
+        git_run.limit(HOOK_GIT_SECONDS if name in FAIL_OPEN else None)  # a hook never waits on git for long
         if os.environ.get("MAJORDOMUS_FAULT") == "internal-error":  # test-only, see store/fault.py
             raise RuntimeError("injected by MAJORDOMUS_FAULT=internal-error")
         code = lookup(name)(rest)
@@ -179,6 +179,11 @@ def _run(args: list[str]) -> int:
         if name in FAIL_OPEN:
             return _fail_open(name, rest, exc)
         return _exit_code(exc)
+    finally:
+        if name in FAIL_OPEN:  # what runs in this process next (the Python API, a test) has no deadline
+            from majordomus.git import run as git_run
+
+            git_run.limit(None)
 
 
 class _ClosedStdin:

@@ -65,10 +65,21 @@ def hint(args: tuple[str, ...] | list[str], where: str) -> str:
 # because majordomus was looking.
 OPTIONS = ("--no-optional-locks",)
 
-# How long one git command may take, in seconds; None: as long as it takes. The agent-runtime hooks set it
-# (`majordomus.main`): a git that never returns (a stuck `core.fsmonitor`, a hung network mount) must not
-# hold the session, and the hook goes on without what git would have said.
+# How long the git commands of this process may take in all, in seconds; None: as long as they take. The
+# agent-runtime hooks set it (`majordomus.main`, `limit`): a git that never returns (a stuck
+# `core.fsmonitor`, a hung network mount) must not hold the session, nor five slow ones one after the
+# other, and the hook goes on without what git would have said.
 deadline: float | None = None
+_until: float | None = None  # the monotonic moment the deadline ends
+
+
+def limit(seconds: float | None) -> None:
+    """From now on, every git command of this process ends within `seconds` from now, all of them together."""
+    import time
+
+    global deadline, _until
+    deadline = seconds
+    _until = None if seconds is None else time.monotonic() + seconds
 
 
 def environment(where: Where) -> dict[str, str] | None:
@@ -84,14 +95,22 @@ def run(where: Where, *args: str, cwd: str | None = None) -> Ran:
     """Run `git ARGS` and return what it did, whatever its exit code; exit 12 only when git cannot run."""
     from majordomus.lite import spawn
 
+    left = None
+    if _until is not None:
+        import time
+
+        left = _until - time.monotonic()
     try:
-        code, out, err = spawn.run(["git", *OPTIONS, *args], cwd or where.worktree, environment(where), deadline)
+        if left is not None and left <= 0:
+            raise TimeoutError  # the time given to git is spent: not one more command
+        code, out, err = spawn.run(["git", *OPTIONS, *args], cwd or where.worktree, environment(where), left)
     except spawn.TooMuch as exc:
         raise EnvironmentProblem(f"`git {' '.join(args[:2])}` {exc}; it was stopped, in {where.worktree}",
                                  "a git that prints without end (a wrapper on PATH, a hook)? "
                                  + hint(args, where.worktree)) from None
     except TimeoutError:
-        raise EnvironmentProblem(f"`git {' '.join(args[:2])}` did not answer within {deadline:g} s in {where.worktree}",
+        raise EnvironmentProblem(f"`git {' '.join(args[:2])}` did not answer within the {deadline:g} s given to git, "
+                                 f"in {where.worktree}",
                                  "a git that does not return: a stuck `core.fsmonitor` or a hung network mount? "
                                  + hint(args, where.worktree)) from None
     except OSError as exc:

@@ -111,6 +111,10 @@ def _spawned(argv: list[str], env: Mapping[str, str], timeout: float | None) -> 
     os.close(out_w)
     os.close(err_w)
     chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+    if timeout is not None:  # its own group: a stop signal to ours would not reach it, so it is passed on
+        from majordomus.lite import stopsignals
+
+        stopsignals.groups.add(pid)
     try:
         poller = select.poll()
         for fd in chunks:
@@ -135,7 +139,10 @@ def _spawned(argv: list[str], env: Mapping[str, str], timeout: float | None) -> 
                 else:
                     poller.unregister(fd)
                     left -= 1
-        _, status = os.waitpid(pid, 0)
+        status = _reaped(pid, ends)  # its output closed is not its end: the deadline holds to the end
+        if status is None:
+            _stop(pid, group=True)
+            raise TimeoutError(f"{argv[0]} did not end within {timeout:g} s")
     except (TimeoutError, TooMuch):
         raise  # stopped and reaped already
     except BaseException:  # interrupted: the child does not outlive us, as with subprocess.run
@@ -144,7 +151,26 @@ def _spawned(argv: list[str], env: Mapping[str, str], timeout: float | None) -> 
     finally:
         os.close(out_r)
         os.close(err_r)
+        if timeout is not None:
+            stopsignals.groups.discard(pid)
     return os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])
+
+
+def _reaped(pid: int, ends: float | None) -> int | None:
+    """The wait status of `pid` once it ended, or None when it has not by `ends` (no bound when None)."""
+    import time
+
+    if ends is None:
+        return os.waitpid(pid, 0)[1]
+    pause = 0.001
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() >= ends:
+            return None
+        time.sleep(min(pause, max(0.0, ends - time.monotonic())))
+        pause = min(pause * 2, 0.05)
 
 
 def _stop(pid: int, *, group: bool = False) -> None:

@@ -35,6 +35,9 @@ _count_lock = _thread.allocate_lock()  # never waited for by the handler: it run
 _previous: dict[int, object] = {}  # the dispositions replaced: only the defaults are
 _waited = [False]  # whether a stop signal came while a write was under way (`waited`)
 _failed: list[BaseException] = []  # the error the write it waited for ended with (`failed`)
+# Process groups of the children that lead their own (`lite.spawn` with a deadline): the signal that ends
+# this process goes to them first, as it would have had they stayed in ours.
+groups: set[int] = set()
 
 
 def install() -> bool:
@@ -96,6 +99,11 @@ def _act(signum: int) -> None:
             os.write(2, (render_error(problem) + "\n").encode("utf-8", "replace"))
         except OSError:
             pass
+    for group in list(groups):
+        try:
+            os.killpg(group, signum)
+        except OSError:
+            pass  # ended meanwhile
     _signal.signal(signum, _signal.SIG_DFL)  # the handler runs in the main thread: it may
     os.kill(os.getpid(), signum)  # the signal's own end
 

@@ -31,6 +31,7 @@ from helpers import (
     records_in,
     run,
     run_here,
+    snapshot,
     start_task,
     start_task_at,
     state_dir,
@@ -547,3 +548,31 @@ def test_a_replace_that_fails_removes_what_only_the_new_file_names_while_the_old
     assert target.read_bytes() == (b"new\n" if replaced else b"old\n")
     assert record.exists() is replaced
     assert list((tmp_path / "state").glob(".tmp-*")) == []
+
+
+@pytest.mark.parametrize("name", [".lock", "ledger.jsonl"])
+def test_a_state_file_written_in_place_that_is_a_hard_link_is_refused_and_the_other_file_untouched(repo, tmp_path,
+                                                                                                   name):
+    """The lock (its notes are written in place) and the ledger (appended to) must have one name: through a
+    hard link to another file, a write would change that file too (a lock's note truncated it). Exit 12
+    naming it, before anything is written; doctor fails it; once the name is removed, the write lands."""
+    start_task_at(repo)
+    assert run_here("checkpoint", cwd=repo, input="a first note\n").returncode == 0
+    state = state_dir(repo)
+    precious = tmp_path / "precious.txt"
+    precious.write_bytes((state / name).read_bytes() if name == "ledger.jsonl" else b"the user's own file\n")
+    (state / name).unlink()
+    os.link(precious, state / name)
+    kept = precious.read_bytes()
+    before = snapshot(repo)
+    refused = run_here("checkpoint", cwd=repo, input="a second note\n")
+    assert refused.returncode == 12, refused.stderr
+    assert b"has 2 names (a hard link to another file)" in refused.stderr and name.encode() in refused.stderr
+    assert precious.read_bytes() == kept and snapshot(repo) == before
+    doctor = run_here("doctor", "--strict", "--json", cwd=repo)
+    assert doctor.returncode == 1 and "state.hard-link" in {f["code"] for f in json.loads(doctor.stdout)["findings"]}
+    (state / name).unlink()
+    if name == "ledger.jsonl":
+        (state / name).write_bytes(kept)
+    assert run_here("checkpoint", cwd=repo, input="a second note\n").returncode == 0
+    assert precious.read_bytes() == kept

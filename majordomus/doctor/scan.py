@@ -194,7 +194,12 @@ class _Walk:
             self.scan.tasks.append(entry.name[: -len(".yaml")])
         elif entry.name == "continuity.json" and os.path.dirname(directory) == p.contexts:
             self.scan.continuity.append(parent)
-        self.mode(entry.path, entry.stat(follow_symlinks=False), paths.FILE_MODE, "file")
+        st = entry.stat(follow_symlinks=False)
+        if st.st_nlink > 1 and directory not in self.record_dirs:
+            self.add(FAIL, "state.hard-link", entry.path, f"{{path}} has {st.st_nlink} names (a hard link to another "
+                     "file): the commands that write it in place refuse it, and a write through it would change "
+                     "that file too", "remove this name: `rm '{path}'` (the next command makes a file of its own)")
+        self.mode(entry.path, st, paths.FILE_MODE, "file")
 
 
 def scan_state(ws: Workspace) -> Scan:

@@ -276,6 +276,9 @@ class locked:
                 from majordomus.lite.safeio import kind_of
 
                 raise _not_a_lock(self.path, kind_of(st.st_mode))
+            from majordomus.lite.safeio import one_name
+
+            one_name(self.path, st)  # its notes are written in place
             fcntl.flock(self.fd, fcntl.LOCK_EX)
             if self.held is not None:
                 self.held.__enter__()

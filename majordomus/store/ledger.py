@@ -162,11 +162,12 @@ def check_writable(path: str) -> None:
     """Before a record is linked in: the ledger its event goes to is a regular file (or not there yet).
     A FIFO, a link or a directory there would fail the append after the record is already stored."""
     try:
-        mode = os.lstat(path).st_mode
+        st = os.lstat(path)
     except FileNotFoundError:
         return
-    if not stat.S_ISREG(mode):
-        raise safeio.UnsafeFile(path, f"is {safeio.kind_of(mode)} where the ledger belongs")
+    if not stat.S_ISREG(st.st_mode):
+        raise safeio.UnsafeFile(path, f"is {safeio.kind_of(st.st_mode)} where the ledger belongs")
+    safeio.one_name(path, st)
 
 
 def append(path: str, event: str, fields: dict[str, Any], at: str) -> dict[str, Any]:
@@ -185,9 +186,10 @@ def append_many(path: str, items: list[tuple[str, dict[str, Any]]], at: str) -> 
             raise safeio.UnsafeFile(path, "is a symbolic link") from exc
         raise EnvironmentProblem(f"cannot open the ledger {path}: {exc.strerror}", "check the state directory") from exc
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise safeio.UnsafeFile(path, f"is {safeio.kind_of(mode)} where a file belongs")
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise safeio.UnsafeFile(path, f"is {safeio.kind_of(st.st_mode)} where a file belongs")
+        safeio.one_name(path, st)
         fcntl.flock(fd, fcntl.LOCK_EX)
         last, last_line, ends_clean = _last_valid(fd, os.fstat(fd).st_size)
         seq = last["seq"] if last else 0

@@ -33,13 +33,18 @@ INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u20
 # What JSON leaves raw but YAML refuses or reads as a line break, in a record's front matter.
 NOT_YAML_PRINTABLE = DEL_C1 + "\u2028\u2029\ufffe\uffff\ud800-\udfff"
 
+# Of those, the ones a body's output escapes too: they join or shape nothing a note needs (emoji and scripts
+# keep their joiners and variation selectors), and they can carry text a reader does not see (tag characters
+# spell a hidden instruction for a model; a zero-width space or a BOM splits a word a search would find).
+HIDDEN = "\u00ad\u200b\u2060-\u2064\ufeff\U000e0000-\U000e0fff"
 # A body may hold tab and newline; nothing else of C0, DEL, C1, and no other line break.
 BODY_REFUSED = LazyRe(f"[{C0_BUT_TAB_LF}{DEL_C1}\u2028\u2029]")
 # A one-line field (title, owner) holds none of the four classes.
 _FIELD_BAD = LazyRe(f"[\x00-\x1f{DEL_C1}{LINE_BREAKS}{BIDI}{INVISIBLE}]")
-# What the output escapes: in a body, everything but tab and newline of the controls, line breaks and bidi;
-# in a one-line field, tab and newline too, and the invisible characters (no field may hold one).
-_BODY_ESCAPED = LazyRe(f"[{C0_BUT_TAB_LF}{DEL_C1}{LINE_BREAKS.replace(chr(10), '')}{BIDI}]")
+# What the output escapes: in a body, everything but tab and newline of the controls, line breaks and bidi,
+# and the hidden characters; in a one-line field, tab and newline too, and every invisible character (no
+# field may hold one).
+_BODY_ESCAPED = LazyRe(f"[{C0_BUT_TAB_LF}{DEL_C1}{LINE_BREAKS.replace(chr(10), '')}{BIDI}{HIDDEN}]")
 _LINE_ESCAPED = LazyRe(f"[\x00-\x1f{DEL_C1}{LINE_BREAKS}{BIDI}{INVISIBLE}]")
 # Removed before an identity key is compared: a reader does not see them.
 _IGNORED_IN_KEYS = LazyRe(f"[{BIDI}{INVISIBLE}]")

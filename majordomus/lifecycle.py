@@ -100,10 +100,17 @@ def forget_mine(ws: Workspace, task: tasks.Task, at: str, why: str) -> None:
         claims.remember(ws, task.id, None, ended=ended)
 
 
-def unlogged(ws: Workspace, task: tasks.Task) -> bool:
+def unlogged(ws: Workspace, task: tasks.Task, event: str | None = None) -> bool:
     """Whether the task record's last change has no ledger event: a change here that failed part way
     (design §10), which the same command run again completes. Every change stamps `updated_at` and its
-    event with the same time."""
+    event with the same time. With `event` (the change's own event, `task.release`), only that one counts:
+    another event of the task in the same second (a checkpoint just before) is not the change's."""
+    if event is not None:
+        own = ledger.last_event(ws.paths.ledger, task.id, events=(event,))
+        if own is not None and str(own.get("at", "")) >= task.updated_at:
+            return False
+        anything = ledger.last_event(ws.paths.ledger, task.id)  # none at all: a ledger rotated by hand
+        return anything is not None
     last = ledger.last_event(ws.paths.ledger, task.id)  # none at all: a ledger rotated by hand cannot tell
     return last is not None and str(last.get("at", "")) < task.updated_at
 

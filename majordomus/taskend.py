@@ -46,7 +46,7 @@ def done(ws: Workspace, task_id: str | None, *, force: bool = False) -> tasks.Ta
 def _finish(ws: Workspace, task: tasks.Task, event: str, extra: dict[str, Any], why: str) -> None:
     """Complete a change whose task record landed: its event when missing, then this machine's claim file
     and the slot here (each a no-op when it is done already)."""
-    if lifecycle.unlogged(ws, task):
+    if lifecycle.unlogged(ws, task, event):
         lifecycle.event(ws, task.id, task.updated_at, (event, extra))
     lifecycle.forget_mine(ws, task, task.updated_at, why)
     _leave_slot(ws, task)

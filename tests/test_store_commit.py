@@ -106,6 +106,25 @@ def test_a_record_that_landed_whole_is_never_logged_again_whatever_the_ledger_s_
     assert run_here("doctor", "--strict", cwd=repo).returncode == 0
 
 
+@pytest.mark.parametrize("command, event", [(("task", "release"), "task.release"), (("task", "done"), "task.done")])
+def test_a_release_or_done_whose_event_failed_in_the_second_of_the_task_s_last_event_is_completed(started, command,
+                                                                                                 event):
+    """The change's own event is looked for, not any event of the task: a release (or done) whose ledger
+    append failed in the same second as a checkpoint of the task is completed by its retry, its event
+    written once; the edge: the retry of one that landed writes nothing more."""
+    repo = started
+    with freeze_time(NOW):
+        assert run_here("checkpoint", cwd=repo, input="the last note\n").returncode == 0
+        with Faults(repo, "write", 1, only="ledger.jsonl").active():
+            failed = run_here(*command, cwd=repo)
+        assert failed.returncode == 12, failed.stderr
+        assert events_named(repo, event) == []
+        again = run_here(*command, cwd=repo)
+    assert again.returncode == 0, again.stderr
+    assert [e["at"] for e in events_named(repo, event)] == [NOW]
+    assert run_here("doctor", "--strict", cwd=repo).returncode == 0
+
+
 def test_a_failed_task_record_write_unlinks_the_record_nothing_was_written(started):
     repo = started
     before, ledger = records_in(repo), ledger_bytes(repo)

@@ -125,6 +125,45 @@ def test_a_release_or_done_whose_event_failed_in_the_second_of_the_task_s_last_e
     assert run_here("doctor", "--strict", cwd=repo).returncode == 0
 
 
+@pytest.mark.parametrize("between", [("run", "--", "true"), ("task", "release"), ("context", "pin", "decision", "x")])
+def test_the_next_checkpoint_completes_a_failed_one_whatever_moved_the_task_meanwhile(started, between):
+    """"Run the same command again: it completes what is missing" holds when another command of the task
+    came first and moved its time (a run, a release and resume, a pin): the failed checkpoint's note stays
+    in the lock file until it landed whole, and the task's next checkpoint here completes it."""
+    repo = started
+    with freeze_time(NOW):
+        with Faults(repo, "write", 1, only="ledger.jsonl").active():
+            assert run_here("checkpoint", cwd=repo, input="the failed note\n").returncode == 12
+    [pending] = [n for n in records_in(repo) if n.startswith("20991201T090000Z")]
+    with freeze_time("2099-12-01T09:01:00Z"):
+        assert run_here(*between, cwd=repo).returncode == 0
+        if between[:2] == ("task", "release"):
+            assert run_here("task", "resume", "t1", cwd=repo).returncode == 0
+    with freeze_time("2099-12-01T09:02:00Z"):
+        later = run_here("checkpoint", cwd=repo, input="a later note\n")
+    assert later.returncode == 0, later.stderr
+    paths = [e["path"] for e in events_named(repo, "task.checkpoint")]
+    assert paths.count(f"checkpoints/{pending}") == 1, paths
+    assert run_here("doctor", "--strict", cwd=repo).returncode == 0
+    assert (state_dir(repo) / ".lock").read_bytes() == b""  # nothing left noted
+
+
+def test_the_note_of_a_handoff_killed_after_its_event_goes_with_the_next_write(started):
+    """A handoff or run killed after its event, before its note went, leaves a note no checkpoint completes:
+    the next write of any kind forgets it once its record is logged (or gone), so notes never pile up."""
+    repo = started
+    with freeze_time(NOW):
+        assert run_here("handoff", cwd=repo, input=HANDOFF_BODY).returncode == 0
+    [handoff] = [e["path"] for e in events_named(repo, "task.handoff")]
+    lock = state_dir(repo) / ".lock"
+    lock.write_bytes(f"{handoff}\nruns/20991201T090000Z--main--d607023--{'0' * 16}.md\n".encode())
+    with freeze_time("2099-12-01T09:05:00Z"):
+        assert run_here("task", "resume", "t1", cwd=repo).returncode == 0
+        assert run_here("checkpoint", cwd=repo, input="after the handoff\n").returncode == 0
+    assert lock.read_bytes() == b""
+    assert [e["path"] for e in events_named(repo, "task.handoff")] == [handoff]
+
+
 def test_a_failed_task_record_write_unlinks_the_record_nothing_was_written(started):
     repo = started
     before, ledger = records_in(repo), ledger_bytes(repo)

@@ -206,15 +206,20 @@ def _store(write: Write, task: Task, lock: files.locked, earlier: Committed | No
     if previous is not None and names.is_record_pointer(previous, write.subdir):
         files.drop_second_names(state.absolute(previous))  # its temporary name, when removing it failed
     rel, meta, digest = write.rel, write.meta, write.digest
-    lock.note(rel)  # until it landed whole: a kill no signal mask holds back leaves it for the next write
+    # Noted until it landed whole: a kill leaves the note, and so does a write that failed after its link
+    # (exit 12): the task's next write here completes it, whatever moved the task's time meanwhile.
+    lock.note(rel)
     try:
         path, created = files.link_in(state.directory(write.subdir), write.name, write.data)
         if not created and ledger.logged(state.ledger, rel, meta["timestamp"]):  # completed now, or long ago
             done = earlier is not None and earlier.path == path
+            lock.unnote(rel)
             return Committed(path, digest, task, created=False, completed=done, shown=write.shown(path))
         _land(write, task, rel, digest, meta, write.body, created=created)
-    finally:
-        lock.unnote(rel)
+    except files.NotReplaced:
+        lock.unnote(rel)  # nothing was written: nothing to complete
+        raise
+    lock.unnote(rel)
     return Committed(path, digest, task, created=created, completed=not created, shown=write.shown(path))
 
 
@@ -328,6 +333,7 @@ def _complete_noted(write: Write, task: Task, lock: files.locked) -> Committed |
     done = None
     for rel in lock.notes():  # records' paths, each `DIRECTORY/<record name>`
         if write.kind != "checkpoint" or not rel.startswith(f"{write.subdir}/"):
+            _forget_if_landed(write, lock, rel)
             continue
         try:
             found = _own(write, task, rel, whole=True)
@@ -345,6 +351,21 @@ def _complete_noted(write: Write, task: Task, lock: files.locked) -> Committed |
             done = Committed(path, digest, task, created=False, completed=True, shown=write.shown(path))
         lock.unnote(rel)
     return done
+
+
+def _forget_if_landed(write: Write, lock: files.locked, rel: str) -> None:
+    """A note of another kind (a handoff, a run), which waits for doctor: gone once its record is logged
+    (its own retry completed it) or was never stored, so that notes do not pile up."""
+    try:
+        data = safeio.read(write.paths.absolute(rel), records.MAX_RECORD_BYTES)
+        stamp = records.split(data)[0].get("timestamp")
+    except FileNotFoundError:
+        lock.unnote(rel)
+        return
+    except (OSError, ValueError, UnicodeDecodeError, EnvironmentProblem):
+        return
+    if isinstance(stamp, str) and ledger.logged(write.paths.ledger, rel, stamp):
+        lock.unnote(rel)
 
 
 def _complete_pending(write: Write, task: Task) -> Committed | None:

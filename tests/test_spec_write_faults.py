@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 from freezegun import freeze_time
-from helpers import HANDOFF_BODY, events_named, ledger_events, run_here, state_dir
+from helpers import HANDOFF_BODY, MAJORDOMUS, events_named, ledger_events, records_in, run_here, state_dir
 
 from majordomus.store.fault import OPS, Faults
 
@@ -395,6 +395,40 @@ def test_a_real_process_failing_each_call_exits_12_and_its_retry_completes(repo:
         _landed_checkpoint(repo)
         doctor = run_here("doctor", "--strict", cwd=repo)
         assert doctor.returncode == 0, doctor.stdout
+
+
+@pytest.mark.parametrize("syscall", ["rename", "fsync"])
+def test_a_second_fault_in_the_cleanup_never_turns_into_nothing_was_written(repo: Path, syscall: str) -> None:
+    """Two faults: the Nth call of SYSCALL fails, and so does every unlink, so that the cleanup after it
+    (removing a record nothing names yet) fails too. A message that says nothing was written is then true
+    (no record is left under its name); otherwise it says the record is stored, and the retry completes it.
+    The temporary files the failed unlinks leave are doctor's warnings, nothing else."""
+    _needs_strace()
+    _setup_checkpoint(repo)
+    pristine = repo.parent / "pristine"
+    shutil.copytree(repo, pristine, symlinks=True)
+    before = set(records_in(repo))
+    with Faults(repo).active() as counting:
+        assert run_here("checkpoint", cwd=repo, input="counted\n").returncode == 0
+    error = "EIO" if syscall == "fsync" else "ENOSPC"
+    for nth in range(1, counting.counts[syscall] + 1):
+        shutil.rmtree(repo)
+        shutil.copytree(pristine, repo, symlinks=True)
+        done = subprocess.run(["strace", "-qq", "-o", os.devnull, "-e", f"inject={syscall}:error={error}:when={nth}",
+                               "-e", "inject=unlink,unlinkat:error=EIO", str(MAJORDOMUS), "checkpoint"], cwd=repo,
+                              input=b"the note\n", capture_output=True, check=False)
+        if done.returncode == 0:
+            continue
+        err = done.stderr.decode()
+        assert done.returncode == 12, (nth, err)
+        if "nothing was written" in err:
+            assert set(records_in(repo)) == before, (nth, err)
+        again = run_here("checkpoint", cwd=repo, input="the note\n")
+        assert again.returncode == 0, again.stderr
+        _landed_checkpoint(repo)
+        doctor = run_here("doctor", "--strict", "--json", cwd=repo)
+        left = {f["code"] for f in json.loads(doctor.stdout)["findings"] if f["level"] != "ok"}
+        assert left <= {"store.temp-file"}, (nth, left)
 
 
 # ---------------------------------------------------------------- a really full disk

@@ -32,14 +32,20 @@ def _environment(path: str, exc: OSError) -> EnvironmentProblem:
     )
 
 
-def unlink_durably(path: str) -> None:
+def unlink_durably(path: str) -> bool:
     """Remove a record nothing names yet, and make the removal durable; best effort: a name that stays is
-    completed by the same command run again."""
+    completed by the same command run again. Whether the name is gone."""
     try:
         os.unlink(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
         fsync_dir(os.path.dirname(path))
-    except (OSError, EnvironmentProblem):
-        pass
+    except EnvironmentProblem:
+        pass  # gone here; a power loss could bring the name back, and then it is completed as any other
+    return True
 
 
 def fsync_dir(path: str) -> None:
@@ -102,11 +108,15 @@ def remove(path: str) -> None:
                                  unwritable_hint(os.path.dirname(path), exc.errno)) from exc
 
 
-def unlink_quietly(path: str) -> None:
+def unlink_quietly(path: str) -> bool:
+    """Remove `path` if it can be; whether it is gone."""
     try:
         os.unlink(path)
+    except FileNotFoundError:
+        return True
     except OSError:
-        pass
+        return False
+    return True
 
 
 def _drop_temp(tmp: str) -> None:
@@ -174,8 +184,10 @@ def _link_in(directory: str, name: str, data: bytes, sync_dir: bool, mode: int) 
         try:
             fsync_dir(directory)
         except EnvironmentProblem as exc:
-            unlink_quietly(final)  # not known to be durable: nothing names it yet, so it goes
-            exc.message += "; nothing was written"
+            if unlink_quietly(final):  # not known to be durable: nothing names it yet, so it goes
+                exc.message += "; nothing was written"
+            else:
+                exc.message += f"; {final} stays (removing it failed too), and nothing names it yet"
             raise
     return final, created
 
@@ -213,7 +225,8 @@ def _replace(path: str, data: bytes, mode: int | None, undo: str | None) -> None
     except EnvironmentProblem as exc:
         if undo is None:
             raise
-        unlink_durably(undo)
+        if not unlink_durably(undo):  # the record stays, named by nothing yet: the caller says it is stored
+            raise
         raise NotReplaced(f"{exc.message}; nothing was written", exc.hint) from exc
     fsync_dir(directory)
 

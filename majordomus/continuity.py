@@ -24,7 +24,7 @@ from majordomus.continuity_doc import (
     field_findings,
     schema_findings,
 )
-from majordomus.errors import EnvironmentProblem, NotFound, Refused, UsageError
+from majordomus.errors import EnvironmentProblem, NotFound, Refused, UsageError, rerun
 from majordomus.lite import jsonbound, names, safeio, statepaths, textrules
 from majordomus.store import files, ledger
 from majordomus.workspace import Workspace
@@ -190,8 +190,7 @@ def _write(ws: Workspace, task_id: str, doc: dict[str, Any]) -> str:
     except EnvironmentProblem as exc:  # the document landed: say so (design §10), as a handoff does
         exc.message += (f"; the continuity of task `{task_id}` is stored ({ws.display(path_of(ws, task_id))}), "
                         "but its render and its ledger event are not")
-        exc.hint = (f"{exc.hint}; then " if exc.hint else "") + \
-            "run the same command again: it completes what is missing"
+        exc.hint = rerun(exc.hint)
         raise
     return str(doc["integrity"]["sha256"])
 

@@ -55,6 +55,16 @@ class EnvironmentProblem(MajordomusError):
     code = ENVIRONMENT
 
 
+def rerun(hint: str | None, then: str = "it completes what is missing") -> str:
+    """`hint`, then "run the same command again: THEN", said once: a cause's own hint (a full disk's, an I/O
+    error's) may end with the same words already."""
+    again = "run the same command again"
+    hint = hint or ""
+    if not hint.endswith(again):
+        hint = f"{hint}; then {again}" if hint else again
+    return f"{hint}: {then}"
+
+
 class UsageError(MajordomusError):
     code = USAGE
 

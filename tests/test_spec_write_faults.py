@@ -284,6 +284,7 @@ def test_every_write_step_failing_in_turn(repo: Path, tmp_path: Path, name: str)
                     assert failed.returncode == 12, "not exit 12"
                     err = failed.stderr.decode()
                     assert err.startswith("majordomus: ") and "\nhint: " in err, "no clear message"
+                    assert err.count("run the same command again") <= 1, "the hint says it twice"
                     again = run_here(*args, cwd=repo, input=stdin)
                     if again.returncode != 0:
                         # Only a change that had landed whole (its last directory fsync reported the error)

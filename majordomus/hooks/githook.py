@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from majordomus.errors import EnvironmentProblem, Refused
+from majordomus.errors import EnvironmentProblem, Refused, rerun
 from majordomus.hooks import husky, installers
 from majordomus.hooks.gitfiles import (
     HOOKS,
@@ -222,7 +222,7 @@ def _each(plans: list[Plan], step: Any) -> list[installers.Result]:
             if landed:
                 if isinstance(exc, NotWritten):
                     exc.after(landed)
-                exc.hint = (exc.hint + "; then " if exc.hint else "") + "run the same command again: it installs the rest"
+                exc.hint = rerun(exc.hint, "it installs the rest")
             raise
     return done
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 
 from majordomus import clock
-from majordomus.errors import EnvironmentProblem, NoActiveTask
+from majordomus.errors import EnvironmentProblem, NoActiveTask, rerun
 from majordomus.lite import names, safeio
 from majordomus.store import files, ledger, listing, paths, records, taskfile
 from majordomus.store.taskfile import MAX_RUN_POINTERS
@@ -296,12 +296,7 @@ def incomplete(ws: Site, what: str, path: str, exc: EnvironmentProblem, missing:
 def incomplete_as(what: str, shown: str, exc: EnvironmentProblem, missing: str) -> EnvironmentProblem:
     """A write that failed after its record was linked: what is stored, what is missing, and that the same
     command run again completes it (design §10)."""
-    again = "run the same command again"
-    hint = exc.hint or ""
-    if not hint.endswith(again):  # the cause's own hint may already end with it: say it once
-        hint = f"{hint}; then {again}" if hint else again
-    return EnvironmentProblem(f"the {what} {shown} is stored{missing}: {exc.message}",
-                              f"{hint}: it completes what is missing")
+    return EnvironmentProblem(f"the {what} {shown} is stored{missing}: {exc.message}", rerun(exc.hint))
 
 
 def _own(write: Write, task: Task, rel: str, *, whole: bool = False) -> tuple[dict[str, Any], str, str] | None:

@@ -52,6 +52,8 @@ def test_an_orphaned_task_is_reported_and_taken_over_without_force(cli, repo, tm
     orphaned = [f for f in report["findings"] if f["code"] == "task.orphaned"]
     assert len(orphaned) == 1 and orphaned[0]["level"] == "warn" and str(gone) in orphaned[0]["message"]
     assert "no longer exists" in cli("brief", "t1").stdout
+    row = next(line for line in cli("task", "list").stdout.splitlines() if line.startswith("t1 "))
+    assert f"gone worktree: {gone} (gone)" in row and "another machine" not in row, row  # this machine's
     assert cli("task", "resume", "t1").exit_code == 0  # no --force needed
     [resume] = events_named(repo, "task.resume")
     assert resume["takeover"] is True and resume["previous"]["worktree"] == str(gone)

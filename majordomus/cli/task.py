@@ -91,7 +91,8 @@ def task_list(as_json: bool) -> None:
 
 
 def _where(ws: Any, task: Any) -> str:
-    """Where an active task is active: this worktree's branch, another worktree here, or another machine."""
+    """Where an active task is active: this worktree's branch, another worktree here, a worktree of this
+    machine that is gone, or another machine."""
     from majordomus import tasks
 
     branch = task.branch or "detached HEAD"  # in parentheses below: never `((detached))`
@@ -102,6 +103,8 @@ def _where(ws: Any, task: Any) -> str:
         return escape(branch)
     if held == "elsewhere":
         return escape(f"{task.worktree or '?'} ({branch})")
+    if held == "orphaned":  # this machine's, in a worktree that is gone (`git worktree remove`)
+        return escape(f"gone worktree: {task.worktree or '?'} ({branch})")
     return escape(f"another machine: {task.worktree or '?'} ({branch})")
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import re
 
-from majordomus import claims, identity, taskend, tasks
+from majordomus import claims, errors, identity, taskend, tasks
 from majordomus.errors import EnvironmentProblem, MajordomusError, NoActiveTask, Refused
 from majordomus.lite import active as active_index
 from majordomus.lite.stdin import read_bounded
 from majordomus.store import commit, files, reading, recent, records
 from majordomus.workspace import Workspace
+
+STALE_TRIES = 5  # how often a handoff is made again when its task changed while it waited for the lock
 
 TYPE_CHECKING = False  # on the session-start path: typing is not imported at run time
 if TYPE_CHECKING:
@@ -126,7 +128,18 @@ def write(ws: Workspace, stdin: BinaryIO, left_out: list[reading.Gone] | None = 
     body = records.normalise(raw, what="handoff", max_lines=None, max_bytes=limit, more=stdin)
     check_sections(body.text, ws.config.get("handoff", "required_sections"))
     with files.held_back():  # a stop signal waits for both steps: the record, then the slot left
-        done = commit.commit(_record(ws, task, clock.now_iso(), body.text, left_out))
+        for attempt in range(1, STALE_TRIES + 1):
+            try:
+                done = commit.commit(_record(ws, task, clock.now_iso(), body.text, left_out))
+                break
+            except commit.Stale:  # a checkpoint landed while this one waited for the lock: list it too
+                if attempt == STALE_TRIES:
+                    raise MajordomusError(
+                        f"task `{task.id}` kept changing while the handoff was being written ({STALE_TRIES} "
+                        "times); nothing was written", "run the same command again", code=errors.BUSY) from None
+                task = held_here(ws)
+                if left_out is not None:
+                    left_out.clear()
         if done.created or done.completed:  # after its event: this machine's claim and the slot here (§10)
             try:
                 taskend.release_after_handoff(ws, done.record)
@@ -157,7 +170,7 @@ def _record(ws: Workspace, task: tasks.Task, at: str, body: str,
                         event="task.handoff", pointer="handoff", statuses=("active", "handed-off"),
                         status="handed-off", ends_claim=None if held is None else held["id"],
                         event_keys=("previous_handoff", "checkpoints"),
-                        caches=(cache, ws.config.cache_entry(ws.paths.config_cache)))
+                        caches=(cache, ws.config.cache_entry(ws.paths.config_cache)), of_the_task=True)
 
 
 def left_out_note(ws: Workspace, left_out: list[reading.Gone]) -> str | None:

@@ -229,3 +229,50 @@ def test_show_refuses_a_handoff_whose_content_was_replaced(cli: Any, repo: Path,
     assert result.stderr.startswith("majordomus: ") and path.name in result.stderr
     assert "no longer matches the digest in its name" in result.stderr and "\nhint: " in result.stderr
     assert snapshot(repo) == before and ledger_bytes(repo) == ledger
+
+
+def test_a_checkpoint_that_lands_while_the_handoff_waits_for_the_lock_is_listed_in_it(repo: Path) -> None:
+    """The handoff's `checkpoints:` tells of the task as it is when the handoff lands: a checkpoint written
+    while the handoff waited for the lock (its flock held back by strace) is listed, not left out."""
+    import subprocess
+    import time
+
+    from helpers import MAJORDOMUS, require_tool, start_task_at
+
+    strace = require_tool("strace")
+    start_task_at(repo)
+    assert run_here("checkpoint", cwd=repo, input="before the handoff\n").returncode == 0
+    given = repo.parent / "handoff-body"
+    given.write_text(HANDOFF_BODY)
+    with open(given, "rb") as body:
+        proc = subprocess.Popen([strace, "-f", "-qq", "-o", os.devnull, "-e", "trace=flock", "-e",
+                                 "inject=flock:delay_enter=1500000:when=1", str(MAJORDOMUS), "handoff"], cwd=repo,
+                                stdin=body, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    end = time.monotonic() + 20  # until the handoff sits at its lock, held back
+    while not _in_flock(proc.pid) and time.monotonic() < end and proc.poll() is None:
+        time.sleep(0.005)
+    assert _in_flock(proc.pid), "the handoff never reached its lock"
+    landed = run_here("checkpoint", cwd=repo, input="landed while the handoff waited\n")
+    assert landed.returncode == 0, landed.stderr
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    meta = front_matter(repo / out.decode().strip())
+    listed = [p.split("/", 1)[1] for p in meta["checkpoints"]]
+    names = sorted(p.name for p in (state_dir(repo) / "checkpoints").iterdir())
+    assert listed == names, (listed, names)
+
+
+def _in_flock(pid: int) -> bool:
+    """Whether strace's child (majordomus) sits in the flock strace holds back (syscall 73 on x86_64)."""
+    number = {"x86_64": "73", "aarch64": "32"}[os.uname().machine]
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return False
+    for child in children:
+        try:
+            if Path(f"/proc/{child}/syscall").read_text().split()[0] == number:
+                return True
+        except (OSError, IndexError):
+            continue
+    return False

@@ -53,7 +53,8 @@ class Write:
                  statuses: tuple[str, ...] = ("active",), indexed: bool = False, event_keys: tuple[str, ...] = (),
                  lines: bool = True, status: str | None = None, ends_claim: str | None = None,
                  replaces: tuple[str, ...] = (), any_pending: bool = False,
-                 caches: tuple[tuple[str, bytes] | None, ...] = (), touch: bool = False) -> None:
+                 caches: tuple[tuple[str, bytes] | None, ...] = (), touch: bool = False,
+                 of_the_task: bool = False) -> None:
         # Where, taken from the place once: the store holds no workspace.
         self.paths, self.worktree, self.branch, self.cwd = ws.paths, ws.worktree, ws.branch, ws.cwd
         self.where = ws.where()  # how a refusal names this worktree and branch
@@ -78,6 +79,9 @@ class Write:
         # cache): written in one place, once past the refusals, best effort.
         self.caches = [c for c in caches if c is not None]
         self.touch = touch  # an empty checkpoint: only the task's `<pointer>_at` moves, no record
+        # Its fields tell of the task as read (a handoff lists the checkpoints since the previous one): when
+        # the task record changed before the lock was taken, it is `Stale` and the command makes it again.
+        self.of_the_task = of_the_task
         # The record as it will be stored, made once, before the lock: its name, bytes and digest, and the
         # path (relative to the state directory) the task will point at.
         self.meta: dict[str, Any] = dict(fields)
@@ -150,6 +154,11 @@ class Write:
         return self.status is not None and task.status == self.status
 
 
+class Stale(Exception):
+    """The task record changed between the command's read and the lock, and the record's fields tell of the
+    task as it was (`Write.of_the_task`): nothing was written; the command makes the record again."""
+
+
 class Committed:
     """What a commit did: the record's path and digest, whether it was linked now (`created`), and whether
     an earlier write of it that failed part way was completed now (`completed`)."""
@@ -180,6 +189,8 @@ def transact(write: Write) -> Committed | None:
         # else exit 11 and nothing is written.
         task = taskfile.read_active(state, write.worktree, write.branch, write.where, statuses=write.statuses,
                                     held=write.task)
+        if write.of_the_task and task is not write.task:
+            raise Stale
         if not write.touch:
             ledger.check_writable(state.ledger)
         paths.ensure(state, "cache", "tasks", *(() if write.touch else (write.subdir,)))  # once, after the refusals

@@ -367,13 +367,20 @@ def test_the_fault_layer_sees_every_write_the_process_makes(repo: Path, tmp_path
     assert _traced_counts(out.read_text(), repo) == counting.counts
 
 
+def _traced_checkpoint(repo: Path, pristine: Path, *injections: str) -> subprocess.CompletedProcess[bytes]:
+    """`majordomus checkpoint` under strace with `injections`, in `repo` put back as `pristine` first."""
+    shutil.rmtree(repo)
+    shutil.copytree(pristine, repo, symlinks=True)
+    faults = [arg for injection in injections for arg in ("-e", injection)]
+    return subprocess.run(["strace", "-qq", "-o", os.devnull, *faults, str(MAJORDOMUS), "checkpoint"], cwd=repo,
+                          input=b"the note\n", capture_output=True, check=False)
+
+
 @pytest.mark.parametrize("syscall", ["fsync", "write", "link", "rename"])
 def test_a_real_process_failing_each_call_exits_12_and_its_retry_completes(repo: Path, syscall: str) -> None:
     """The same walk for a checkpoint in the real process, with strace's fault injection (the Nth call of
     SYSCALL fails with EIO or ENOSPC): exit 12 with a message, then the retry lands it and doctor is clean."""
     _needs_strace()
-    from helpers import MAJORDOMUS
-
     _setup_checkpoint(repo)
     pristine = repo.parent / "pristine"
     shutil.copytree(repo, pristine, symlinks=True)
@@ -381,11 +388,7 @@ def test_a_real_process_failing_each_call_exits_12_and_its_retry_completes(repo:
         assert run_here("checkpoint", cwd=repo, input="counted\n").returncode == 0
     error = "EIO" if syscall == "fsync" else "ENOSPC"
     for nth in range(1, counting.counts[syscall] + 1):
-        shutil.rmtree(repo)
-        shutil.copytree(pristine, repo, symlinks=True)
-        done = subprocess.run(["strace", "-qq", "-o", os.devnull, "-e", f"inject={syscall}:error={error}:when={nth}",
-                               str(MAJORDOMUS), "checkpoint"], cwd=repo, input=b"the note\n", capture_output=True,
-                              check=False)
+        done = _traced_checkpoint(repo, pristine, f"inject={syscall}:error={error}:when={nth}")
         if done.returncode == 0:  # that call was not ours (the process's own output), or it coped
             _landed_checkpoint(repo)
             continue
@@ -413,11 +416,8 @@ def test_a_second_fault_in_the_cleanup_never_turns_into_nothing_was_written(repo
         assert run_here("checkpoint", cwd=repo, input="counted\n").returncode == 0
     error = "EIO" if syscall == "fsync" else "ENOSPC"
     for nth in range(1, counting.counts[syscall] + 1):
-        shutil.rmtree(repo)
-        shutil.copytree(pristine, repo, symlinks=True)
-        done = subprocess.run(["strace", "-qq", "-o", os.devnull, "-e", f"inject={syscall}:error={error}:when={nth}",
-                               "-e", "inject=unlink,unlinkat:error=EIO", str(MAJORDOMUS), "checkpoint"], cwd=repo,
-                              input=b"the note\n", capture_output=True, check=False)
+        done = _traced_checkpoint(repo, pristine, f"inject={syscall}:error={error}:when={nth}",
+                                  "inject=unlink,unlinkat:error=EIO")
         if done.returncode == 0:
             continue
         err = done.stderr.decode()

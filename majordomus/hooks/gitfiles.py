@@ -99,13 +99,9 @@ def write_temp(directory: str, target: str, data: bytes, mode: int) -> str:
 
 
 def replace(directory: str, target: str, data: bytes, mode: int) -> None:
-    """Write `data` to `target` by a temporary file renamed over it (a reader sees one or the other)."""
-    tmp = write_temp(directory, target, data, mode)
-    try:
-        os.rename(tmp, target)
-    except OSError as exc:
-        unlink_quietly(tmp)
-        raise NotWritten(target, exc) from exc
+    """Write `data` to `target` by a temporary file renamed over it (a reader sees one or the other): the
+    store's one temp-then-rename writer, failing in the hooks' words."""
+    files.replace(os.path.join(directory, os.path.basename(target)), data, mode=mode, problem=NotWritten)
 
 
 class Plan:

@@ -196,7 +196,8 @@ class NotReplaced(EnvironmentProblem):
     """`replace` failed before its rename: the old file is in place, and the file `undo` named is gone."""
 
 
-def replace(path: str, data: bytes, *, mode: int | None = FILE_MODE, undo: str | None = None) -> None:
+def replace(path: str, data: bytes, *, mode: int | None = FILE_MODE, undo: str | None = None,
+            problem: Callable[[str, OSError], Exception] | None = None) -> None:
     """Replace a file atomically: temp + fsync + rename; the old file survives any failure.
 
     The one temp-then-rename writer. `mode=None` gives a new file the user's default (0666 & ~umask),
@@ -204,24 +205,25 @@ def replace(path: str, data: bytes, *, mode: int | None = FILE_MODE, undo: str |
     names (a record linked now, which the task record is about to point at): when the replace fails
     before its rename, nothing names it, so it is removed (durably, best effort) and `NotReplaced` says
     nothing was written; a failure after the rename (the directory fsync) leaves the new file in place,
-    and raises as any other."""
+    and raises as any other. `problem`: a failure in the caller's words (see `write_temp`)."""
     with stopsignals.held():  # a stop signal waits: the old file or the new one, and no temporary left
-        _replace(path, data, mode, undo)
+        _replace(path, data, mode, undo, problem or _environment)
 
 
-def _replace(path: str, data: bytes, mode: int | None, undo: str | None) -> None:
+def _replace(path: str, data: bytes, mode: int | None, undo: str | None,
+             problem: Callable[[str, OSError], Exception]) -> None:
     if mode is None:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
     directory = os.path.dirname(path)
     try:
-        tmp = write_temp(directory, data, mode, path)
+        tmp = write_temp(directory, data, mode, path, problem=problem)
         try:
             os.replace(tmp, path)
         except OSError as exc:
             unlink_quietly(tmp)
-            raise _environment(path, exc) from exc
+            raise problem(path, exc) from exc
     except EnvironmentProblem as exc:
         if undo is None:
             raise

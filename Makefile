@@ -2,7 +2,7 @@
 # The interpreter both venvs are made from: the distribution's own /usr/bin/python3 when it is 3.11 or newer
 # and can make a venv, else the python3 on PATH (docs/testing.md "The interpreter"). Debian's is built with
 # profile-guided optimisation and libpython linked in; pyenv's default build is neither, and the whole suite
-# takes a tenth more CPU under it (pure Python runs a third slower; most of the suite is git and processes).
+# takes a tenth more CPU under it (pure Python is half again as slow there; most of the suite is git and processes).
 # `make test PYTHON=python3.12` chooses another.
 PYTHON ?= $(shell for p in /usr/bin/python3 python3; do "$$p" -c 'import ensurepip, sys, venv; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo "$$p"; break; }; done)
 VENV ?= .venv

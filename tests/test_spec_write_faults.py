@@ -432,6 +432,32 @@ def test_a_second_fault_in_the_cleanup_never_turns_into_nothing_was_written(repo
         assert left <= {"store.temp-file"}, (nth, left)
 
 
+def test_a_ledger_append_that_cannot_be_taken_back_never_says_its_event_was_not_written(repo: Path) -> None:
+    """Two faults: the ledger's fsync fails (EIO), and so does taking the appended line back (ftruncate):
+    the event is then in the ledger all the same, so the message says it may be, never that it was not;
+    the retry finds it and writes no second one."""
+    _needs_strace()
+    _setup_checkpoint(repo)
+    pristine = repo.parent / "pristine"
+    shutil.copytree(repo, pristine, symlinks=True)
+    with Faults(repo).active() as counting:
+        assert run_here("checkpoint", cwd=repo, input="counted\n").returncode == 0
+    seen = 0
+    for nth in range(1, counting.counts["fsync"] + 1):
+        done = _traced_checkpoint(repo, pristine, f"inject=fsync:error=EIO:when={nth}", "inject=ftruncate:error=EIO")
+        err = done.stderr.decode()
+        if "cannot append to the ledger" not in err:
+            continue
+        seen += 1
+        assert done.returncode == 12 and "not written" not in err and "may" in err, err
+        again = run_here("checkpoint", cwd=repo, input="the note\n")
+        assert again.returncode == 0, again.stderr
+        named = [e["path"] for e in events_named(repo, "task.checkpoint")]
+        assert len(named) == len(set(named)), named  # never a second event of one record
+        _landed_checkpoint(repo)
+    assert seen == 1  # the one fsync of the ledger's append
+
+
 # ---------------------------------------------------------------- a really full disk
 
 def test_a_really_full_disk_exits_12_and_the_same_checkpoint_lands_once_there_is_room(repo: Path, tmp_path: Path) -> None:

@@ -279,6 +279,8 @@ def _finish(write: Write, task: Task, rel: str, digest: str, meta: dict[str, Any
     write.index(task, rel.split("/", 1)[1], fresh=fresh)
     try:
         _log(write, task, write.event_fields(rel, digest, meta, body))
+    except ledger.MaybeAppended as exc:  # the event may be there: never say it is not
+        raise _incomplete(write, rel, exc, ", and its ledger event may not be") from exc
     except EnvironmentProblem as exc:
         raise _incomplete(write, rel, exc, missing) from exc
 

@@ -210,8 +210,13 @@ def append_many(path: str, items: list[tuple[str, dict[str, Any]]], at: str) -> 
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             fault.point("after-ledger-write")
             os.fsync(fd)
-        except OSError:
-            _cut_back(fd, size)
+        except OSError as exc:
+            if not _cut_back(fd, size):
+                raise MaybeAppended(
+                    f"cannot append to the ledger {path}: {exc.strerror}; the event may be in it all the same "
+                    "(taking back what was written failed too)",
+                    "check the disk (`dmesg`) and `majordomus doctor`; then run the same command again: it "
+                    "completes what is missing, and never writes an event twice") from exc
             raise
         return written
     except OSError as exc:
@@ -222,14 +227,20 @@ def append_many(path: str, items: list[tuple[str, dict[str, Any]]], at: str) -> 
         os.close(fd)
 
 
-def _cut_back(fd: int, size: int) -> None:
+class MaybeAppended(EnvironmentProblem):
+    """An append that failed, and whose taking back failed too: the event may be in the ledger (whole, when
+    only its fsync failed), or a torn tail that readers skip. A retry looks for it before it writes one."""
+
+
+def _cut_back(fd: int, size: int) -> bool:
     """Under the lock: remove what a failed append left after the last complete line (design §10), so that
-    no torn line and no event that was reported as failed stays behind."""
+    no torn line and no event that was reported as failed stays behind. Whether that landed."""
     try:
         os.ftruncate(fd, size)
         os.fsync(fd)
     except OSError:
-        pass  # the torn tail is skipped and counted by every reader; the next append starts a new line
+        return False  # a torn tail is skipped and counted by every reader; the next append starts a new line
+    return True
 
 
 def iter_lines(path: str, offset: int = 0) -> Generator[bytes, None, None]:

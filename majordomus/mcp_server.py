@@ -9,7 +9,7 @@ else the client's first root (a `file://` URI), else the server's working direct
 every request, resource reads included, so that a client whose roots change (or that is asked before it
 can answer) is never held to the server's own directory. A resource error carries the CLI's message and
 hint. A line the SDK would leave unanswered — not JSON, not a JSON-RPC message, or holding a string with a
-lone surrogate — gets a JSON-RPC error response here (`serve`), so the client is never left waiting.
+lone surrogate — gets a JSON-RPC error response (`mcp_stdio.serve`), so the client is never left waiting.
 
 Tools: `checkpoint(body)`, `handoff(body)`, `brief(task)`, `task_status(task)`, `pin(kind, text)`,
 `unpin(pin_id)`, `run_record_list(task)`. The issue named the last one `run_list`; design §19 names it
@@ -22,8 +22,6 @@ from __future__ import annotations
 import contextvars
 import io
 import os
-import sys
-import threading
 import warnings
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -58,11 +56,17 @@ INSTRUCTIONS = ("majordomus keeps the work state of a task in git-native records
                 "`handoff` when you stop. Records are evidence; pins are working memory.")
 
 
+# The exits whose command writes nothing by rule (it refuses before its first write); an environment
+# problem (12) or a busy remote (75) may come part way, and its own message says what is stored.
+_REFUSALS = (errors.USAGE, errors.REFUSED, errors.NO_TASK)
+
+
 def _message(exc: MajordomusError) -> str:
     meaning = MEANING.get(exc.code, "error")
     from majordomus.lite.textrules import render_error
 
-    return f"{render_error(exc)}\n(the CLI exits {exc.code}: {meaning}; nothing was written)"
+    written = "; nothing was written" if exc.code in _REFUSALS else ""
+    return f"{render_error(exc)}\n(the CLI exits {exc.code}: {meaning}{written})"
 
 
 def _tool_error(exc: MajordomusError) -> ToolError:
@@ -149,9 +153,15 @@ class _Server(_ServerBase):  # type: ignore[misc, valid-type]
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
         token = _REQUEST.set(context if context is not None else _current_context(self))
         try:
-            return await (super().read_resource(uri, context) if context is not None else super().read_resource(uri))
+            read = await (super().read_resource(uri, context) if context is not None else super().read_resource(uri))
         finally:
             _REQUEST.reset(token)
+        from majordomus.output import escape
+
+        for part in read if isinstance(read, list) else ():  # the briefing, escaped as every body is
+            if isinstance(getattr(part, "content", None), str):
+                part.content = escape(part.content, body=True)
+        return read
 
 
 def _escaped(result: Any) -> Any:
@@ -170,7 +180,26 @@ def _escaped(result: Any) -> Any:
         except ValueError:
             value = None
         block.text = dumps(value, indent=2) if value is not None else escape(block.text, body=True)
+    # The structured copy the SDK serialises itself, with every character raw: its strings as every output
+    # shows them (a client may hand this JSON to the model as it is).
+    if isinstance(result, tuple) and len(result) == 2 and result[1] is not None:
+        result = (result[0], _escaped_strings(result[1]))
+    for name in ("structuredContent", "structured_content"):
+        if getattr(result, name, None) is not None:
+            setattr(result, name, _escaped_strings(getattr(result, name)))
     return result
+
+
+def _escaped_strings(value: Any) -> Any:
+    from majordomus.output import escape
+
+    if isinstance(value, str):
+        return escape(value, body=True)
+    if isinstance(value, dict):
+        return {key: _escaped_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_escaped_strings(item) for item in value]
+    return value
 
 
 def _current_context(server: Any) -> Any:
@@ -267,134 +296,3 @@ def build(repo: str | None = None) -> Any:
 
 
 # ---------------------------------------------------------------- the wire
-
-
-PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
-
-
-def _lone_surrogate(value: Any, depth: int = 0) -> bool:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if depth > 64:
-        return False
-    if isinstance(value, dict):
-        return any(_lone_surrogate(k, depth + 1) or _lone_surrogate(v, depth + 1) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_lone_surrogate(v, depth + 1) for v in value)
-    return False
-
-
-def _error_line(request_id: Any, code: int, message: str) -> str:
-    if not (isinstance(request_id, (str, int)) and not isinstance(request_id, bool)) or _lone_surrogate(request_id):
-        request_id = None
-    from majordomus.output import dumps
-
-    return dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}},
-                 separators=(",", ":"))
-
-
-def decoded(raw: bytes) -> tuple[str | None, str | None]:
-    """(the line as text, None), or (None, the JSON-RPC parse error) for a line that is not UTF-8: the
-    SDK would decode it with U+FFFD in place of each bad byte and store those (design §6 "must be UTF-8").
-    The error carries the request's id when the rest of the line still tells it, so the client is not
-    left waiting for an answer."""
-    try:
-        return raw.decode("utf-8"), None
-    except UnicodeDecodeError as exc:
-        try:
-            message = jsonbound.loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            message = None
-        request_id = message.get("id") if isinstance(message, dict) else None
-        return None, _error_line(request_id, PARSE_ERROR, f"Parse error: the line is not valid UTF-8 (byte "
-                                                          f"{exc.start}); nothing was done")
-
-
-def refusal(line: str) -> str | None:
-    """The JSON-RPC error for a line the SDK would leave unanswered, or None to pass the line on."""
-    if not line.strip():
-        return None
-    try:
-        message = jsonbound.loads(line)
-    except ValueError:
-        return _error_line(None, PARSE_ERROR, "Parse error: the line is not JSON")
-    request_id = message.get("id") if isinstance(message, dict) else None
-    if _lone_surrogate(message):
-        return _error_line(request_id, INVALID_PARAMS, "Invalid params: a string holds a lone surrogate "
-                                                       "(U+D800–U+DFFF), which UTF-8 cannot carry")
-    if (not isinstance(message, dict) or message.get("jsonrpc") != "2.0"
-            or not ("method" in message or "result" in message or "error" in message)):
-        return _error_line(request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
-    return None
-
-
-class _Wire:
-    """The process's stdin and stdout as the SDK's stdio transport reads and writes them, with each
-    line checked first (`refusal`) and each reply written whole, one at a time."""
-
-    def __init__(self) -> None:
-        import anyio
-
-        self._lock = threading.Lock()
-        self._out = sys.stdout.buffer
-        self._in = anyio.wrap_file(sys.stdin.buffer)  # bytes: a line that is not UTF-8 is refused, not mended
-
-    def __aiter__(self) -> Any:
-        return self._lines()
-
-    async def _lines(self) -> Any:
-        async for raw in self._in:
-            line, reply = decoded(raw)
-            if line is not None:
-                reply = refusal(line)
-                if reply is None:
-                    yield line
-                    continue
-            await self.write(f"{reply}\n")
-
-    async def write(self, text: str) -> None:
-        with self._lock:
-            self._out.write(text.encode("utf-8", "replace"))
-            self._out.flush()
-
-    async def flush(self) -> None:
-        return None
-
-
-def serve(repo: str | None) -> None:
-    """Serve over stdio until the client closes the connection."""
-    import anyio
-    from mcp.server.stdio import stdio_server
-
-    server = build(repo)
-    low = server._mcp_server if hasattr(server, "_mcp_server") else server._lowlevel_server
-
-    interrupted = []
-
-    async def main() -> None:
-        wire = _Wire()
-        try:
-            async with stdio_server(stdin=wire, stdout=wire) as (read_stream, write_stream):  # type: ignore[arg-type]
-                await low.run(read_stream, write_stream, low.create_initialization_options())
-        except BaseException as exc:
-            # A Ctrl-C acted on once a tool's write landed (lite.stopsignals) comes back wrapped in the task
-            # groups: it is the process's own end (exit 130), not an error of the server to print.
-            if not _only_interrupts(exc):
-                raise
-            interrupted.append(exc)
-
-    anyio.run(main)
-    if interrupted:
-        raise KeyboardInterrupt
-
-
-def _only_interrupts(exc: BaseException) -> bool:
-    """A KeyboardInterrupt, or an exception group (3.11's, or the backport anyio brings on 3.10) of nothing else."""
-    if isinstance(exc, KeyboardInterrupt):
-        return True
-    inner = getattr(exc, "exceptions", None)
-    return isinstance(inner, tuple) and bool(inner) and all(_only_interrupts(e) for e in inner)

@@ -298,3 +298,33 @@ def test_a_root_or_a_time_holding_a_nul_is_the_tools_error_with_its_words(repo):
         with pytest.raises(errors.UsageError, match="is not a time git reads"):
             history.since_iso(Workspace.open(str(repo)), when)
     assert history.since_iso(Workspace.open(str(repo)), "yesterday")  # the edge: a time git reads
+
+
+def test_hidden_characters_are_escaped_in_the_resource_and_the_structured_results_too(cli, repo, tmp_path):
+    """Every output of a body escapes the characters that carry hidden text — the MCP resource and each
+    tool's structured result as its text (a client may hand either to the model); the emoji keep their
+    joiners. And a tool error says "nothing was written" only for an exit that writes nothing by rule."""
+    assert cli("task", "start", "t1").exit_code == 0
+    hidden = "".join(chr(0xE0000 + ord(c)) for c in "HIDDEN")
+    assert cli("checkpoint", input=f"note {hidden} zero\u200bwidth \U0001F468\u200d\U0001F469\n").exit_code == 0
+    seen: dict[str, Any] = {}
+
+    async def body(s: Any) -> None:
+        seen["resource"] = await s.read_resource("majordomus://brief")
+        seen["brief"] = await s.call_tool("brief", {})
+        seen["refused"] = await s.call_tool("checkpoint", {"body": "owner: someone else\n"})
+        (state_dir(repo) / "ledger.jsonl").unlink()
+        (state_dir(repo) / "ledger.jsonl").mkdir()  # an environment problem: exit 12
+        seen["environment"] = await s.call_tool("checkpoint", {"body": "a note\n"})
+
+    session(["mcp", "--repo", str(repo)], tmp_path, body, in_process=True)
+    shown = [c.text for c in seen["resource"].contents] + [text(seen["brief"])]
+    structured = getattr(seen["brief"], "structuredContent", None) or getattr(seen["brief"], "structured_content", None)
+    if structured is not None:
+        shown.append(json.dumps(structured, ensure_ascii=False))
+    for out in shown:
+        assert not any(0xE0000 <= ord(c) <= 0xE00FF or c == "\u200b" for c in out), out[-300:]
+        assert "\U0001F468\u200d\U0001F469" in out
+    assert text(seen["refused"]).endswith("(the CLI exits 10: refused: the input breaks a rule; nothing was written)")
+    environment = text(seen["environment"])  # what is stored, its own message says: never a suffix over it
+    assert environment.endswith("(the CLI exits 12: environment problem)"), environment

@@ -120,7 +120,8 @@ def test_every_json_output_goes_through_the_one_encoder():
     """No second encoder: the command modules, the MCP server and the timeline call `output.dumps`. (The
     hooks answer the runtimes with `json.dumps`' ASCII form, which escapes every non-ASCII character.)"""
     package = Path(__file__).resolve().parent.parent / "majordomus"
-    sources = [*sorted((package / "cli").glob("*.py")), package / "mcp_server.py", package / "history.py",
+    sources = [*sorted((package / "cli").glob("*.py")), package / "mcp_server.py", package / "mcp_stdio.py",
+               package / "history.py",
                package / "doctor" / "findings.py"]
     found = [f"{path.name}:{number}" for path in sources
              for number, line in enumerate(path.read_text().splitlines(), 1) if "json.dumps(" in line]

@@ -23,6 +23,6 @@ def mcp_command(repo: str | None) -> None:
 
         Workspace.open(repo)  # not a git work tree: exit 12 now, not at the first tool call
     sys.stdin.readable()  # a closed stdin (`<&-`) is exit 12 now, not after a second of loading the SDK
-    from majordomus import mcp_server  # exit 12 naming `pip install 'majordomus[mcp]'` without the SDK
+    from majordomus import mcp_stdio  # exit 12 naming `pip install 'majordomus[mcp]'` without the SDK
 
-    mcp_server.serve(repo)
+    mcp_stdio.serve(repo)

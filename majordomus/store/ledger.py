@@ -228,8 +228,8 @@ def append_many(path: str, items: list[tuple[str, dict[str, Any]]], at: str) -> 
 
 
 class MaybeAppended(EnvironmentProblem):
-    """An append that failed, and whose taking back failed too: the event may be in the ledger (whole, when
-    only its fsync failed), or a torn tail that readers skip. A retry looks for it before it writes one."""
+    """An append that failed, and whose taking back failed too: the event may be in the ledger (a retry
+    looks for it before it writes one), or a torn tail that readers skip."""
 
 
 def _cut_back(fd: int, size: int) -> bool:
@@ -361,10 +361,9 @@ def search_cutoff(since: str) -> str:
 
 
 def ends_search(event: dict[str, Any], cutoff: str) -> bool:
-    """Whether a backwards search may stop at `event`. The ledger is in the order of its appends, not of its
-    times: a run's event is stamped with its command's start and appended at its end, and a clock stepped
-    back stamps later events earlier. So a run's event never ends a search, and another only when it is
-    older than the cutoff (`search_cutoff`)."""
+    """Whether a backwards search may stop at `event`: the ledger is in the order of its appends, not of its
+    times (a run's event carries its command's start; a clock steps back), so never at a run's event, and
+    at another only when it is older than the cutoff (`search_cutoff`)."""
     return event.get("event") != "task.run" and str(event.get("at", "")) < cutoff
 
 

@@ -12,6 +12,7 @@ from majordomus.errors import EnvironmentProblem
 from majordomus.lite import jsonbound, safeio
 from majordomus.lite.sha import hexdigest
 from majordomus.store import fault
+from majordomus.store.lookback import ends_search, search_cutoff
 from majordomus.store.paths import FILE_MODE
 
 TYPE_CHECKING = False
@@ -342,29 +343,6 @@ def last_event(path: str, task: str | None = None, events: tuple[str, ...] = (),
     finally:
         os.close(fd)
     return None
-
-
-CLOCK_SLACK = 3600  # seconds: how far back a clock may have been stepped between a record and its event
-
-
-def search_cutoff(since: str) -> str:
-    """Where a backwards search for the events of something stamped `since` may end: `CLOCK_SLACK` earlier
-    (ISO-8601 UTC, as the ledger writes its times; `since` itself when it is not one)."""
-    import calendar
-    import time
-
-    try:
-        moment = calendar.timegm(time.strptime(since[:19], "%Y-%m-%dT%H:%M:%S"))
-    except ValueError:
-        return since
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment - CLOCK_SLACK))
-
-
-def ends_search(event: dict[str, Any], cutoff: str) -> bool:
-    """Whether a backwards search may stop at `event`: the ledger is in the order of its appends, not of its
-    times (a run's event carries its command's start; a clock steps back), so never at a run's event, and
-    at another only when it is older than the cutoff (`search_cutoff`)."""
-    return event.get("event") != "task.run" and str(event.get("at", "")) < cutoff
 
 
 def logged(path: str, rel: str, since: str, key: str = "path") -> bool:

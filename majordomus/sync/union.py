@@ -80,10 +80,10 @@ def _timestamp(data: bytes) -> str:
 
 def _named_since(ws: Workspace, since: str) -> set[str] | None:
     """The paths that the ledger's events name, from the end back to the first that ends the search for
-    something stamped `since` (`ledger.ends_search`); None when the ledger cannot tell (unreadable, or
+    something stamped `since` (`lookback.ends_search`); None when the ledger cannot tell (unreadable, or
     `since` is further back than the look-back bound, or it begins later than `since`)."""
     from majordomus.errors import EnvironmentProblem
-    from majordomus.store import ledger
+    from majordomus.store import ledger, lookback
 
     try:
         fd = safeio.open_regular(ws.paths.ledger, ledger.MAX_BYTES)
@@ -92,7 +92,7 @@ def _named_since(ws: Workspace, since: str) -> set[str] | None:
     except (OSError, EnvironmentProblem):
         return None
     named: set[str] = set()
-    cutoff = ledger.search_cutoff(since)
+    cutoff = lookback.search_cutoff(since)
     try:
         read, first = 0, None
         for line in ledger.lines_backwards(fd, os.fstat(fd).st_size):
@@ -102,7 +102,7 @@ def _named_since(ws: Workspace, since: str) -> set[str] | None:
             event = ledger.parse_line(line) if line.strip() else None
             if event is None:
                 continue
-            if ledger.ends_search(event, cutoff):
+            if lookback.ends_search(event, cutoff):
                 return named
             if isinstance(event.get("path"), str):
                 named.add(event["path"])

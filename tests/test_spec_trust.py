@@ -406,7 +406,8 @@ def test_hidden_characters_in_a_body_are_escaped_in_every_output_and_joiners_kep
     zero-width space or a BOM splits a word): every output of it — brief, --show, the session-start context
     of each runtime — shows them escaped. The edge: the joiners and variation selectors of emoji stay."""
     assert run_here("task", "start", "t1", cwd=repo).returncode == 0
-    body = f"note {HIDDEN_TEXT} end, zero\u200bwidth, bom\ufeff, heart \u2764\ufe0f, family \U0001F468\u200d\U0001F469\n"
+    body = (f"note {HIDDEN_TEXT} end, zero\u200bwidth, bom\ufeff, format \u180e\u206a\ufff9\U0001d173\U00013430, "
+            "heart \u2764\ufe0f, family \U0001F468\u200d\U0001F469\n")
     assert run_here("checkpoint", cwd=repo, input=body).returncode == 0
     outputs = {"brief": run_here("brief", cwd=repo).stdout.decode(),
                "--show": run_here("checkpoint", "--show", cwd=repo).stdout.decode()}
@@ -414,7 +415,7 @@ def test_hidden_characters_in_a_body_are_escaped_in_every_output_and_joiners_kep
         done = run_here("hook", "session-start", "--runtime", runtime, cwd=repo, input=b"{}")
         outputs[runtime] = "\n".join(_strings(json.loads(done.stdout)))
     for name, text in outputs.items():
-        hidden = [c for c in text if 0xE0000 <= ord(c) <= 0xE0FFF or c in "\u200b\ufeff"]
+        hidden = [c for c in text if 0xE0000 <= ord(c) <= 0xE0FFF or c in "\u200b\ufeff\u180e\u206a\ufff9\U0001d173\U00013430"]
         assert hidden == [], (name, hidden[:3])
         assert "\\U000e0049" in text and "zero\\u200bwidth" in text, name
         assert "\u2764\ufe0f" in text and "\U0001F468\u200d\U0001F469" in text, name

@@ -36,7 +36,9 @@ NOT_YAML_PRINTABLE = DEL_C1 + "\u2028\u2029\ufffe\uffff\ud800-\udfff"
 # Of those, the ones a body's output escapes too: they join or shape nothing a note needs (emoji and scripts
 # keep their joiners and variation selectors), and they can carry text a reader does not see (tag characters
 # spell a hidden instruction for a model; a zero-width space or a BOM splits a word a search would find).
-HIDDEN = "\u00ad\u200b\u2060-\u2064\ufeff\U000e0000-\U000e00ff"  # tags; not the variation selectors after
+HIDDEN = ("\u00ad\u180e\u200b\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb\U00013430-\U0001343f"
+          "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+          "\U000e0000-\U000e00ff")  # the tag block; not the variation selectors after it
 # A body may hold tab and newline; nothing else of C0, DEL, C1, and no other line break.
 BODY_REFUSED = LazyRe(f"[{C0_BUT_TAB_LF}{DEL_C1}\u2028\u2029]")
 # A one-line field (title, owner) holds none of the four classes.

@@ -119,6 +119,9 @@ def test_a_release_or_done_whose_event_failed_in_the_second_of_the_task_s_last_e
             failed = run_here(*command, cwd=repo)
         assert failed.returncode == 12, failed.stderr
         assert events_named(repo, event) == []
+        doctor = json.loads(run_here("doctor", "--json", cwd=repo).stdout)
+        hints = [f["hint"] for f in doctor["findings"] if f["code"] == "active.not-active"]
+        assert hints and f"`majordomus {' '.join(command)} t1` again" in hints[0], hints  # the one that failed
         again = run_here(*command, cwd=repo)
     assert again.returncode == 0, again.stderr
     assert [e["at"] for e in events_named(repo, event)] == [NOW]

@@ -68,6 +68,7 @@ _AGAIN = {  # by the status the index's task has: the command whose rerun comple
               "task you work on there with `majordomus task resume ID`",
     "handed-off": "run the same `majordomus handoff` again (it completes), or `majordomus task resume {id}`",
     "done": "run `majordomus task done {id}` again (it completes)",
+    "released": "run `majordomus task release {id}` again (it completes)",
 }
 
 
@@ -80,6 +81,9 @@ def _not_active(ws: Workspace, task_id: str, place: tuple[str, str | None]) -> t
         task = tasks.load(ws, task_id)
     except MajordomusError:
         return None
+    if task.status == "paused" and any(c.get("ended_by") == "released" and c.get("ended_at") == task.updated_at
+                                       for c in task.claims):
+        return "released", "its record says it is paused"  # by a `task release` that did not finish
     if task.status != "active":
         return task.status, f"its record says it is {task.status}"
     if (task.worktree, task.branch) != place:

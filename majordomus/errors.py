@@ -55,11 +55,18 @@ class EnvironmentProblem(MajordomusError):
     code = ENVIRONMENT
 
 
-def rerun(hint: str | None, then: str = "it completes what is missing") -> str:
+def rerun(hint: str | None, then: str = "it completes what is missing", *, instead: str | None = None) -> str:
     """`hint`, then "run the same command again: THEN", said once: a cause's own hint (a full disk's, an I/O
-    error's) may end with the same words already."""
+    error's) may end with the same words already. `instead`: what to run in its place (a `run` must not
+    run its command twice), said where the cause's hint would have said to run it again."""
     again = "run the same command again"
     hint = hint or ""
+    if instead is not None:
+        for tail in (f", then {again}", f"; then {again}", again):
+            if hint.endswith(tail):
+                hint = hint[: -len(tail)]
+                break
+        return f"{hint}; then {instead}" if hint else instead
     if not hint.endswith(again):
         hint = f"{hint}; then {again}" if hint else again
     return f"{hint}: {then}"

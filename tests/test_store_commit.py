@@ -167,6 +167,26 @@ def test_the_note_of_a_handoff_killed_after_its_event_goes_with_the_next_write(s
     assert [e["path"] for e in events_named(repo, "task.handoff")] == [handoff]
 
 
+def test_a_run_whose_record_failed_after_its_command_ran_is_not_told_to_run_it_again(started, tmp_path):
+    """A run's command has run when its record fails (its ledger event): the hint does not ask to run the
+    same command again (that runs it again), but names the task's next `majordomus run`, which completes it."""
+    repo = started
+    side = tmp_path / "side-effects"
+    with freeze_time(NOW):
+        with Faults(repo, "write", 1, only="ledger.jsonl").active():
+            failed = run_here("run", "--", "sh", "-c", f"echo ran >> {side}", cwd=repo)
+    assert failed.returncode == 12, failed.stderr
+    err = failed.stderr.decode()
+    assert "is stored" in err and "run the same command again" not in err, err
+    assert "the task's next `majordomus run` completes what is missing" in err, err
+    [pending] = [p for p in task_record(repo)["runs"]]
+    with freeze_time("2099-12-01T09:05:00Z"):
+        assert run_here("run", "--", "true", cwd=repo).returncode == 0
+    assert [e["path"] for e in events_named(repo, "task.run")].count(pending) == 1
+    assert side.read_text() == "ran\n"  # the command ran once
+    assert run_here("doctor", "--strict", cwd=repo).returncode == 0
+
+
 def test_a_failed_task_record_write_unlinks_the_record_nothing_was_written(started):
     repo = started
     before, ledger = records_in(repo), ledger_bytes(repo)

@@ -298,7 +298,11 @@ def _log(write: Write, task: Task, extra: dict[str, Any]) -> None:
 
 
 def _incomplete(write: Write, rel: str, exc: EnvironmentProblem, missing: str) -> EnvironmentProblem:
-    return incomplete_as(write.what, write.shown(write.paths.absolute(rel)), exc, missing)
+    problem = incomplete_as(write.what, write.shown(write.paths.absolute(rel)), exc, missing)
+    if write.kind == "run":  # its command ran: the same command again would run it again
+        problem.hint = rerun(exc.hint, instead="the task's next `majordomus run` completes what is missing "
+                                               "(this one again would run its command again)")
+    return problem
 
 
 def incomplete(ws: Site, what: str, path: str, exc: EnvironmentProblem, missing: str) -> EnvironmentProblem:

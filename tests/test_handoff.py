@@ -276,3 +276,28 @@ def _in_flock(pid: int) -> bool:
         except (OSError, IndexError):
             continue
     return False
+
+
+def test_a_handoff_whose_task_keeps_changing_under_it_gives_up_busy_writing_nothing(repo: Path, monkeypatch) -> None:
+    """Made again each time its task record changed before the lock (up to STALE_TRIES): one that changes
+    every time — here the re-check under the lock always finds a newer version — is exit 75, nothing written."""
+    from helpers import start_task_at
+
+    from majordomus import handoff
+    from majordomus.store import commit, taskfile
+
+    start_task_at(repo)
+    assert run_here("checkpoint", cwd=repo, input="a note\n").returncode == 0
+    before = snapshot(repo)
+    real = taskfile.read_active
+
+    def always_newer(*args: Any, **kwargs: Any) -> Any:
+        kwargs["held"] = None  # read afresh, as when another write of the task landed meanwhile
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(commit.taskfile, "read_active", always_newer)
+    busy = run_here("handoff", cwd=repo, input=HANDOFF_BODY)
+    assert busy.returncode == 75, busy.stderr
+    assert f"kept changing while the handoff was being written ({handoff.STALE_TRIES} times); nothing was written" \
+        in busy.stderr.decode()
+    assert snapshot(repo) == before

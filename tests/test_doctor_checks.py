@@ -359,7 +359,7 @@ def test_unreadable_task_record_fails(cli, repo, store):
 def test_handoff_records_are_checked_like_checkpoints(cli, repo, store):
     """Handoffs share the naming and front matter of checkpoints; written here through the core."""
     from majordomus import clock, identity, tasks
-    from majordomus.store import commit
+    from majordomus.store import commit, files
     from majordomus.workspace import Workspace
 
     ws = Workspace.open(str(repo))
@@ -369,7 +369,8 @@ def test_handoff_records_are_checked_like_checkpoints(cli, repo, store):
     for i in range(3):
         at = clock.iso(clock.now())
         fields = identity.fields(ws, "handoff", task, at)
-        path, _created, digest = commit.link_record(ws.paths, "handoffs", fields, f"## State\nhandoff {i}")
+        name, data, digest = commit.rendered(fields, f"## State\nhandoff {i}")
+        path, _created = files.link_in(ws.paths.directory("handoffs"), name, data)
         ws.event("task.handoff", task.id, at, path=ws.paths.relative(path), sha256=digest)
         written.append(Path(path))
     (repo / ".ai" / "config.yaml").write_text("handoff:\n  retention_max_files: 1\n")

@@ -576,3 +576,21 @@ def test_a_state_file_written_in_place_that_is_a_hard_link_is_refused_and_the_ot
         (state / name).write_bytes(kept)
     assert run_here("checkpoint", cwd=repo, input="a second note\n").returncode == 0
     assert precious.read_bytes() == kept
+
+
+def test_an_empty_ignore_file_is_filled_by_the_next_write(repo):
+    """A command killed between creating the state's ignore file and writing it (or a power loss before its
+    two bytes reached the disk) leaves it empty, and then git would stage the local state: the next command
+    that makes the state fills it; doctor said so meanwhile."""
+    start_task_at(repo)
+    assert run_here("checkpoint", cwd=repo, input="a note\n").returncode == 0
+    ignore = repo / ".ai" / "local" / ".gitignore"
+    ignore.write_bytes(b"")
+    doctor = json.loads(run_here("doctor", "--json", cwd=repo).stdout)
+    assert "state.not-ignored" in {f["code"] for f in doctor["findings"]}
+    assert run_here("checkpoint", cwd=repo, input="another note\n").returncode == 0
+    assert ignore.read_bytes() == b"*\n"
+    assert run_here("doctor", "--strict", cwd=repo).returncode == 0
+    listed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo, capture_output=True,
+                            text=True, check=True).stdout
+    assert ".ai/local" not in listed, listed

@@ -357,24 +357,6 @@ def make_parent(path: str) -> None:
                                      unwritable_hint(os.path.dirname(directory), exc.errno)) from exc
 
 
-def write_ignore(path: str) -> None:
-    """The state's ignore file (`*`), created exclusively: it keeps the state out of `git add`."""
-    fd = -1
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
-        if os.write(fd, b"*\n") != 2:  # one write of two bytes: a failure leaves no empty ignore file behind
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    except FileExistsError:
-        return
-    except OSError as exc:
-        if fd >= 0:
-            os.close(fd)
-            os.unlink(path)
-        raise EnvironmentProblem(f"cannot write {path}: {exc.strerror}",
-                                 unwritable_hint(os.path.dirname(path), exc.errno)) from exc
-    os.close(fd)
-
-
 def linked_dir(top: str, path: str) -> str | None:
     """The first directory from below `top` down to `path` (itself included) that is a symbolic link, or None.
 

@@ -249,14 +249,6 @@ def rendered(fields: list[tuple[str, Any]], body: str) -> tuple[str, bytes, str]
     return names.record_name(clock.compact_of(meta["timestamp"]), meta["branch"], meta["head"], digest), data, digest
 
 
-def link_record(state: paths.StatePaths, subdir: str, fields: list[tuple[str, Any]], body: str) -> tuple[str, bool, str]:
-    """The link step alone: render the record and link it in under its name, never replacing anything.
-    Returns (path, created, sha256)."""
-    name, data, digest = rendered(fields, body)
-    path, created = files.link_in(state.directory(subdir), name, data)
-    return path, created, digest
-
-
 def _land(write: Write, task: Task, rel: str, digest: str, meta: dict[str, Any], body: str, *, created: bool) -> None:
     """The steps after the link. A failure before the task record changed unlinks a record linked now."""
     if created or not write.points_at(task, rel):
@@ -366,8 +358,7 @@ def _complete_noted(write: Write, task: Task, lock: files.locked) -> Committed |
 
 
 def _forget_if_landed(write: Write, lock: files.locked, rel: str) -> None:
-    """A note of another kind (a handoff, a run), which waits for doctor: gone once its record is logged
-    (its own retry completed it) or was never stored, so that notes do not pile up."""
+    """A note of another kind (a handoff, a run; doctor's to report): gone once its record is logged or gone."""
     try:
         data = safeio.read(write.paths.absolute(rel), records.MAX_RECORD_BYTES)
         stamp = records.split(data)[0].get("timestamp")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from majordomus.errors import EnvironmentProblem
+from majordomus.lite.ignorefile import ignore_missing, write_ignore
 from majordomus.lite.statepaths import (
     DIR_MODE,
     FILE_MODE,
@@ -19,7 +20,6 @@ from majordomus.lite.statepaths import (
     make_parent,
     state_exists,
     unwritable_hint,
-    write_ignore,
 )
 
 TYPE_CHECKING = False
@@ -81,7 +81,7 @@ def ensure(paths: StatePaths, *subdirs: str) -> None:
         is_real_dir(parent)
     created = not os.path.lexists(paths.local)
     ensure_dir(paths.local)
-    if not os.path.lexists(paths.ignore_file):
+    if ignore_missing(paths.ignore_file):
         try:
             write_ignore(paths.ignore_file)
         except EnvironmentProblem:

@@ -5,6 +5,7 @@ run over it until the client closes the connection. A Ctrl-C ends it as any comm
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from typing import Any
@@ -80,17 +81,55 @@ class _Wire:
     line checked first (`refusal`) and each reply written whole, one at a time."""
 
     def __init__(self) -> None:
-        import anyio
-
         self._lock = threading.Lock()
         self._out = sys.stdout.buffer
-        self._in = anyio.wrap_file(sys.stdin.buffer)  # bytes: a line that is not UTF-8 is refused, not mended
 
     def __aiter__(self) -> Any:
         return self._lines()
 
     async def _lines(self) -> Any:
-        async for raw in self._in:
+        # stdin is read by a daemon thread of ours, with `os.read` (no lock of `sys.stdin` held): a read the
+        # client never ends (stdin kept open) must not keep the process from ending once a Ctrl-C ended the
+        # server. One line at a time, when the server asks for the next, as a thread's read of each would.
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+        wanted = threading.Semaphore(0)
+
+        def give(raw: bytes | None) -> None:
+            try:
+                loop.call_soon_threadsafe(lines.put_nowait, raw)
+            except RuntimeError:
+                pass  # the loop ended first
+
+        def read() -> None:
+            pending, ended = b"", False
+            while True:
+                wanted.acquire()
+                while not ended and b"\n" not in pending:
+                    try:
+                        chunk = os.read(0, 1 << 16)
+                    except OSError:
+                        chunk = b""  # a stdin that fails ends the input as its end does
+                    ended = not chunk
+                    pending += chunk
+                if b"\n" in pending:
+                    raw, pending = pending.split(b"\n", 1)
+                    give(raw + b"\n")
+                elif pending:
+                    give(pending)
+                    pending = b""
+                else:
+                    give(None)
+                    return
+
+        threading.Thread(target=read, name="majordomus-mcp-stdin", daemon=True).start()
+        while True:
+            wanted.release()
+            raw = await lines.get()
+            if raw is None:
+                return
             line, reply = decoded(raw)
             if line is not None:
                 reply = refusal(line)

@@ -253,3 +253,23 @@ def test_a_stop_signal_that_waited_for_a_write_that_failed_says_what_failed(repo
         assert again.returncode == 0, again.stderr
         assert run_here("doctor", "--strict", cwd=here).returncode == 0
         assert b"a note whose disk failed" in run_here("checkpoint", "--show", cwd=here).stdout
+
+
+def test_ctrl_c_ends_the_mcp_server_while_its_client_keeps_stdin_open(repo: Path) -> None:
+    """The server's stdin is read by a thread of its own that a Ctrl-C does not wait for: with the client
+    still holding the pipe open, the server ends at once (exit 130, one line), not when stdin closes."""
+    start_task_at(repo)
+    proc = subprocess.Popen([str(MAJORDOMUS), "mcp"], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(_rpc({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+    proc.stdin.flush()
+    assert b'"id":1' in proc.stdout.readline()
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=10)
+    finally:
+        proc.stdin.close()
+    err = proc.stderr.read() if proc.stderr is not None else b""
+    assert proc.returncode == 130 and err == b"majordomus: interrupted\n", (proc.returncode, err[-300:])

@@ -139,11 +139,19 @@ def _offers_roots(ctx: Any) -> bool:
         return True  # an SDK that does not say: ask, bounded by ROOTS_TIMEOUT
 
 
+TOOL_GIT_SECONDS = 10.0  # as a hook's: a git that does not return (a stuck fsmonitor) never holds the agent
+
+
 def _call(fn: Any, *args: Any, error: Any = None) -> Any:
+    from majordomus.git import run as git_run
+
+    git_run.limit(TOOL_GIT_SECONDS)  # its git commands together, stopped with what they started
     try:
         return fn(*args)
     except MajordomusError as exc:
         raise (error or ToolError)(_message(exc)) from exc
+    finally:
+        git_run.limit(None)
 
 
 class _Server(_ServerBase):  # type: ignore[misc, valid-type]

@@ -328,3 +328,41 @@ def test_hidden_characters_are_escaped_in_the_resource_and_the_structured_result
     assert text(seen["refused"]).endswith("(the CLI exits 10: refused: the input breaks a rule; nothing was written)")
     environment = text(seen["environment"])  # what is stored, its own message says: never a suffix over it
     assert environment.endswith("(the CLI exits 12: environment problem)"), environment
+
+
+def test_a_tool_whose_git_does_not_answer_answers_within_the_deadline(cli, repo, tmp_path, monkeypatch):
+    """MCP tools are an agent's, as hooks are: their git commands have one deadline together, and a git that
+    does not answer (a stuck fsmonitor, a hung mount) is stopped with what it started; the tool says why."""
+    import time
+
+    from majordomus import mcp_server
+
+    assert cli("task", "start", "t1").exit_code == 0
+    assert cli("checkpoint", input="a note\n").exit_code == 0
+    mark = f"33.{os.getpid()}"
+    where = tmp_path / "stuck-bin"
+    where.mkdir()
+    (where / "git").write_text(f"#!/bin/sh\nexec sleep {mark}\n")
+    (where / "git").chmod(0o755)
+    monkeypatch.setattr(mcp_server, "TOOL_GIT_SECONDS", 1.0)
+    monkeypatch.setenv("PATH", f"{where}{os.pathsep}{os.environ['PATH']}")
+    seen: dict[str, Any] = {}
+
+    async def body(s: Any) -> None:
+        began = time.monotonic()
+        seen["brief"] = await s.call_tool("brief", {})
+        seen["took"] = time.monotonic() - began
+
+    session(["mcp", "--repo", str(repo)], tmp_path, body, in_process=True)
+    assert is_error(seen["brief"]) and "did not answer within the 1 s given to git" in text(seen["brief"])
+    assert seen["took"] < 5, seen["took"]
+    left = [p for p in os.listdir("/proc") if p.isdigit() and mark.encode() in _cmdline(p)]
+    assert left == [], "the stuck git is left running"
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""

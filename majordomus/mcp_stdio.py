@@ -76,6 +76,27 @@ def refusal(line: str) -> str | None:
     return None
 
 
+ANSWER_WAIT = 60  # seconds a server whose client closed stdin goes on answering what it was asked
+
+
+def _request_ids(line: str) -> list[Any]:
+    try:
+        message = jsonbound.loads(line)
+    except ValueError:
+        return []
+    items = message if isinstance(message, list) else [message]
+    return [m["id"] for m in items if isinstance(m, dict) and "method" in m and isinstance(m.get("id"), (str, int))]
+
+
+def _answered_ids(text: str) -> list[Any]:
+    try:
+        message = jsonbound.loads(text)
+    except ValueError:
+        return []
+    items = message if isinstance(message, list) else [message]
+    return [m.get("id") for m in items if isinstance(m, dict) and ("result" in m or "error" in m)]
+
+
 class _Wire:
     """The process's stdin and stdout as the SDK's stdio transport reads and writes them, with each
     line checked first (`refusal`) and each reply written whole, one at a time."""
@@ -83,6 +104,7 @@ class _Wire:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._out = sys.stdout.buffer
+        self._open: set[Any] = set()  # the ids of the requests passed on and not answered yet
 
     def __aiter__(self) -> Any:
         return self._lines()
@@ -129,19 +151,26 @@ class _Wire:
             wanted.release()
             raw = await lines.get()
             if raw is None:
-                return
+                break
             line, reply = decoded(raw)
             if line is not None:
                 reply = refusal(line)
                 if reply is None:
+                    self._open.update(_request_ids(line))
                     yield line
                     continue
             await self.write(f"{reply}\n")
+        # The client closed its end: what it asked before is answered first, then the server ends.
+        for _ in range(ANSWER_WAIT * 100):
+            if not self._open:
+                break
+            await asyncio.sleep(0.01)
 
     async def write(self, text: str) -> None:
         with self._lock:
             self._out.write(text.encode("utf-8", "replace"))
             self._out.flush()
+        self._open.difference_update(_answered_ids(text))
 
     async def flush(self) -> None:
         return None

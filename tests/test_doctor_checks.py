@@ -555,3 +555,18 @@ def test_a_record_over_the_bound_is_named_and_never_read(cli, repo):
     assert oversize["level"] == "fail" and path.name in oversize["message"]
     assert "record.digest" not in codes(report)  # not hashed: not read
     path.unlink()
+
+
+@pytest.mark.parametrize("where", [".ai", ".ai/profiles"])
+def test_a_temporary_file_left_in_the_committed_ai_is_a_warning(cli, repo, where):
+    """`init` killed part way leaves its temporary file in the committed `.ai/` (or its profiles), where
+    `git add -A` would commit it: doctor warns (so --strict fails) and names the way out; nothing else."""
+    assert cli("init").exit_code == 0
+    temp = repo / where / ".tmp-4242-0"
+    temp.write_bytes(b"")
+    code, report = doctor(cli, "--strict")
+    assert code == 1
+    [found] = only(report, "config.temp-file")
+    assert found["level"] == "warn" and ".tmp-4242-0" in found["message"] and "rm '" in found["hint"]
+    temp.unlink()
+    assert doctor(cli, "--strict")[0] == 0

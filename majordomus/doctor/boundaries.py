@@ -91,10 +91,29 @@ def _not_active(ws: Workspace, task_id: str, place: tuple[str, str | None]) -> t
     return None
 
 
+def _committed_temps(ws: Workspace) -> list[Finding]:
+    """A temporary file an interrupted write (`init`, a killed one) left in the committed `.ai/` or its
+    profiles: `git add -A` would commit it."""
+    from majordomus.store.files import TMP_PREFIX
+
+    found = []
+    for directory in dict.fromkeys([os.path.dirname(d) for d in ws.paths.profile_dirs] + ws.paths.profile_dirs):
+        try:
+            names = sorted(n for n in os.listdir(directory) if n.startswith(TMP_PREFIX))
+        except OSError:
+            continue
+        for name in names:
+            shown = ws.display(os.path.join(directory, name))
+            found.append(Finding(WARN, "config.temp-file", f"{shown} is a temporary file left by an interrupted "
+                                 "write: `git add -A` would commit it", shown,
+                                 f"when no majordomus command is running, remove it: `rm '{shown}'`"))
+    return found
+
+
 def check_profiles(ws: Workspace) -> list[Finding]:
     """Committed profiles are injected into agents' context: a link (to /proc/self/environ, to a file of
     yours) or anything but a plain bounded file is never read, and is reported."""
-    found = []
+    found = _committed_temps(ws)
     for directory in ws.paths.profile_dirs:
         if os.path.islink(directory):  # `.ai` or `.ai/profiles` itself: nothing below it is read
             shown = ws.display(directory)

@@ -594,3 +594,16 @@ def test_an_empty_ignore_file_is_filled_by_the_next_write(repo):
     listed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo, capture_output=True,
                             text=True, check=True).stdout
     assert ".ai/local" not in listed, listed
+
+
+def test_a_cache_s_temporary_name_planted_as_a_hard_link_is_never_written_through(repo, tmp_path):
+    """A cache is written to `PATH.PID.tmp` and renamed: a file already under that name (left by a killed
+    process of the same pid, or a hard link planted there) is removed first, never truncated or written."""
+    from majordomus.store import files
+
+    precious = tmp_path / "precious.txt"
+    precious.write_bytes(b"the user's own file\n")
+    cache = tmp_path / "cache.json"
+    os.link(precious, f"{cache}.{os.getpid()}.tmp")
+    files.write_derived(str(cache), b'{"a": 1}\n')
+    assert cache.read_bytes() == b'{"a": 1}\n' and precious.read_bytes() == b"the user's own file\n"

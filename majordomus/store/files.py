@@ -241,8 +241,9 @@ def write_derived(path: str, data: bytes) -> None:
 
 def _write_derived(path: str, data: bytes) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
+    unlink_quietly(tmp)  # a name left by a killed process of the same pid (or planted): never written through
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
         try:
             os.write(fd, data)
         finally:

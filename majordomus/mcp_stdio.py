@@ -79,22 +79,15 @@ def refusal(line: str) -> str | None:
 ANSWER_WAIT = 60  # seconds a server whose client closed stdin goes on answering what it was asked
 
 
-def _request_ids(line: str) -> list[Any]:
-    try:
-        message = jsonbound.loads(line)
-    except ValueError:
-        return []
-    items = message if isinstance(message, list) else [message]
-    return [m["id"] for m in items if isinstance(m, dict) and "method" in m and isinstance(m.get("id"), (str, int))]
-
-
-def _answered_ids(text: str) -> list[Any]:
+def _ids(text: str, *, answers: bool) -> list[Any]:
+    """The ids of the requests (or, `answers`, of the responses) a JSON-RPC line carries."""
     try:
         message = jsonbound.loads(text)
     except ValueError:
         return []
     items = message if isinstance(message, list) else [message]
-    return [m.get("id") for m in items if isinstance(m, dict) and ("result" in m or "error" in m)]
+    return [m.get("id") for m in items if isinstance(m, dict) and isinstance(m.get("id"), (str, int))
+            and (("result" in m or "error" in m) if answers else "method" in m)]
 
 
 class _Wire:
@@ -156,7 +149,7 @@ class _Wire:
             if line is not None:
                 reply = refusal(line)
                 if reply is None:
-                    self._open.update(_request_ids(line))
+                    self._open.update(_ids(line, answers=False))
                     yield line
                     continue
             await self.write(f"{reply}\n")
@@ -170,7 +163,7 @@ class _Wire:
         with self._lock:
             self._out.write(text.encode("utf-8", "replace"))
             self._out.flush()
-        self._open.difference_update(_answered_ids(text))
+        self._open.difference_update(_ids(text, answers=True))
 
     async def flush(self) -> None:
         return None

@@ -69,7 +69,7 @@ def test_a_git_that_never_answers_does_not_hold_the_session(repo, tmp_path, monk
     """A stuck `core.fsmonitor` (or a hung network mount) makes `git status` wait for ever: a hook stops it
     at its deadline (SIGTERM, then SIGKILL), the context says the briefing could not be built and why, and
     it exits 0. The edge: a git within the deadline answers as always."""
-    from helpers import git, run_here, start_task_at
+    from helpers import git, gone, run_here, start_task_at
 
     from majordomus import main
 
@@ -87,22 +87,11 @@ def test_a_git_that_never_answers_does_not_hold_the_session(repo, tmp_path, monk
     took = time.monotonic() - began
     assert result.returncode == 0 and took < 5, (took, result)
     assert b"could not be built" in result.stdout and b"did not answer within the 1 s given to git" in result.stdout
-    end = time.monotonic() + 2  # killed is not yet gone: the kernel takes a moment to end it
-    while (left := [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).endswith(mark.encode())]) \
-            and time.monotonic() < end:
-        time.sleep(0.02)
-    assert left == [], "the stuck git's own child is left running"
+    assert gone(mark, ending=True) == [], "the stuck git's own child is left running"
     git(repo, "config", "--unset", "core.fsmonitor")
     fine = run_here("hook", "session-start", cwd=repo, input=b"{}")
     assert fine.returncode == 0 and b"did not answer" not in fine.stderr and fine.stdout
 
-
-def _cmdline(pid: str) -> bytes:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().rstrip(b"\0")
-    except OSError:
-        return b""
 
 
 def test_a_git_that_prints_without_end_is_stopped_and_its_output_let_go(repo, tmp_path, monkeypatch):
@@ -130,23 +119,11 @@ def test_a_git_that_prints_without_end_is_stopped_and_its_output_let_go(repo, tm
     assert code == 0 and len(out) == 2_000_000
 
 
-def _slow_git(tmp_path, script: str):
-    """A directory holding a `git` that runs `script` (sh), then the real git: put first on PATH."""
-    import shutil
-
-    real = shutil.which("git")
-    where = tmp_path / "slow-bin"
-    where.mkdir(parents=True)
-    (where / "git").write_text(f"#!/bin/sh\n{script}\nexec {real} \"$@\"\n")
-    (where / "git").chmod(0o755)
-    return where
-
-
 def test_the_hook_s_git_deadline_is_for_all_its_git_commands_together(repo, tmp_path, monkeypatch):
     """Session-start asks git several things (status, then what changed since the record): each slow git
     gets what is left of one deadline, not a deadline of its own, so that five gits just under it do not
     hold the session five times as long. The edge: gits that together stay within it answer as always."""
-    from helpers import commit_file, run_here, start_task_at
+    from helpers import commit_file, git_first_on_path, run_here, start_task_at
 
     from majordomus import main
 
@@ -156,14 +133,15 @@ def test_the_hook_s_git_deadline_is_for_all_its_git_commands_together(repo, tmp_
     commit_file(repo, "b.txt", "b\n", "another")
     monkeypatch.setattr(main, "HOOK_GIT_SECONDS", 1.0)
     plain = os.environ["PATH"]
-    monkeypatch.setenv("PATH", f"{_slow_git(tmp_path, 'sleep 0.4')}{os.pathsep}{plain}")
+    git_first_on_path(monkeypatch, tmp_path / "slow", "sleep 0.4", then_git=True)
     began = time.monotonic()
     slow = run_here("hook", "session-start", cwd=repo, input=b"{}")
     took = time.monotonic() - began
     assert slow.returncode == 0 and took < 1.8, took  # not 5 x 0.4 s: at most the 1 s, and the hook's own work
     assert b"did not answer within the 1 s given to git" in slow.stdout, slow.stdout[-400:]
     monkeypatch.setattr(main, "HOOK_GIT_SECONDS", 5.0)
-    monkeypatch.setenv("PATH", f"{_slow_git(tmp_path / 'quick', 'sleep 0.05')}{os.pathsep}{plain}")  # within it
+    monkeypatch.setenv("PATH", plain)
+    git_first_on_path(monkeypatch, tmp_path / "quick", "sleep 0.05", then_git=True)  # within it
     fine = run_here("hook", "session-start", cwd=repo, input=b"{}")
     assert fine.returncode == 0 and b"did not answer" not in fine.stdout and b"a commit since the record" in fine.stdout
 
@@ -171,28 +149,20 @@ def test_the_hook_s_git_deadline_is_for_all_its_git_commands_together(repo, tmp_
 def test_a_git_that_closed_its_output_but_does_not_end_is_stopped_at_the_deadline(repo, tmp_path, monkeypatch):
     """Its output closed is not its end: a git that closes stdout and stderr and goes on (a wrapper, an exit
     stuck on a hung mount) is waited for until the deadline only, then stopped with what it started."""
-    from helpers import run_here, start_task_at
+    from helpers import git_first_on_path, gone, run_here, start_task_at
 
     from majordomus import main
 
     start_task_at(repo)
     assert run_here("checkpoint", cwd=repo, input="a note: the briefing asks git what changed since\n").returncode == 0
     mark = f"31.{os.getpid()}"
-    where = tmp_path / "closing-bin"
-    where.mkdir()
-    (where / "git").write_text(f"#!/bin/sh\nexec >/dev/null 2>&1\nexec sleep {mark}\n")
-    (where / "git").chmod(0o755)
+    git_first_on_path(monkeypatch, tmp_path / "closing", f"exec >/dev/null 2>&1\nexec sleep {mark}")
     monkeypatch.setattr(main, "HOOK_GIT_SECONDS", 1.0)
-    monkeypatch.setenv("PATH", f"{where}{os.pathsep}{os.environ['PATH']}")
     began = time.monotonic()
     result = run_here("hook", "session-start", cwd=repo, input=b"{}")
     took = time.monotonic() - began
     assert result.returncode == 0 and took < 3, took
-    end = time.monotonic() + 2
-    while (left := [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).endswith(mark.encode())]) \
-            and time.monotonic() < end:
-        time.sleep(0.02)
-    assert left == [], "the git that closed its output is left running"
+    assert gone(mark, ending=True) == [], "the git that closed its output is left running"
 
 
 def test_a_stop_signal_to_the_hook_s_process_group_reaches_its_git(repo, tmp_path):
@@ -201,7 +171,7 @@ def test_a_stop_signal_to_the_hook_s_process_group_reaches_its_git(repo, tmp_pat
     or its fsmonitor is left running."""
     import signal
 
-    from helpers import MAJORDOMUS, git, run_here, start_task_at
+    from helpers import MAJORDOMUS, git, gone, processes_with, run_here, start_task_at
 
     procs = []
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -221,15 +191,10 @@ def test_a_stop_signal_to_the_hook_s_process_group_reaches_its_git(repo, tmp_pat
                                                   stderr=subprocess.PIPE, start_new_session=True)))
     for sig, mark, proc in procs:
         end = time.monotonic() + 10  # until git's fsmonitor runs
-        while not (seen := [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).endswith(f"{mark}2".encode())]) \
-                and time.monotonic() < end:
+        while not (seen := processes_with(f"{mark}2", ending=True)) and time.monotonic() < end:
             time.sleep(0.02)
         assert seen, (sig, "git's fsmonitor never ran", proc.poll())
         os.killpg(proc.pid, sig)
     for sig, mark, proc in procs:
         proc.communicate(timeout=10)
-        end = time.monotonic() + 2
-        while (left := [p for p in os.listdir("/proc") if p.isdigit() and mark.encode() in _cmdline(p)]) \
-                and time.monotonic() < end:
-            time.sleep(0.02)
-        assert left == [], (sig, "git's children are left running")
+        assert gone(mark) == [], (sig, "git's children are left running")

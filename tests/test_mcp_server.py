@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import MAJORDOMUS, ledger_events, run, snapshot, state_dir
+from helpers import MAJORDOMUS, git_first_on_path, gone, ledger_events, run, snapshot, state_dir
 
 from majordomus.hooks import mcpjson
 
@@ -340,12 +340,8 @@ def test_a_tool_whose_git_does_not_answer_answers_within_the_deadline(cli, repo,
     assert cli("task", "start", "t1").exit_code == 0
     assert cli("checkpoint", input="a note\n").exit_code == 0
     mark = f"33.{os.getpid()}"
-    where = tmp_path / "stuck-bin"
-    where.mkdir()
-    (where / "git").write_text(f"#!/bin/sh\nexec sleep {mark}\n")
-    (where / "git").chmod(0o755)
+    git_first_on_path(monkeypatch, tmp_path / "stuck", f"exec sleep {mark}")
     monkeypatch.setattr(mcp_server, "TOOL_GIT_SECONDS", 1.0)
-    monkeypatch.setenv("PATH", f"{where}{os.pathsep}{os.environ['PATH']}")
     seen: dict[str, Any] = {}
 
     async def body(s: Any) -> None:
@@ -356,13 +352,4 @@ def test_a_tool_whose_git_does_not_answer_answers_within_the_deadline(cli, repo,
     session(["mcp", "--repo", str(repo)], tmp_path, body, in_process=True)
     assert is_error(seen["brief"]) and "did not answer within the 1 s given to git" in text(seen["brief"])
     assert seen["took"] < 5, seen["took"]
-    left = [p for p in os.listdir("/proc") if p.isdigit() and mark.encode() in _cmdline(p)]
-    assert left == [], "the stuck git is left running"
-
-
-def _cmdline(pid: str) -> bytes:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
+    assert gone(mark) == [], "the stuck git is left running"

@@ -367,6 +367,17 @@ def test_the_fault_layer_sees_every_write_the_process_makes(repo: Path, tmp_path
     assert _traced_counts(out.read_text(), repo) == counting.counts
 
 
+def _counted_checkpoint(repo: Path) -> tuple[Path, Faults]:
+    """A task with one checkpoint, kept as `pristine`; and the calls of one more checkpoint, counted."""
+    _needs_strace()
+    _setup_checkpoint(repo)
+    pristine = repo.parent / "pristine"
+    shutil.copytree(repo, pristine, symlinks=True)
+    with Faults(repo).active() as counting:
+        assert run_here("checkpoint", cwd=repo, input="counted\n").returncode == 0
+    return pristine, counting
+
+
 def _traced_checkpoint(repo: Path, pristine: Path, *injections: str) -> subprocess.CompletedProcess[bytes]:
     """`majordomus checkpoint` under strace with `injections`, in `repo` put back as `pristine` first."""
     shutil.rmtree(repo)
@@ -380,12 +391,7 @@ def _traced_checkpoint(repo: Path, pristine: Path, *injections: str) -> subproce
 def test_a_real_process_failing_each_call_exits_12_and_its_retry_completes(repo: Path, syscall: str) -> None:
     """The same walk for a checkpoint in the real process, with strace's fault injection (the Nth call of
     SYSCALL fails with EIO or ENOSPC): exit 12 with a message, then the retry lands it and doctor is clean."""
-    _needs_strace()
-    _setup_checkpoint(repo)
-    pristine = repo.parent / "pristine"
-    shutil.copytree(repo, pristine, symlinks=True)
-    with Faults(repo).active() as counting:
-        assert run_here("checkpoint", cwd=repo, input="counted\n").returncode == 0
+    pristine, counting = _counted_checkpoint(repo)
     error = "EIO" if syscall == "fsync" else "ENOSPC"
     for nth in range(1, counting.counts[syscall] + 1):
         done = _traced_checkpoint(repo, pristine, f"inject={syscall}:error={error}:when={nth}")
@@ -407,13 +413,8 @@ def test_a_second_fault_in_the_cleanup_never_turns_into_nothing_was_written(repo
     (removing a record nothing names yet) fails too. A message that says nothing was written is then true
     (no record is left under its name); otherwise it says the record is stored, and the retry completes it.
     The temporary files the failed unlinks leave are doctor's warnings, nothing else."""
-    _needs_strace()
-    _setup_checkpoint(repo)
-    pristine = repo.parent / "pristine"
-    shutil.copytree(repo, pristine, symlinks=True)
-    before = set(records_in(repo))
-    with Faults(repo).active() as counting:
-        assert run_here("checkpoint", cwd=repo, input="counted\n").returncode == 0
+    pristine, counting = _counted_checkpoint(repo)
+    before = set(records_in(pristine))
     error = "EIO" if syscall == "fsync" else "ENOSPC"
     for nth in range(1, counting.counts[syscall] + 1):
         done = _traced_checkpoint(repo, pristine, f"inject={syscall}:error={error}:when={nth}",
@@ -436,12 +437,7 @@ def test_a_ledger_append_that_cannot_be_taken_back_never_says_its_event_was_not_
     """Two faults: the ledger's fsync fails (EIO), and so does taking the appended line back (ftruncate):
     the event is then in the ledger all the same, so the message says it may be, never that it was not;
     the retry finds it and writes no second one."""
-    _needs_strace()
-    _setup_checkpoint(repo)
-    pristine = repo.parent / "pristine"
-    shutil.copytree(repo, pristine, symlinks=True)
-    with Faults(repo).active() as counting:
-        assert run_here("checkpoint", cwd=repo, input="counted\n").returncode == 0
+    pristine, counting = _counted_checkpoint(repo)
     seen = 0
     for nth in range(1, counting.counts["fsync"] + 1):
         done = _traced_checkpoint(repo, pristine, f"inject=fsync:error=EIO:when={nth}", "inject=ftruncate:error=EIO")

@@ -374,3 +374,38 @@ def on_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> bytes:
     proc.wait(timeout=30)
     os.close(leader)
     return b"".join(chunks)
+
+
+def processes_with(mark: str, *, ending: bool = False) -> list[str]:
+    """The pids of the processes whose command line holds `mark` (or ends with it): what a test started,
+    told by a number no other process uses, to see whether anything of it is left running."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                line = f.read().rstrip(b"\0")
+        except OSError:
+            continue
+        if (line.endswith(mark.encode()) if ending else mark.encode() in line):
+            found.append(pid)
+    return found
+
+
+def gone(mark: str, seconds: float = 2.0, *, ending: bool = False) -> list[str]:
+    """`processes_with(mark)` once they are gone, or what is still running after `seconds` (a process
+    killed is not gone at once: the kernel takes a moment to end it)."""
+    end = time.monotonic() + seconds
+    while (left := processes_with(mark, ending=ending)) and time.monotonic() < end:
+        time.sleep(0.02)
+    return left
+
+
+def git_first_on_path(monkeypatch: pytest.MonkeyPatch, where: Path, script: str, *, then_git: bool = False) -> None:
+    """A `git` in `where` that runs `script` (sh) — and then the real git, with `then_git` — put first on
+    PATH for this test: a git that is slow, stuck or odd, as a wrapper, a hung mount or a fsmonitor makes it."""
+    real = shutil.which("git")
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "git").write_text(f"#!/bin/sh\n{script}\n" + (f"exec {real} \"$@\"\n" if then_git else ""))
+    (where / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{where}{os.pathsep}{os.environ['PATH']}")
+

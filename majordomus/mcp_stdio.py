@@ -73,7 +73,16 @@ def refusal(line: str) -> str | None:
     if (not isinstance(message, dict) or message.get("jsonrpc") != "2.0"
             or not ("method" in message or "result" in message or "error" in message)):
         return _error_line(request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+    if "method" in message and (not isinstance(message["method"], str) or not _an_id(message.get("id", ""))
+                                or not isinstance(message.get("params", {}), dict)):
+        # the SDK drops such a request without a word, and its client would wait for ever
+        return _error_line(request_id, INVALID_REQUEST, "Invalid Request: a request needs a string `method`, "
+                                                        "an `id` that is a string or an integer, and object `params`")
     return None
+
+
+def _an_id(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
 ANSWER_WAIT = 60  # seconds a server whose client closed stdin goes on answering what it was asked
@@ -86,7 +95,7 @@ def _ids(text: str, *, answers: bool) -> list[Any]:
     except ValueError:
         return []
     items = message if isinstance(message, list) else [message]
-    return [m.get("id") for m in items if isinstance(m, dict) and isinstance(m.get("id"), (str, int))
+    return [m.get("id") for m in items if isinstance(m, dict) and _an_id(m.get("id"))
             and (("result" in m or "error" in m) if answers else "method" in m)]
 
 

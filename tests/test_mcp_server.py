@@ -261,6 +261,31 @@ def test_malformed_json_rpc_and_lone_surrogates_get_an_error_response(repo):
     assert not (state_dir(repo) / "context").exists()  # the pin was never made
 
 
+def test_a_request_the_sdk_would_drop_without_a_word_gets_an_error_and_eof_ends_at_once(repo):
+    """A request whose id is no string or integer (true, 1.5, null), whose method is no string, or whose
+    params are no object: the SDK drops it silently and its client would wait for ever; each gets an
+    Invalid Request here, and the server ends at stdin's end without waiting for it. The edge: a valid
+    request after them is answered."""
+    import subprocess
+    import time
+
+    bad = [b'{"jsonrpc":"2.0","id":true,"method":"ping"}', b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}',
+           b'{"jsonrpc":"2.0","id":null,"method":"ping"}', b'{"jsonrpc":"2.0","id":3,"method":5}',
+           b'{"jsonrpc":"2.0","id":4,"method":"ping","params":[1]}']
+    hello = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode(),
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}']
+    began = time.monotonic()
+    done = subprocess.run([MAJORDOMUS, "mcp", "--repo", str(repo)],
+                          input=b"\n".join(hello + bad + [b'{"jsonrpc":"2.0","id":"last","method":"ping"}']) + b"\n",
+                          capture_output=True, timeout=60, check=False)
+    assert time.monotonic() - began < 20 and done.returncode == 0, done.stderr
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    errors = [(r["id"], r["error"]["code"]) for r in replies if "error" in r]
+    assert errors == [(None, -32600), (None, -32600), (None, -32600), (3, -32600), (4, -32600)], replies
+    assert any(r.get("id") == "last" and "result" in r for r in replies)
+
+
 def test_a_working_directory_that_was_removed_is_each_tools_error_not_a_traceback(tmp_path):
     """Started in a worktree later removed (`git worktree remove`), without --repo or roots: every tool says
     the directory is gone, as the CLI does (exit 12's message), and the server goes on."""

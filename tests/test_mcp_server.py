@@ -357,7 +357,8 @@ def test_hidden_characters_are_escaped_in_the_resource_and_the_structured_result
 
 def test_a_tool_whose_git_does_not_answer_answers_within_the_deadline(cli, repo, tmp_path, monkeypatch):
     """MCP tools are an agent's, as hooks are: their git commands have one deadline together, and a git that
-    does not answer (a stuck fsmonitor, a hung mount) is stopped with what it started; the tool says why."""
+    does not answer (a stuck fsmonitor, a hung mount) is stopped with what it started; the tool says why.
+    The server runs outside the repository (`--repo`): git is started in another directory than its own."""
     import time
 
     from majordomus import mcp_server
@@ -365,7 +366,7 @@ def test_a_tool_whose_git_does_not_answer_answers_within_the_deadline(cli, repo,
     assert cli("task", "start", "t1").exit_code == 0
     assert cli("checkpoint", input="a note\n").exit_code == 0
     mark = f"33.{os.getpid()}"
-    git_first_on_path(monkeypatch, tmp_path / "stuck", f"exec sleep {mark}")
+    git_first_on_path(monkeypatch, tmp_path / "stuck", f"sleep {mark}1 &\nexec sleep {mark}2")  # a child of its own
     monkeypatch.setattr(mcp_server, "TOOL_GIT_SECONDS", 1.0)
     seen: dict[str, Any] = {}
 

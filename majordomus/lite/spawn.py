@@ -39,12 +39,30 @@ def run(argv: list[str], cwd: str, env: Mapping[str, str] | None = None,
             return spawned
     import subprocess
 
+    if timeout is None:
+        done = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+        return done.returncode, done.stdout, done.stderr
+    # With a deadline, a group of its own here too (another directory than ours: posix_spawn has no cwd),
+    # so that stopping it stops what it started, and a stop signal to us reaches it (`stopsignals.groups`).
+    from majordomus.lite import stopsignals
+
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    stopsignals.groups.add(proc.pid)
     try:
-        done = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False,
-                              timeout=timeout)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        _stop(proc.pid, group=True)
         raise TimeoutError(f"{argv[0]} did not end within {timeout:g} s") from None
-    return done.returncode, done.stdout, done.stderr
+    except BaseException:
+        _stop(proc.pid, group=True)
+        raise
+    finally:
+        stopsignals.groups.discard(proc.pid)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    return proc.returncode, out, err
 
 
 def _is_current(path: str) -> bool:

@@ -247,43 +247,34 @@ def test_a_resource_error_carries_the_clis_message_and_hint(tmp_path):
 
 
 def test_malformed_json_rpc_and_lone_surrogates_get_an_error_response(repo):
-    """Each line the SDK would leave unanswered gets a JSON-RPC error, over the real stdio transport."""
-    import subprocess
-
-    lines = [b"{not json", b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pin",'
-             b'"arguments":{"kind":"decision","text":"a\\ud800b"}}}', b"[1, 2]", b'{"jsonrpc":"2.0","id":9}']
-    done = subprocess.run([MAJORDOMUS, "mcp", "--repo", str(repo)], input=b"\n".join(lines) + b"\n",
-                          capture_output=True, timeout=60, check=False)
-    replies = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [(r["id"], r["error"]["code"]) for r in replies] == [(None, -32700), (7, -32602), (None, -32600),
-                                                                (9, -32600)], done.stderr
-    assert "lone surrogate" in replies[1]["error"]["message"]
-    assert not (state_dir(repo) / "context").exists()  # the pin was never made
-
-
-def test_a_request_the_sdk_would_drop_without_a_word_gets_an_error_and_eof_ends_at_once(repo):
-    """A request whose id is no string or integer (true, 1.5, null), whose method is no string, or whose
-    params are no object: the SDK drops it silently and its client would wait for ever; each gets an
-    Invalid Request here, and the server ends at stdin's end without waiting for it. The edge: a valid
-    request after them is answered."""
+    """Each line the SDK would leave unanswered gets a JSON-RPC error, over the real stdio transport: not
+    JSON, a lone surrogate, not a message, and a request the SDK would drop without a word (an id that is
+    no string or integer, a method that is no string, params that are no object) — and stdin's end then
+    waits for none of them. The edge: a valid request after them is answered."""
     import subprocess
     import time
 
-    bad = [b'{"jsonrpc":"2.0","id":true,"method":"ping"}', b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}',
-           b'{"jsonrpc":"2.0","id":null,"method":"ping"}', b'{"jsonrpc":"2.0","id":3,"method":5}',
-           b'{"jsonrpc":"2.0","id":4,"method":"ping","params":[1]}']
+    lines = [b"{not json", b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pin",'
+             b'"arguments":{"kind":"decision","text":"a\\ud800b"}}}', b"[1, 2]", b'{"jsonrpc":"2.0","id":9}',
+             b'{"jsonrpc":"2.0","id":true,"method":"ping"}', b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}',
+             b'{"jsonrpc":"2.0","id":null,"method":"ping"}', b'{"jsonrpc":"2.0","id":3,"method":5}',
+             b'{"jsonrpc":"2.0","id":4,"method":"ping","params":[1]}']
     hello = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode(),
         b'{"jsonrpc":"2.0","method":"notifications/initialized"}']
     began = time.monotonic()
     done = subprocess.run([MAJORDOMUS, "mcp", "--repo", str(repo)],
-                          input=b"\n".join(hello + bad + [b'{"jsonrpc":"2.0","id":"last","method":"ping"}']) + b"\n",
+                          input=b"\n".join(hello + lines + [b'{"jsonrpc":"2.0","id":"last","method":"ping"}']) + b"\n",
                           capture_output=True, timeout=60, check=False)
     assert time.monotonic() - began < 20 and done.returncode == 0, done.stderr
     replies = [json.loads(line) for line in done.stdout.splitlines()]
-    errors = [(r["id"], r["error"]["code"]) for r in replies if "error" in r]
-    assert errors == [(None, -32600), (None, -32600), (None, -32600), (3, -32600), (4, -32600)], replies
+    assert [(r["id"], r["error"]["code"]) for r in replies if "error" in r] == [
+        (None, -32700), (7, -32602), (None, -32600), (9, -32600),
+        (None, -32600), (None, -32600), (None, -32600), (3, -32600), (4, -32600)], done.stderr
     assert any(r.get("id") == "last" and "result" in r for r in replies)
+    replies = [r for r in replies if "error" in r]
+    assert "lone surrogate" in replies[1]["error"]["message"]
+    assert not (state_dir(repo) / "context").exists()  # the pin was never made
 
 
 def test_a_working_directory_that_was_removed_is_each_tools_error_not_a_traceback(tmp_path):

@@ -157,3 +157,26 @@ def test_git_that_cannot_start_says_why_in_its_words(repo, monkeypatch, raised, 
     with pytest.raises(EnvironmentProblem) as caught:
         run.git(dotgit.locate(str(repo)), "status")
     assert "cannot run git" in caught.value.message and words in caught.value.hint
+
+
+@pytest.mark.parametrize("deadline", [None, 5.0])
+def test_a_program_started_in_another_directory_is_bounded_as_one_started_here(tmp_path, monkeypatch, deadline):
+    """posix_spawn takes no working directory, so a program for another one starts through subprocess: what
+    it prints is bounded all the same (stopped past MAX_OUTPUT), and with a deadline it is stopped with what
+    it started. The edge: output under the bound is read whole, its exit code kept."""
+    from majordomus.lite import spawn
+
+    monkeypatch.setattr(spawn, "MAX_OUTPUT", 1 << 20)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with pytest.raises(spawn.TooMuch):
+        spawn.run(["sh", "-c", "yes"], str(elsewhere), timeout=deadline)
+    code, out, _err = spawn.run(["sh", "-c", "pwd; head -c 1000 /dev/zero; exit 3"], str(elsewhere), timeout=deadline)
+    assert code == 3 and out.startswith(f"{elsewhere}\n".encode()) and len(out) == len(f"{elsewhere}\n") + 1000
+    if deadline is not None:
+        mark = f"34.{os.getpid()}"
+        with pytest.raises(TimeoutError):
+            spawn.run(["sh", "-c", f"sleep {mark}1 & exec sleep {mark}2"], str(elsewhere), timeout=0.5)
+        from helpers import gone
+
+        assert gone(mark) == []

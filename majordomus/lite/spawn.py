@@ -39,30 +39,17 @@ def run(argv: list[str], cwd: str, env: Mapping[str, str] | None = None,
             return spawned
     import subprocess
 
-    if timeout is None:
-        done = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False)
-        return done.returncode, done.stdout, done.stderr
-    # With a deadline, a group of its own here too (another directory than ours: posix_spawn has no cwd),
-    # so that stopping it stops what it started, and a stop signal to us reaches it (`stopsignals.groups`).
-    from majordomus.lite import stopsignals
-
+    # Another directory than ours (posix_spawn takes none): subprocess starts it there, and what it prints
+    # is read as above, bounded; with a deadline it leads a group of its own there too.
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
-    stopsignals.groups.add(proc.pid)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _stop(proc.pid, group=True)
-        raise TimeoutError(f"{argv[0]} did not end within {timeout:g} s") from None
-    except BaseException:
-        _stop(proc.pid, group=True)
-        raise
-    finally:
-        stopsignals.groups.discard(proc.pid)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
-    return proc.returncode, out, err
+                            stderr=subprocess.PIPE, start_new_session=timeout is not None)
+    assert proc.stdout is not None and proc.stderr is not None
+    out_r, err_r = os.dup(proc.stdout.fileno()), os.dup(proc.stderr.fileno())
+    proc.stdout.close()
+    proc.stderr.close()
+    code, out, err = _collect(argv, proc.pid, out_r, err_r, timeout)
+    proc.returncode = code  # reaped by `_collect`: subprocess need not wait for it
+    return code, out, err
 
 
 def _is_current(path: str) -> bool:
@@ -101,8 +88,6 @@ def _inherited() -> list[int]:
 
 def _spawned(argv: list[str], env: Mapping[str, str], timeout: float | None) -> tuple[int, bytes, bytes] | None:
     """None when a pipe took the number of a closed standard stream: subprocess sorts that out."""
-    import select
-    import time
 
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -128,6 +113,16 @@ def _spawned(argv: list[str], env: Mapping[str, str], timeout: float | None) -> 
         raise
     os.close(out_w)
     os.close(err_w)
+    return _collect(argv, pid, out_r, err_r, timeout)
+
+
+def _collect(argv: list[str], pid: int, out_r: int, err_r: int,
+             timeout: float | None) -> tuple[int, bytes, bytes]:
+    """What child `pid` prints on `out_r` and `err_r` (both closed here), bounded by MAX_OUTPUT, until it
+    ended — within `timeout`, when given: then the child leads a group of its own, stopped with it."""
+    import select
+    import time
+
     chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
     if timeout is not None:  # its own group: a stop signal to ours would not reach it, so it is passed on
         from majordomus.lite import stopsignals

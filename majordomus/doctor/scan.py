@@ -195,7 +195,7 @@ class _Walk:
         elif entry.name == "continuity.json" and os.path.dirname(directory) == p.contexts:
             self.scan.continuity.append(parent)
         st = entry.stat(follow_symlinks=False)
-        if st.st_nlink > 1 and directory not in self.record_dirs:
+        if safeio.linked_elsewhere(st) and directory not in self.record_dirs:
             self.add(FAIL, "state.hard-link", entry.path, f"{{path}} has {st.st_nlink} names (a hard link to another "
                      "file): the commands that write it in place refuse it, and a write through it would change "
                      "that file too", "remove this name: `rm '{path}'` (the next command makes a file of its own)")

@@ -13,6 +13,7 @@ import fcntl
 import os
 import stat
 
+from majordomus.lite import safeio
 from majordomus.lite.statepaths import FILE_MODE
 
 
@@ -25,7 +26,7 @@ def append_line(path: str, line: bytes, rotated: str | None = None, rotate_bytes
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise OSError(errno.EINVAL, "not a regular file", path)
-            if st.st_nlink > 1:  # appended to in place: through a hard link, another file would change too
+            if safeio.linked_elsewhere(st):  # appended to in place: another file would change too
                 raise OSError(errno.EMLINK, "a hard link to another file (it has more than one name)", path)
             fcntl.flock(fd, fcntl.LOCK_EX)
             st = os.fstat(fd)

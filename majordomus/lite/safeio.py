@@ -32,10 +32,15 @@ class UnsafeFile(EnvironmentProblem):
         self.what = what
 
 
+def linked_elsewhere(st: os.stat_result) -> bool:
+    """The one rule for a file majordomus writes in place (the lock, the ledger, a journal, an index): it
+    must have no other name, for through a hard link the write would change another file too."""
+    return st.st_nlink > 1
+
+
 def one_name(path: str, st: os.stat_result) -> None:
-    """A file majordomus writes in place (the lock, the ledger, a journal) must have no other name: through a
-    hard link, the write would change another file too (a lock's note truncates it). Exit 12 naming it."""
-    if st.st_nlink > 1:
+    """`linked_elsewhere` refused: exit 12 naming the file (a lock's note would truncate the other file)."""
+    if linked_elsewhere(st):
         raise EnvironmentProblem(f"{path} has {st.st_nlink} names (a hard link to another file): majordomus "
                                  "writes it in place, and would change that file too; nothing was written",
                                  f"remove this name (`rm '{path}'`): the next command makes a file of its own")

@@ -192,7 +192,7 @@ def add_names(index: str, entries: list[str]) -> None:
     except OSError:
         return
     try:
-        if os.fstat(fd).st_nlink > 1:  # a hard link: never append to another file; without it, the ledger serves
+        if safeio.linked_elsewhere(os.fstat(fd)):  # never append to another file; without it, the ledger serves
             os.unlink(index)
             return
         os.write(fd, "".join(e + "\n" for e in entries).encode("ascii"))

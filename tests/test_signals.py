@@ -257,15 +257,18 @@ def test_ctrl_c_ends_the_mcp_server_while_its_client_keeps_stdin_open(repo: Path
     still holding the pipe open, the server ends at once (exit 130, one line), not when stdin closes."""
     start_task_at(repo)
     proc = subprocess.Popen([str(MAJORDOMUS), "mcp"], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, restore_signals=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal's
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(_rpc({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+    proc.stdin.write(_rpc({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     proc.stdin.flush()
     assert b'"id":1' in proc.stdout.readline()
+    time.sleep(0.2)  # idle, waiting for the client's next line
     proc.send_signal(signal.SIGINT)
     try:
-        proc.wait(timeout=10)
+        proc.wait(timeout=30)  # a loaded machine is slow, a server that waits for stdin never ends
     finally:
         proc.stdin.close()
     err = proc.stderr.read() if proc.stderr is not None else b""

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from helpers import HANDOFF_BODY, MAJORDOMUS, require_tool, run_here, start_task_at, state_dir
+from helpers import HANDOFF_BODY, MAJORDOMUS, reading_stdin, require_tool, run_here, start_task_at, state_dir
 
 HOLD_US = 600_000  # how long the chosen fsync is held (µs)
 SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT, "HUP": signal.SIGHUP}
@@ -170,7 +170,7 @@ def test_ctrl_c_outside_a_write_says_only_that_it_was_interrupted(repo: Path) ->
     start_task_at(repo)
     proc = subprocess.Popen([str(MAJORDOMUS), "checkpoint"], cwd=repo, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(0.5)  # started, and waiting for the body
+    assert reading_stdin(proc.pid)  # started, and waiting for the body (a sleep could end inside its start)
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=10)
     assert proc.returncode == 130 and err.strip().endswith(b"majordomus: interrupted"), err

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -16,6 +15,7 @@ from helpers import (
     events_named,
     git,
     ledger_events,
+    reading_stdin,
     records_in,
     run_here,
     snapshot,
@@ -72,25 +72,12 @@ def test_task_list_says_where_an_active_task_is_active(cli, repo, tmp_path):
     assert (listed["t2"]["worktree"], listed["t2"]["branch"]) == (str(other), "other")
 
 
-def _blocked_reading_stdin(pid: int) -> bool:
-    """Linux: the process sits in read(0, …) — it has passed step 1 and waits for its body."""
-    try:
-        fields = Path(f"/proc/{pid}/syscall").read_text().split()
-    except OSError:
-        return False
-    return len(fields) > 1 and fields[0] == "0" and int(fields[1], 16) == 0
-
-
 def race(repo: Path, command: str, meanwhile: Callable[[], None]) -> tuple[int, bytes, bytes]:
     """Run COMMAND for the active task; once it waits for its body, run `meanwhile`; then give it the body."""
     proc = subprocess.Popen([MAJORDOMUS, command], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 60  # a bound against a hang, not a timing assertion
-        while not _blocked_reading_stdin(proc.pid):
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
-            assert time.monotonic() < deadline, "the writer never reached its stdin"
-            time.sleep(0.01)
+        assert reading_stdin(proc.pid), proc.stderr.read() if proc.poll() is not None and proc.stderr else b""
         meanwhile()
         out, err = proc.communicate(b"## State\ns\n## Decisions\nd\n## Open items\no\n## Next actions\nn\n",
                                     timeout=60)

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, MAJORDOMUS, git, invoke_main, run, run_here, snapshot, state_dir
+from helpers import FIXTURES, MAJORDOMUS, git, invoke_main, reading_stdin, run, run_here, snapshot, state_dir
 
 PROFILE = "# Profile: default\nYou are the careful engineer of this repository.\n"
 HOOK_TIMEOUT = 20  # a hang is what these tests catch; the bound is far above any real run
@@ -303,27 +303,11 @@ def test_a_smuggled_identity_line_through_the_console_script(repo):
 # ---------------------------------------------------------------- 13. the task is checked again after stdin
 
 
-def _blocked_reading_stdin(pid: int) -> None:
-    """Wait until process `pid` sleeps in a pipe read (its stdin: the checkpoint reads it after its task), so
-    that a loaded machine's slow start does not let the change happen before the task was read."""
-    import time
-
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/wchan") as f:
-                if "pipe" in f.read():
-                    return
-        except OSError:
-            return  # no /proc here: go on as before
-        time.sleep(0.01)
-
-
 def test_a_checkpoint_whose_task_changed_while_reading_stdin_writes_nothing(repo):
     started(repo, note=False)
     writer = subprocess.Popen([MAJORDOMUS, "checkpoint"], cwd=repo, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _blocked_reading_stdin(writer.pid)  # it has read its task: now the task changes under it
+    assert reading_stdin(writer.pid)  # it has read its task: now the task changes under it
     handoff = "## State\ns\n## Decisions\nd\n## Open items\no\n## Next actions\nn\n"
     assert run("handoff", cwd=repo, input=handoff.encode()).returncode == 0
     assert run("task", "start", "other", cwd=repo).returncode == 0

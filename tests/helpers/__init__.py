@@ -400,6 +400,27 @@ def gone(mark: str, seconds: float = 2.0, *, ending: bool = False) -> list[str]:
     return left
 
 
+READ = {"x86_64": 0, "aarch64": 63}  # read(2)'s number, as /proc/PID/syscall shows it
+
+
+def reading_stdin(pid: int, seconds: float = 60.0) -> bool:
+    """Wait until process `pid` sits in read(0, …) — it has started and waits for its stdin — and say so;
+    False when it ended first or `seconds` passed (a bound against a hang, not a timing assertion). A test
+    that signals or changes things "while the command waits for its body" waits for this, not a sleep: on a
+    loaded machine the start alone can take longer than any sleep."""
+    number = str(READ.get(os.uname().machine, -1))
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            fields = Path(f"/proc/{pid}/syscall").read_text().split()
+        except OSError:
+            return False  # ended (or no /proc here)
+        if len(fields) > 1 and fields[0] == number and int(fields[1], 16) == 0:
+            return True
+        time.sleep(0.005)
+    return False
+
+
 def git_first_on_path(monkeypatch: pytest.MonkeyPatch, where: Path, script: str, *, then_git: bool = False) -> None:
     """A `git` in `where` that runs `script` (sh) — and then the real git, with `then_git` — put first on
     PATH for this test: a git that is slow, stuck or odd, as a wrapper, a hung mount or a fsmonitor makes it."""

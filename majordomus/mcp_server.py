@@ -155,8 +155,13 @@ def _call(fn: Any, *args: Any, error: Any = None) -> Any:
 
 
 class _Server(_ServerBase):  # type: ignore[misc, valid-type]
-    async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
-        return _escaped(await super().call_tool(*args, **kwargs))
+    async def call_tool(self, name: Any, *args: Any, **kwargs: Any) -> Any:
+        known = sorted(tool.name for tool in await self.list_tools())
+        if name not in known:  # the SDK's own error would repeat the client's name raw ("Unknown tool: …")
+            from majordomus.output import escape
+
+            raise ToolError(f"majordomus has no tool `{escape(str(name))}`\nhint: its tools are {', '.join(known)}")
+        return _escaped(await super().call_tool(name, *args, **kwargs))
 
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
         token = _REQUEST.set(context if context is not None else _current_context(self))

@@ -271,6 +271,33 @@ def test_every_reader_under_every_hostile_shape(walked, tmp_path):
     assert not wrong, "\n".join(wrong[:60]) + (f"\n… and {len(wrong) - 60} more" if len(wrong) > 60 else "")
 
 
+def test_the_ignore_file_git_reads_under_every_hostile_shape(walked, tmp_path):
+    """`.ai/local/.gitignore` is read by git, not by majordomus (so the audit above never sees it): git
+    status and check-ignore read it as the state directory's ignore rules, and wait forever on a FIFO.
+    Every shape of it × every command: the same rules as the matrix (no wait over 2 s, no exit 70, the
+    hooks exit 0, an exit 12 names it); a writer refuses it before writing anything, and doctor says so."""
+    save(walked, tmp_path / "saved")
+    rel = ".ai/local/.gitignore"
+    every = {args: {str(walked / rel)} for args, _stdin in COMMANDS}
+    cases, wrong = walk(walked, tmp_path, rel, every)
+    print(f"ignore file: {cases} cases walked, {len(wrong)} wrong")
+    assert cases == len(SHAPES) * len(COMMANDS)
+    assert not wrong, "\n".join(wrong)
+    for kind in ("fifo", "directory", "link-to-file"):
+        shape(walked / rel, kind, b"*\n", tmp_path / "outside" / kind)
+        before = snapshot(walked)
+        refused = run_here("checkpoint", cwd=walked, input="a note\n", timeout=WAIT)
+        assert refused.returncode == 12 and b".gitignore is " in refused.stderr, refused.stderr
+        assert b"nothing was written" in refused.stderr and b"rm -r -- " in refused.stderr
+        assert snapshot(walked) == before
+        doctor = run_here("doctor", "--json", cwd=walked, timeout=WAIT)
+        found = {f["code"]: f for f in json.loads(doctor.stdout)["findings"]}
+        assert doctor.returncode == 1 and found["state.ignore-file"]["path"] == rel, found
+        assert "state.not-a-file" not in found  # said once, by the finding that knows what the file is for
+    restore(walked, tmp_path / "saved")
+    assert run_here("checkpoint", cwd=walked, input="a note\n").returncode == 0  # one past: a regular file
+
+
 # ---------------------------------------------------------------- the one loader
 
 

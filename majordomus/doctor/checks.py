@@ -10,6 +10,7 @@ from majordomus.doctor.findings import FAIL, OK, WARN, Finding, exit_code
 from majordomus.doctor.scan import CHECKED_DIRS, RECORD_DIRS, Scan, scan_state
 from majordomus.errors import MajordomusError
 from majordomus.git import held
+from majordomus.lite import ignorefile
 from majordomus.output import escape
 from majordomus.store import ledger
 from majordomus.workspace import Workspace
@@ -49,6 +50,11 @@ def check_git(ws: Workspace, state_exists: bool) -> list[Finding]:
         found.append(Finding(FAIL, "state.in-git", f"{path} {how[kind]}: local state must never be shared "
                              "through the work tree", path, hint))
     main = ws.place.main_worktree
+    special = ignorefile.special(ws.paths.ignore_file)
+    if special is not None:  # git's own look at the ignore rules would wait on a FIFO: not asked
+        found.append(Finding(FAIL, "state.ignore-file", special, ws.display(ws.paths.ignore_file),
+                             ignorefile.removal_hint(ws.paths.ignore_file)))
+        main = None
     if main is not None and state_exists:
         samples = [ws.paths.ledger, ws.paths.task_file("t"), os.path.join(ws.paths.checkpoints, "r.md"),
                    os.path.join(ws.paths.handoffs, "r.md"), os.path.join(ws.paths.context_dir("t"), "continuity.json")]

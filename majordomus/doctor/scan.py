@@ -84,7 +84,8 @@ class _Walk:
                         self.records(directory, self.record_dirs[directory], entries, stack)
                     else:
                         for entry in entries:
-                            self.entry(directory, entry, stack)
+                            if entry.path != self.ws.paths.ignore_file:  # git's file: `check_git` asks of it
+                                self.entry(directory, entry, stack)
             except OSError as exc:
                 self.add(FAIL, "state.unreadable", directory, f"cannot list {{path}}: {exc.strerror}",
                          "check its owner and mode (0700)")

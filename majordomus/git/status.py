@@ -13,7 +13,7 @@ import os
 from majordomus.errors import MajordomusError
 from majordomus.git import run
 from majordomus.git.oid import Oid
-from majordomus.lite import textrules
+from majordomus.lite import ignorefile, textrules
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -77,6 +77,7 @@ def parse_status(out: bytes) -> Status:
 
 
 def status(place: Place) -> Status:
+    ignorefile.refuse_special(place.state_paths().ignore_file)  # git would read it, and wait on a FIFO
     return parse_status(git(place, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all"))
 
 

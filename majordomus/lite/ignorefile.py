@@ -8,6 +8,7 @@ import os
 import stat
 
 from majordomus.errors import EnvironmentProblem
+from majordomus.lite.safeio import kind_of
 from majordomus.lite.statepaths import FILE_MODE, unwritable_hint
 
 
@@ -20,6 +21,33 @@ def ignore_missing(path: str) -> bool:
     except FileNotFoundError:
         return True
     return stat.S_ISREG(st.st_mode) and st.st_size == 0
+
+
+def special(path: str) -> str | None:
+    """What is wrong with the state's ignore file when it is there but not a regular file, else None. git
+    reads it as the ignore rules of the state directory and would wait forever on a FIFO (design §2a:
+    nothing waits on a FIFO); it does not follow a link there, nor read a directory, so the state would be
+    stageable. Asked before git looks at the work tree (`git status`, `check-ignore`) and before the state
+    is written: one lstat."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None  # absent (the next writer writes it), or unreadable: git says so itself
+    if stat.S_ISREG(mode):
+        return None
+    return (f"{path} is {kind_of(mode)}, not the file that keeps the state out of git (git would wait on a "
+            "FIFO there, and ignores anything else)")
+
+
+def removal_hint(path: str) -> str:
+    return f"remove it (`rm -r -- '{path}'`): the next majordomus command writes it again"
+
+
+def refuse_special(path: str) -> None:
+    """Exit 12, naming it, when the ignore file is not a regular file (`special`)."""
+    problem = special(path)
+    if problem is not None:
+        raise EnvironmentProblem(f"{problem}; nothing was written", removal_hint(path))
 
 
 def write_ignore(path: str) -> None:

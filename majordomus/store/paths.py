@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from majordomus.errors import EnvironmentProblem
-from majordomus.lite.ignorefile import ignore_missing, write_ignore
+from majordomus.lite.ignorefile import ignore_missing, refuse_special, write_ignore
 from majordomus.lite.statepaths import (
     DIR_MODE,
     FILE_MODE,
@@ -81,6 +81,7 @@ def ensure(paths: StatePaths, *subdirs: str) -> None:
         is_real_dir(parent)
     created = not os.path.lexists(paths.local)
     ensure_dir(paths.local)
+    refuse_special(paths.ignore_file)
     if ignore_missing(paths.ignore_file):
         try:
             write_ignore(paths.ignore_file)

@@ -32,10 +32,23 @@ class Refused(MajordomusError):
     code = REFUSED
 
 
+def where_words(worktree: str | None, branch: str | None) -> str:
+    """Where a task is active, as every message says it: "worktree W on branch B" (or "a detached HEAD")."""
+    return f"worktree {worktree} on " + (f"branch {branch}" if branch else "a detached HEAD")
+
+
 class NoActiveTask(MajordomusError):
     code = NO_TASK
 
-    def __init__(self, where: str, changed_from: str | None = None) -> None:
+    def __init__(self, where: str, changed_from: str | None = None, *,
+                 taken: tuple[str, str] | None = None) -> None:
+        if taken is not None:  # (task id, where its record says it is active now)
+            super().__init__(
+                f"no active task in {where}: task `{taken[0]}` was taken over and is active in {taken[1]}; "
+                "nothing was written",
+                f"resume it here with `majordomus task resume {taken[0]} --force`, or start another task",
+            )
+            return
         if changed_from is not None:
             super().__init__(
                 f"task `{changed_from}` is no longer the active task in {where} (it changed while this "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from majordomus import claims, clock, continuity, secretscan, tasks
-from majordomus.errors import MajordomusError, NoActiveTask, NotFound, Refused
+from majordomus.errors import MajordomusError, NoActiveTask, NotFound, Refused, where_words
 from majordomus.lite import active as active_index
 from majordomus.lite import names, textrules
 from majordomus.store import files, ledger, listing
@@ -36,7 +36,10 @@ def _previous_here(ws: Workspace, index: dict[str, str], keep: str, at: str) -> 
     here = (ws.worktree, ws.branch)
     if current != keep:
         task = tasks.load(ws, current) if tasks.exists(ws, current) else None
-        if task is not None and (task.status == "active" or _unfinished_pause(ws, task, at, here)):
+        # Active, and here by its own record too: a task taken over elsewhere (by a resume whose index write
+        # did not land here) is not this worktree's to pause.
+        if task is not None and ((task.status == "active" and (task.worktree, task.branch) == here)
+                                 or _unfinished_pause(ws, task, at, here)):
             return task
         return None
     # A retry only (a fresh change never finds its own task in the index): the paused one is unnamed now.
@@ -251,7 +254,12 @@ def _make_active_here(ws: Workspace, index: dict[str, str], keep: str, previous:
     if previous is not None:
         _pause_in_record(ws, previous, keep, at)
     slot = active_index.slot(ws.worktree, ws.branch)
-    if write or index.get(slot) != keep:
+    # Its record says it is active here, so nowhere else: a takeover that failed part way (its record landed,
+    # the index did not) left the place it was taken from in the index, which its retry removes.
+    elsewhere = [other for other, task_id in index.items() if task_id == keep and other != slot]
+    for other in elsewhere:
+        del index[other]
+    if write or elsewhere or index.get(slot) != keep:
         index[slot] = keep
         tasks.write_index(ws, index)
     if previous is not None:
@@ -268,7 +276,7 @@ def _log(ws: Workspace, at: str, previous: tasks.Task | None, task_id: str,
 
 
 def held_where(task: tasks.Task) -> str:
-    return f"worktree {task.worktree} on " + (f"branch {task.branch}" if task.branch else "a detached HEAD")
+    return where_words(task.worktree, task.branch)
 
 
 def _branch_missing(ws: Workspace, task: tasks.Task) -> bool:
@@ -375,6 +383,10 @@ def _finish_resume(ws: Workspace, task: tasks.Task, index: dict[str, str], at: s
     paused = _previous_here(ws, index, task.id, task.updated_at)
     _make_active_here(ws, index, task.id, paused, task.updated_at)
     claim = claims.mine(ws).get(task.id)
-    _log(ws, task.updated_at, paused, task.id, ("task.claim", {"claim": claim, "ended": [], "completed": True}),
-         ("task.resume", {"by": ws.owner(), "completed": True}))
+    # The claims it ended say what the record no longer does: that it was taken from another place.
+    taken = [c["id"] for c in task.claims if c.get("ended_at") == task.updated_at
+             and (c.get("host"), c.get("worktree"), c.get("branch")) != (claims.host(), ws.worktree, ws.branch)]
+    extra: dict[str, Any] = {"by": ws.owner(), "completed": True, **({"takeover": True} if taken else {})}
+    _log(ws, task.updated_at, paused, task.id, ("task.claim", {"claim": claim, "ended": taken, "completed": True}),
+         ("task.resume", extra))
     return task

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from majordomus import config as config_mod
-from majordomus.errors import EnvironmentProblem, MajordomusError
+from majordomus.errors import EnvironmentProblem, MajordomusError, where_words
 from majordomus.lite import dotgit
 from majordomus.store import paths
 
@@ -76,8 +76,7 @@ class Workspace:
         return self._repo
 
     def where(self) -> str:
-        branch = self.branch
-        return f"worktree {self.worktree} on " + (f"branch {branch}" if branch else "a detached HEAD")
+        return where_words(self.worktree, self.branch)
 
     def ensure_state(self, *subdirs: str) -> None:
         """Create the state as needed before a write (and cache the configuration there)."""

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import commit_file, events_named, git, run_here, start_task, state_dir
+from helpers import commit_file, events_named, git, run_here, snapshot, start_task, state_dir
 
 
 def _meta(repo: Path, printed: str) -> dict:
@@ -282,3 +282,31 @@ def test_a_file_in_tasks_whose_name_is_no_task_id_is_left_out_of_the_list(cli, r
     assert listed.exit_code == 0 and "t1" in listed.stdout and "Bad" not in listed.stdout
     assert "tasks/Bad.yaml is left out: its name is no task id" in listed.stderr
     assert [t["id"] for t in json.loads(cli("task", "list", "--json").stdout)] == ["t1"]
+
+
+def test_the_worktree_a_task_was_taken_from_neither_writes_to_it_nor_pauses_it(repo, tmp_path):
+    """A takeover whose index write did not land leaves the index naming the task in the worktree it was
+    taken from, while its record says it is active in the new one. There, a checkpoint is exit 11 naming
+    where the task is now (nothing written), and starting another task there leaves it alone (the walk of
+    test_spec_write_faults has the retry that removes the entry). One past the edge: the worktree that took
+    it writes to it."""
+    other = tmp_path / "other"
+    git(repo, "worktree", "add", "-q", "-b", "other", str(other))
+    assert run_here("task", "start", "t2", cwd=other).returncode == 0
+    assert run_here("task", "resume", "t2", "--force", cwd=repo).returncode == 0
+    index_file = state_dir(repo) / "active.json"
+    index = json.loads(index_file.read_text())
+    index[json.dumps([str(other), "other"])] = "t2"  # what the failed index write left
+    index_file.write_text(json.dumps(index))
+    before = snapshot(repo)
+    there = run_here("checkpoint", cwd=other, input="from where it was taken\n")
+    assert there.returncode == 11, there.stderr
+    assert f"task `t2` was taken over and is active in worktree {repo} on branch main".encode() in there.stderr
+    assert b"task resume t2 --force" in there.stderr and snapshot(repo) == before
+    assert run_here("task", "start", "t3", cwd=other).returncode == 0
+    assert _status(repo, "t2") == "active" and not [e for e in events_named(repo, "task.pause") if e["task"] == "t2"]
+    assert run_here("task", "resume", "t2", "--force", cwd=repo).returncode == 0
+    assert sorted(json.loads(index_file.read_text()).items()) == sorted(
+        {json.dumps([str(repo), "main"]): "t2", json.dumps([str(other), "other"]): "t3"}.items())
+    assert run_here("checkpoint", cwd=repo, input="here, where it was taken\n").returncode == 0
+    assert _not_ok(repo) == []

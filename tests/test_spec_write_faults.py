@@ -131,6 +131,28 @@ def _landed_resume(repo: Path) -> None:
     assert not [c for c in replaced.get("claims", []) if c.get("ended_at") is None], replaced["claims"]
 
 
+def _setup_takeover(repo: Path) -> None:
+    """t1 active here, t2 active in another worktree of the same repository: `task resume t2 --force` here
+    takes it over."""
+    from helpers import git
+
+    _start(repo)
+    git(repo, "worktree", "add", "-q", "-b", "other", str(repo.parent / "other"))
+    assert run_here("task", "start", "t2", cwd=repo.parent / "other").returncode == 0
+
+
+def _landed_takeover(repo: Path) -> None:
+    taken = _task(repo, "t2")
+    assert taken["status"] == "active" and (taken["worktree"], taken["branch"]) == (str(repo), "main")
+    index = json.loads((state_dir(repo) / "active.json").read_text())
+    assert sorted(index.values()) == ["t2"], index  # here only: the worktree it was taken from lost it
+    [resumed] = events_named(repo, "task.resume")
+    assert resumed["task"] == "t2" and resumed.get("takeover") is True, resumed
+    _paused_once(repo, "t1", 1)
+    there = run_here("checkpoint", cwd=repo.parent / "other", input="from where it was taken\n")
+    assert there.returncode == 11, there.stderr  # never a record of t2 from the worktree that lost it
+
+
 def _landed_release(repo: Path) -> None:
     assert _task(repo)["status"] == "paused" and _active_here(repo) is None
     assert len(events_named(repo, "task.release")) == 1
@@ -192,6 +214,7 @@ COMMANDS: dict[str, tuple[Callable[[Path], None], tuple[str, ...], str, Callable
     "context unpin": (_setup_pinned, ("context", "unpin", "PIN"), "", _landed_unpin),
     "task start": (_start, ("task", "start", "t2"), "", _landed_start),
     "task resume": (lambda repo: _start(repo, "t2"), ("task", "resume", "t1"), "", _landed_resume),
+    "task resume --force": (_setup_takeover, ("task", "resume", "t2", "--force"), "", _landed_takeover),
     "task release": (_start, ("task", "release"), "", _landed_release),
     "task done": (_start, ("task", "done"), "", _landed_done),
     "run": (_start, ("run", "--", "true"), "", _landed_run),

@@ -8,7 +8,7 @@ list (design §18) is part of the record, so its stored form is checked here too
 from __future__ import annotations
 
 from majordomus import clock
-from majordomus.errors import EnvironmentProblem, NoActiveTask, NotFound, UsageError
+from majordomus.errors import EnvironmentProblem, NoActiveTask, NotFound, UsageError, where_words
 from majordomus.lite import active, names, safeio, statepaths, textrules
 from majordomus.store import files, records
 
@@ -173,6 +173,10 @@ def read_active(state: StatePaths, worktree: str, branch: str | None, where: str
     if task is None or task.status not in statuses:
         moved = held is not None and current is not None and current != held.id  # another task took the slot
         raise NoActiveTask(where, changed_from=held.id if held is not None and moved else None)
+    if task.status == "active" and (task.worktree, task.branch) != (worktree, branch):
+        # The index here still names it, its record says it is active elsewhere: taken over by a resume whose
+        # index write did not land (its retry removes this entry). Not this worktree's task any more.
+        raise NoActiveTask(where, taken=(task.id, where_words(task.worktree, task.branch)))
     return task
 
 

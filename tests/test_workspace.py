@@ -98,6 +98,40 @@ def test_hooks_inject_nothing_from_a_repository_git_refuses(refused, hook):
         assert context.count("\n") == 0 and "dubious ownership" in context and "nothing from this repository" in context
 
 
+@pytest.mark.parametrize("refusal", ["core.repositoryformatversion=5", "GIT_INDEX_FILE=/dev/zero"])
+def test_a_repository_git_refuses_for_its_own_reasons_gives_the_agent_one_line(cli, repo, refusal):
+    """git refuses more than another owner's repository: a format version it does not know, an index it
+    cannot read. Found only once git runs (the hook asks nothing before its one `git status`): the profile
+    read before it is not given either, just the line saying why; `brief` and `doctor` exit 12 with git's
+    reason.
+    One past the edge: the same repository once git accepts it again gives the profile and the briefing."""
+    start_task(cli)
+    assert cli("checkpoint", input="a record of the refused repo\n").exit_code == 0
+    (repo / ".ai" / "profiles").mkdir(parents=True, exist_ok=True)
+    (repo / ".ai" / "profiles" / "default.md").write_text("PROFILE TEXT FROM THE REPOSITORY\n")
+    key, value = refusal.split("=", 1)
+    env = dict(os.environ, **({key: value} if key.isupper() else {}))
+    if not key.isupper():
+        git(repo, "config", "--file", ".git/config", key, value)
+    payload = b'{"session_id": "s", "source": "startup"}'
+    done = subprocess.run([MAJORDOMUS, "hook", "session-start"], cwd=repo, input=payload, env=env,
+                          capture_output=True, check=False)
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert done.returncode == 0 and context.count("\n") == 0, context
+    assert context.startswith("majordomus: git refuses the repository at ") and "nothing from this repository" in context
+    assert "PROFILE TEXT" not in context and "a record of the refused" not in context
+    brief = subprocess.run([MAJORDOMUS, "brief"], cwd=repo, env=env, capture_output=True, check=False)
+    assert brief.returncode == 12 and b"git refuses the repository" in brief.stderr and not brief.stdout
+    doctor = subprocess.run([MAJORDOMUS, "doctor"], cwd=repo, env=env, capture_output=True, check=False)
+    assert doctor.returncode == 12 and b"fatal: " in doctor.stderr, doctor.stderr  # git's reason, never exit 70
+    if not key.isupper():
+        git(repo, "config", "--file", ".git/config", key, "0")
+    accepted = subprocess.run([MAJORDOMUS, "hook", "session-start"], cwd=repo, input=payload, capture_output=True,
+                              check=False)
+    given = json.loads(accepted.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "PROFILE TEXT" in given and "a record of the refused repo" in given
+
+
 def test_hook_compact_writes_nothing_into_a_repository_git_refuses(refused):
     before = snapshot(refused)
     done = subprocess.run([MAJORDOMUS, "hook", "compact", "--phase", "pre", "--runtime", "claude"], cwd=refused,

@@ -11,7 +11,7 @@ elsewhere.
 
 from __future__ import annotations
 
-from majordomus.errors import MajordomusError
+from majordomus.errors import EnvironmentProblem
 from majordomus.git import run
 
 TYPE_CHECKING = False
@@ -54,8 +54,8 @@ def held_under(place: Place, prefix: str) -> dict[str, str]:
             continue
         index = run.run(where, *repository, "ls-files", "-z", "--cached", "--full-name", "--", prefix)
         if index.returncode != 0:
-            raise MajordomusError(f"cannot read the git index: {index.reason()}",
-                                  "run `git status` to see what git says")
+            raise EnvironmentProblem(f"cannot read the git index: {index.reason()}",
+                                     "run `git status` to see what git says")
         tree = run.run(where, *repository, "ls-tree", "-r", "-z", "--name-only", "--full-tree", "HEAD", "--",
                        prefix.rstrip("/"))  # an unborn HEAD has no tree: nothing is committed
         indexed = set(_paths(index.stdout))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from majordomus.errors import MajordomusError
+from majordomus.errors import EnvironmentProblem, MajordomusError
 from majordomus.git import run
 from majordomus.git.oid import Oid
 from majordomus.lite import ignorefile, textrules
@@ -76,9 +76,22 @@ def parse_status(out: bytes) -> Status:
     return Status(branch, head, sorted(changed))
 
 
+STATUS = ("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all")
+
+
 def status(place: Place) -> Status:
+    """The work tree as git sees it. git's fatal end here (exit 128) is git refusing the repository itself
+    (another owner, a format version it does not know, a config or index it cannot read): `RepositoryRefused`,
+    so that a hook gives the agent nothing from it (design §2a)."""
     ignorefile.refuse_special(place.state_paths().ignore_file)  # git would read it, and wait on a FIFO
-    return parse_status(git(place, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all"))
+    done = run.run(place, *STATUS)
+    if done.returncode == 128:
+        raise run.RepositoryRefused(f"git refuses the repository at {place.worktree}: {done.reason()}",
+                                    run.hint(STATUS, place.worktree))
+    if done.returncode != 0:
+        raise EnvironmentProblem(f"`git {' '.join(STATUS[:2])}` failed in {place.worktree}: {done.reason()}",
+                                 run.hint(STATUS, place.worktree))
+    return parse_status(done.stdout)
 
 
 def root_commit(place: Place, head: str) -> Oid:

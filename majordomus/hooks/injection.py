@@ -9,6 +9,7 @@ broken continuity never costs the identity.
 from __future__ import annotations
 
 from majordomus import profiles
+from majordomus.git.run import RepositoryRefused
 from majordomus.lite import names, safeio
 from majordomus.lite.sha import hexdigest
 from majordomus.lite.textrules import escape
@@ -161,6 +162,8 @@ def whole_context(session: Session, runtime: str = "claude") -> Given:
                 given.update({_key(k): _digest(text) for k, (_, text) in briefing.parts.items()
                               if text in briefing.text})
                 given["task"] = _digest(task.id)
+            except RepositoryRefused:
+                raise  # nothing from this repository reaches the agent: the hook says one line instead
             except Exception as exc:
                 rest = _broken(task.id, exc)
     rest = room.after(first + "\n\n").cut_lines(
@@ -192,6 +195,8 @@ def update_context(session: Session, runtime: str, before: dict[str, Any]) -> Gi
     given["profile"] = _digest(identity)
     try:
         briefing = _compose(session, budget_room_whole(ws))
+    except RepositoryRefused:
+        raise
     except Exception as exc:
         return Given("\n\n".join(p for p in (head, _broken(task.id, exc)) if p), old, whole=False)
     current = {_key(k): (k, heading, text) for k, (heading, text) in briefing.parts.items()}

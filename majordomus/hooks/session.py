@@ -47,6 +47,11 @@ class Session:
         self.refused: str | None = None  # git refuses the repository: the one line a hook says
 
 
+def refused_line(exc: Any) -> str:
+    """The one line a hook says in a repository git refuses (`git.run.RepositoryRefused`)."""
+    return escape(f"majordomus: {exc.message}; nothing from this repository is given to the agent ({exc.hint})")
+
+
 def open_session() -> Session:
     from majordomus import tasks
     from majordomus.errors import MajordomusError, NoActiveTask
@@ -59,8 +64,7 @@ def open_session() -> Session:
         from majordomus.git.run import RepositoryRefused
 
         if isinstance(exc, RepositoryRefused):  # nothing from this repository reaches the agent (design §2a)
-            session.refused = escape(f"majordomus: {exc.message}; nothing from this repository is given to "
-                                     f"the agent ({exc.hint})")
+            session.refused = refused_line(exc)
         return session  # not a git work tree: nothing of ours here, and nothing to say
     problem = session.ws.config_problem
     if problem is not None:
@@ -105,14 +109,21 @@ def session_start(stdin: BinaryIO | None, runtime: str = "claude") -> str | None
         if other is not None:
             return _shaped(other, context, short(payload.get("source")))
         return None if context is None else _output(context)
+    from majordomus.git.run import RepositoryRefused
+
     try:
-        if other is not None and other.inject_whole(short(payload.get("source"))):
-            context = whole_context(session, runtime).text  # its resume keeps no earlier context
-        else:
-            context = give(session, runtime, payload)
-    except Exception as exc:
-        sys.stderr.write(f"majordomus: session bookkeeping skipped: {exc}\n")
-        context = build_context(session, runtime)
+        try:
+            if other is not None and other.inject_whole(short(payload.get("source"))):
+                context = whole_context(session, runtime).text  # its resume keeps no earlier context
+            else:
+                context = give(session, runtime, payload)
+        except RepositoryRefused:
+            raise
+        except Exception as exc:
+            sys.stderr.write(f"majordomus: session bookkeeping skipped: {exc}\n")
+            context = build_context(session, runtime)
+    except RepositoryRefused as exc:  # found only once git ran: the profile read before it goes unsaid too
+        context = refused_line(exc)
     try:
         _record(session, "session.start", session_id=short(payload.get("session_id")),
                 source=short(payload.get("source")))

@@ -98,17 +98,41 @@ def _fail_open(name: str, args: list[str], exc: BaseException) -> int:
 
 def run(argv: list[str] | None = None) -> int:
     _buffer_unbuffered_stdout()
+    _encodable_stdout()
     from majordomus.lite import stopsignals
 
     stopsignals.install()  # here, in the main thread: a stop signal waits for a write under way in any thread
     try:
-        code = _run(list(sys.argv[1:] if argv is None else argv))
+        code = _run(_arguments() if argv is None else list(argv))
         sys.stdout.flush()
         return code
     except OSError as exc:  # writing usage, --version or an error's own message to a failing stream
         if isinstance(exc, BrokenPipeError) or _writing_output(exc):  # the last flush's, as the command's
             return _exit_code(exc)
         raise
+
+
+def _encodable_stdout() -> None:
+    """An output whose encoding cannot say every character (`PYTHONIOENCODING=ascii`, a C locale under
+    `PYTHONUTF8=0`) shows what it cannot as `\\xNN`, as stderr does, never an error (exit 70): what
+    majordomus prints is escaped already (design §2a); what is left is ordinary text, `é`, `·`, `↳`."""
+    stream = sys.stdout
+    if not hasattr(stream, "reconfigure") or getattr(stream, "errors", None) == "backslashreplace":
+        return
+    utf8 = str(getattr(stream, "encoding", "")).lower().replace("-", "") == "utf8"
+    if stream.errors == "strict" or not utf8:  # a C locale's surrogateescape cannot say `é` in ASCII either
+        stream.reconfigure(errors="backslashreplace")
+
+
+def _arguments() -> list[str]:
+    """The command line as UTF-8, whatever the locale: under a C locale without Python's UTF-8 mode, `é`
+    arrives as two escaped bytes, which no record (always UTF-8) would match."""
+    import os
+
+    args = sys.argv[1:]
+    if sys.getfilesystemencoding().lower().replace("-", "") == "utf8":
+        return args
+    return [os.fsencode(arg).decode("utf-8", "surrogateescape") for arg in args]
 
 
 def _buffer_unbuffered_stdout() -> None:

@@ -5,6 +5,7 @@ as usual; the hooks are fail-open and exit 0. Through the console script: only a
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -65,3 +66,23 @@ def test_the_hooks_exit_0_with_any_stream_closed(started):
         assert (done.returncode, b"Traceback" in done.stderr) == (0, False), (command, done)
     answered = shell(started, "majordomus hook session-start <&-")  # no payload: still the briefing
     assert answered.returncode == 0 and json.loads(answered.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.parametrize("env, args", [
+    ({"PYTHONIOENCODING": "ascii"}, ("brief",)),
+    ({"PYTHONIOENCODING": "ascii"}, ("log", "--graph")),
+    ({"PYTHONIOENCODING": "ascii"}, ("checkpoint", "--show")),
+    ({"LC_ALL": "C", "PYTHONUTF8": "0"}, ("brief",)),
+    ({"LC_ALL": "C", "PYTHONUTF8": "0"}, ("search", "café")),
+])
+def test_an_output_that_cannot_say_every_character_shows_them_escaped_never_exit_70(started, env, args):
+    """An ASCII standard output (or a C locale without Python's UTF-8 mode): what it cannot encode is shown
+    `\\xNN`, as stderr shows it, and the command exits 0; under the C locale an argument is still read as UTF-8
+    (`search café` finds the record). One past the edge: the same command on UTF-8 prints the character."""
+    assert run_here("checkpoint", cwd=started, input="café au lait\n").returncode == 0
+    done = subprocess.run([MAJORDOMUS, *args], cwd=started, env=dict(os.environ, **env), capture_output=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert b"caf\\xe9 au lait" in done.stdout, done.stdout[-400:]
+    utf8 = subprocess.run([MAJORDOMUS, *args], cwd=started, capture_output=True, check=False)
+    assert utf8.returncode == 0 and "café au lait".encode() in utf8.stdout

@@ -12,6 +12,7 @@ from typing import Any
 
 from majordomus.lite import jsonbound
 from majordomus.mcp_server import build
+from majordomus.store.records import MAX_RECORD_BYTES
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 
@@ -86,6 +87,30 @@ def _an_id(value: Any) -> bool:
 
 
 ANSWER_WAIT = 60  # seconds a server whose client closed stdin goes on answering what it was asked
+# The longest line read (a request): a record is never longer, so no tool needs more. A longer one is read
+# and let go as it comes, and answered with an error: a client never pins the server's memory or time.
+MAX_LINE = MAX_RECORD_BYTES
+HEAD = 4096  # bytes of a line too long kept to find its id in
+
+
+class _TooLong:
+    """A line over MAX_LINE, by its first bytes."""
+
+    __slots__ = ("head",)
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head
+
+    def error(self) -> str:
+        import re
+
+        found = re.search(rb'"id"\s*:\s*(-?\d{1,30}|"(?:[^"\\]|\\.){0,256}")\s*[,}]', self.head)
+        try:
+            request_id = jsonbound.loads(found.group(1)) if found else None
+        except ValueError:
+            request_id = None
+        return _error_line(request_id, INVALID_REQUEST, f"Invalid Request: the line is over {MAX_LINE} bytes, "
+                                                        "longer than any request majordomus takes; nothing was done")
 
 
 def _ids(text: str, *, answers: bool) -> list[Any]:
@@ -118,32 +143,44 @@ class _Wire:
         import asyncio
 
         loop = asyncio.get_running_loop()
-        lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+        lines: asyncio.Queue[bytes | _TooLong | None] = asyncio.Queue()
         wanted = threading.Semaphore(0)
 
-        def give(raw: bytes | None) -> None:
+        def give(raw: bytes | _TooLong | None) -> None:
             try:
                 loop.call_soon_threadsafe(lines.put_nowait, raw)
             except RuntimeError:
                 pass  # the loop ended first
 
         def read() -> None:
-            pending, ended = b"", False
+            buffered = bytearray()  # what was read past the last line given
+            ended = False
             while True:
                 wanted.acquire()
-                while not ended and b"\n" not in pending:
+                scanned, head = 0, None  # head: the start of a line over MAX_LINE, kept for its id
+                while (at := buffered.find(b"\n", scanned)) < 0:
+                    if head is None and len(buffered) > MAX_LINE:
+                        head = bytes(buffered[:HEAD])
+                    if head is not None:
+                        buffered.clear()  # the rest of a line too long is read and let go, never kept
+                    scanned = len(buffered)  # each byte is looked at once: a long line costs its length
+                    if ended:
+                        break
                     try:
                         chunk = os.read(0, 1 << 16)
                     except OSError:
                         chunk = b""  # a stdin that fails ends the input as its end does
                     ended = not chunk
-                    pending += chunk
-                if b"\n" in pending:
-                    raw, pending = pending.split(b"\n", 1)
-                    give(raw + b"\n")
-                elif pending:
-                    give(pending)
-                    pending = b""
+                    buffered += chunk
+                if head is not None:
+                    del buffered[:at + 1 if at >= 0 else len(buffered)]
+                    give(_TooLong(head))
+                elif at >= 0:
+                    give(bytes(buffered[:at + 1]))
+                    del buffered[:at + 1]
+                elif buffered:
+                    give(bytes(buffered))
+                    buffered.clear()
                 else:
                     give(None)
                     return
@@ -154,6 +191,9 @@ class _Wire:
             raw = await lines.get()
             if raw is None:
                 break
+            if isinstance(raw, _TooLong):
+                await self.write(f"{raw.error()}\n")
+                continue
             line, reply = decoded(raw)
             if line is not None:
                 reply = refusal(line)

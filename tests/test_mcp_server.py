@@ -249,31 +249,42 @@ def test_a_resource_error_carries_the_clis_message_and_hint(tmp_path):
 def test_malformed_json_rpc_and_lone_surrogates_get_an_error_response(repo):
     """Each line the SDK would leave unanswered gets a JSON-RPC error, over the real stdio transport: not
     JSON, a lone surrogate, not a message, and a request the SDK would drop without a word (an id that is
-    no string or integer, a method that is no string, params that are no object) — and stdin's end then
-    waits for none of them. The edge: a valid request after them is answered."""
+    no string or integer, a method that is no string, params that are no object), a line of 40 MiB (over
+    the bound of one request: read and let go, never kept whole) — and stdin's end then waits for none of
+    them. The edge: a valid request after them is answered."""
     import subprocess
     import time
+
+    from majordomus.mcp_stdio import MAX_LINE
 
     lines = [b"{not json", b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pin",'
              b'"arguments":{"kind":"decision","text":"a\\ud800b"}}}', b"[1, 2]", b'{"jsonrpc":"2.0","id":9}',
              b'{"jsonrpc":"2.0","id":true,"method":"ping"}', b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}',
              b'{"jsonrpc":"2.0","id":null,"method":"ping"}', b'{"jsonrpc":"2.0","id":3,"method":5}',
-             b'{"jsonrpc":"2.0","id":4,"method":"ping","params":[1]}']
+             b'{"jsonrpc":"2.0","id":4,"method":"ping","params":[1]}',
+             b'{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"checkpoint","arguments":{"body":"'
+             + b"a" * (40 << 20) + b'"}}}']
     hello = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode(),
         b'{"jsonrpc":"2.0","method":"notifications/initialized"}']
     began = time.monotonic()
-    done = subprocess.run([MAJORDOMUS, "mcp", "--repo", str(repo)],
+    # The server's peak resident set, as its parent sees it when it ends (RUSAGE_CHILDREN of a process with
+    # no other child): kept whole, the long line and its copies would be some 200 MB more than the SDK's own.
+    measured = ("import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
+                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", measured, MAJORDOMUS, "mcp", "--repo", str(repo)],
                           input=b"\n".join(hello + lines + [b'{"jsonrpc":"2.0","id":"last","method":"ping"}']) + b"\n",
                           capture_output=True, timeout=60, check=False)
     assert time.monotonic() - began < 20 and done.returncode == 0, done.stderr
+    assert int(done.stderr.split()[-1]) < 130 << 10, done.stderr[-300:]  # KiB: the SDK's ~70 MB and the bound
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(r["id"], r["error"]["code"]) for r in replies if "error" in r] == [
         (None, -32700), (7, -32602), (None, -32600), (9, -32600),
-        (None, -32600), (None, -32600), (None, -32600), (3, -32600), (4, -32600)], done.stderr
+        (None, -32600), (None, -32600), (None, -32600), (3, -32600), (4, -32600), (11, -32600)], done.stderr
     assert any(r.get("id") == "last" and "result" in r for r in replies)
     replies = [r for r in replies if "error" in r]
     assert "lone surrogate" in replies[1]["error"]["message"]
+    assert f"the line is over {MAX_LINE} bytes" in replies[-1]["error"]["message"]
     assert not (state_dir(repo) / "context").exists()  # the pin was never made
 
 

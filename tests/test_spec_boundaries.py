@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import (
@@ -217,3 +218,68 @@ def test_no_active_task_compact_is_silent_and_writes_nothing(cli, repo):
     result = cli("hook", "compact", "--phase", "pre", "--runtime", "claude", input="{}")
     assert result.exit_code == 0 and result.stdout == "" and result.stderr == ""
     assert snapshot(repo) == before
+
+
+# ---------------------------------------------------------------- every task id a command takes
+
+BAD_ID = "Bad\x1b[31mID\n# not an id"
+# What a command needs besides the id to reach it (its other required arguments and flags).
+AROUND = {("search",): ["x"], ("run",): ["--list"], ("handoff",): ["--show"], ("task", "start", "--from"): ["t9"]}
+
+
+def _task_id_places() -> list[tuple[tuple[str, ...], str | None]]:
+    """Every option and argument of every command whose value is a task id, from the declared options that
+    completion reads (a command that gains one joins this walk by itself)."""
+    from majordomus import commands
+    from majordomus.cli import completion
+
+    found: list[tuple[tuple[str, ...], str | None]] = []
+
+    def walk(path: tuple[str, ...], node: Any) -> None:
+        if node is None:
+            return
+        found.extend((path, opt) for opt, (_takes, kind, _help) in node.options.items() if kind == "task")
+        found.extend((path, None) for kind in node.arguments if kind == "task")
+        for sub in node.subcommands if node.child is not None else ():
+            walk((*path, sub), node.child(sub))
+
+    table = commands.summaries()
+    for name in table:
+        walk((name,), completion.command_node(name, table, commands.lookup))
+    return found
+
+
+def test_the_walk_finds_the_task_ids_of_the_commands():
+    places = _task_id_places()
+    assert (("ledger",), "--task") in places and (("task", "show"), None) in places and len(places) >= 12
+
+
+@pytest.mark.parametrize("path, option", _task_id_places(), ids=lambda v: " ".join(v) if isinstance(v, tuple) else str(v))
+def test_every_task_id_a_command_takes_is_checked_by_one_grammar(repo, path, option):
+    """A task id given anywhere is checked by a full match before anything is read or written: exit 2, the
+    id shown escaped (never an ESC or a line of its own), nothing written. One past the edge: a valid id
+    that names no task is no usage error of its grammar."""
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    before = snapshot(repo)
+    given = [option, BAD_ID] if option is not None else [BAD_ID]
+    around = AROUND.get((*path, option) if option else path, AROUND.get(path, []))
+    done = run_here(*path, *around, *given, cwd=repo)
+    err = done.stderr.decode()
+    assert done.returncode == 2 and "is not a valid task id" in err, (path, option, done)
+    assert "\x1b" not in err and "\n# not an id" not in err and "Bad\\x1b[31mID" in err
+    assert snapshot(repo) == before
+    valid = run_here(*path, *around, *([option, "no-such-task"] if option else ["no-such-task"]), cwd=repo)
+    assert "is not a valid task id" not in valid.stderr.decode()
+
+
+@pytest.mark.parametrize("args", [("task", "start", "t1", "extra\n# an instruction"), ("task", "list", "--bogus\n# x"),
+                                  ("log", "--format", "yaml\n# x")])
+def test_a_usage_error_quoting_an_argument_keeps_it_on_its_line(repo, args):
+    """The argument parser's own messages quote what was given: a line break in it is shown `\\x0a` (or as
+    click's repr shows it, `\\n`), so the error is its two lines (`majordomus: …`, `hint: …`) whatever the
+    argument holds; nothing is written."""
+    before = snapshot(repo)
+    done = run_here(*args, cwd=repo)
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 2 and len(lines) == 2 and lines[1].startswith("hint: "), lines
+    assert ("\\x0a# " in lines[0] or "\\n# " in lines[0]) and snapshot(repo) == before  # ours, or click's repr

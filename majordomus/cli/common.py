@@ -37,11 +37,19 @@ def run(command: click.Command, argv: list[str], prog: str) -> int:
     except click.ClickException as exc:
         from majordomus.errors import MajordomusError
 
-        raise MajordomusError(exc.format_message(), code=exc.exit_code) from None
+        raise MajordomusError(_quoted(exc), code=exc.exit_code) from None
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.Abort:  # click's word for Ctrl-C (a prompt's): the one boundary says what it means
         raise KeyboardInterrupt from None
+
+
+def _quoted(exc: click.ClickException) -> str:
+    """Click's message, which quotes the arguments it was given as they are: one line, escaped, so that an
+    argument holding a line break cannot start a line of its own (the one boundary keeps a message's)."""
+    from majordomus.output import escape
+
+    return escape(exc.format_message())
 
 
 def usage_error(exc: click.UsageError, prog: str) -> Exception:
@@ -51,10 +59,10 @@ def usage_error(exc: click.UsageError, prog: str) -> Exception:
 
     ctx = exc.ctx
     if ctx is None:
-        return UsageError(exc.format_message(), f"see `{prog} --help`")
+        return UsageError(_quoted(exc), f"see `{prog} --help`")
     path = ctx.command_path
     usage = "usage:" + ctx.get_usage().splitlines()[0].split(":", 1)[-1]
-    message = exc.format_message()
+    message = _quoted(exc)
     # click 8.2 raises NoArgsIsHelpError for a group run bare; older versions say "Missing command"
     bare = getattr(click.exceptions, "NoArgsIsHelpError", ())
     if isinstance(ctx.command, click.Group) and (isinstance(exc, bare) or message.startswith("Missing command")):

@@ -22,6 +22,10 @@ def ledger_cmd(ctx: click.Context, as_json: bool, task_id: str | None, verify: b
 
     from majordomus.store import ledger
 
+    if task_id is not None:  # one grammar for an id wherever it is given: exit 2 naming it, escaped
+        from majordomus import tasks
+
+        tasks.validate_id(task_id)
     ws = workspace()
     if verify:
         result = ledger.verify(ws.paths.ledger)

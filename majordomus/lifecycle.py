@@ -173,6 +173,9 @@ def start(
     tasks.validate_id(task_id)
     if title is not None:  # one line (design §2a "fields"); an objective collapses to one, like a pin
         textrules.checked("title", title, hint="a title is one short line; put the detail in --objective")
+    problem = textrules.not_utf8(objective) if objective is not None else None
+    if problem is not None:  # what a collapse to one line would not make storable
+        raise Refused(f"the objective {problem}; nothing was written", "give the objective as UTF-8 text")
     objective = textrules.collapse(objective) if objective is not None else None
     if profile is not None and not names.is_profile_name(profile):  # an identifier, never a path (design §2a)
         raise Refused(f"--profile `{textrules.escape(profile[:80])}` is not a valid profile name; nothing was written",

@@ -16,6 +16,21 @@ if TYPE_CHECKING:
     from majordomus.git.query import Repo
 
 
+def _refuse_bytes(worktree: str, branch: str | None) -> None:
+    """A worktree path or branch name that is not UTF-8 (a byte Python keeps as a lone surrogate) is exit 12
+    before anything is read or written: every record, the ledger and the index keep them as UTF-8 text."""
+    for what, value, hint in (("the worktree path", worktree, "rename the directory to a UTF-8 name (`mv`)"),
+                              ("the branch name", branch, "rename the branch to a UTF-8 name (`git branch -m NEW`)")):
+        try:
+            (value or "").encode("utf-8")
+        except UnicodeEncodeError:
+            from majordomus.lite.textrules import escape
+
+            raise EnvironmentProblem(f"{what} {escape(value or '')} is not valid UTF-8, and majordomus keeps it "
+                                     "as UTF-8 text in every record; nothing was written",
+                                     f"{hint}, then run the command again") from None
+
+
 class Workspace:
     """Where a command runs. Built by `Workspace.open` only; pygit2 is opened lazily (`repo`), never on a
     hot path."""
@@ -49,6 +64,7 @@ class Workspace:
             refused = run.refusal(place)
             if refused is not None:
                 raise refused
+        _refuse_bytes(place.worktree, place.branch)
         cache = paths.of(place).config_cache
         try:
             cfg = config_mod.load(place.config_root, cache)

@@ -180,3 +180,20 @@ def test_doctor_warns_when_an_installed_hook_no_longer_runs_majordomus(repo: Pat
     findings = [f for f in json.loads(done.stdout)["findings"] if f["code"] == "hooks.missing"]
     assert sorted(Path(f["path"]).name for f in findings) == ["post-commit", "settings.json"]
     assert all(f["level"] == "warn" and "hooks install --runtime" in f["hint"] for f in findings)
+
+
+def test_a_hooks_path_that_is_not_utf8_installs_and_uninstalls_and_is_shown_escaped(repo):
+    """`core.hooksPath` may hold any byte git allows: the hooks go there, the receipt is keyed by its bytes
+    (a UTF-8 encoding of the path failed with exit 70 after the hooks were written), and the path is printed
+    with the byte shown `\\xff`. The uninstall removes exactly what the install wrote."""
+    git(repo, "config", "core.hooksPath", "hk\udcff")
+    before = snapshot(repo)
+    done = run_here("hooks", "install", "--runtime", "git", cwd=repo)
+    out = done.stdout.decode("utf-8", "surrogateescape")
+    assert done.returncode == 0 and "installed: hk\\xff/post-commit" in out and "\udcff" not in out, done
+    assert (repo / "hk\udcff" / "post-commit").is_file()
+    undone = run_here("hooks", "uninstall", "--runtime", "git", cwd=repo)
+    assert undone.returncode == 0 and "removed: hk\\xff/post-commit" in undone.stdout.decode("utf-8", "surrogateescape")
+    assert not (repo / "hk\udcff" / "post-commit").exists()
+    assert {k: v for k, v in snapshot(repo).items() if not k.startswith(".ai/")} == {
+        k: v for k, v in before.items() if not k.startswith(".ai/")}

@@ -45,16 +45,19 @@ HOSTILE = {
     "bidi": ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069",
              "\u200e", "\u200f", "\u061c"],
     "zero-width": ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad"],
+    # bytes that are not UTF-8, as Python hands them over from argv, the environment or a path (surrogateescape)
+    "not UTF-8": ["\udcff", "\udcc3(", "\udc80"],
     "look-alike identity line": ["\n\u03bfwner: forged", "\nt\u0430sk\uff1a x", "\n> 1. **branch**\u2236 x",
                                  "\n\u2066owner: x", "\n- [x] rep\u043e\u00a0id: x"],
 }
 ALL_HOSTILE = [piece for pieces in HOSTILE.values() for piece in pieces]
 # What must never reach an output raw: every character of the classes but tab and newline (a body's).
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200b-\u200f\u061c"
-                 "\u2060\ufeff\u00ad]")
+                 "\u2060\ufeff\u00ad\ud800-\udfff]")
 # A body keeps its zero-width characters (joiners spell words in some scripts and emoji): no terminal
 # or reader is driven by them. Controls, line breaks and bidi are escaped in bodies too.
-RAW_IN_BODY = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+RAW_IN_BODY = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
+                         "\ud800-\udfff]")
 
 hostile_text = st.builds(lambda a, h, b: a + h + b, st.text("abc xyz-", max_size=6),
                          st.sampled_from(ALL_HOSTILE), st.text("abc xyz-", max_size=6))
@@ -496,7 +499,7 @@ def test_walk_mcp_arguments_through_the_core_functions(value, kind):
         return
     smuggled = any(piece in value for piece in HOSTILE["look-alike identity line"])
     try:
-        body = records.normalise(value.encode(), what=kind, max_lines=None,
+        body = records.normalise(value.encode("utf-8", "surrogateescape"), what=kind, max_lines=None,
                                  max_bytes=1 << 16)
     except Refused as exc:
         assert RAW.search(textrules.render_error(exc)) is None
@@ -548,3 +551,23 @@ def test_the_run_tail_redacts_a_key_whose_begin_line_it_no_longer_keeps(chunked)
     body = tail.body()
     assert "b3BlbnNzaC1rZXkt" not in body and body.endswith("| after")
     assert body.count("[redacted]") == runs_exec.TAIL_LINES - 1
+
+
+@pytest.mark.parametrize("source", ["--title", "--objective", "--owner", "MAJORDOMUS_OWNER", "user.email"])
+def test_a_field_holding_a_byte_that_is_not_utf8_is_refused_at_ingest(repo, source, monkeypatch):
+    """A byte that is not UTF-8 reaches Python as a lone surrogate (`surrogateescape`): no record (UTF-8) can
+    store it, so every one-line field refuses it at ingest, exit 10 naming the byte, nothing written — never
+    the task record written and its ledger event failing (exit 70) ever after."""
+    bad = "a\udcffb"
+    args = ["task", "start", "t1"]
+    if source.startswith("--"):
+        args.append(f"{source}={bad}@x" if source == "--owner" else f"{source}={bad}")
+    elif source == "MAJORDOMUS_OWNER":
+        monkeypatch.setenv("MAJORDOMUS_OWNER", bad + "@x")
+    else:
+        git(repo, "config", "user.email", bad + "@x")
+    before = snapshot(repo)
+    done = run_here(*args, cwd=repo)
+    err = done.stderr.decode("utf-8", "surrogateescape")
+    assert done.returncode == 10 and "a byte that is not UTF-8 (\\xff)" in err, err
+    assert RAW.search(err) is None and snapshot(repo) == before

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import MAJORDOMUS, assert_refused, git, snapshot, start_task, state_dir
+from helpers import MAJORDOMUS, assert_refused, git, run_here, snapshot, start_task, state_dir
 
 from majordomus.lite import safeio
 from majordomus.lite.statepaths import StatePaths, committed, linked_dir
@@ -266,3 +266,34 @@ def test_a_directory_name_that_breaks_a_line_never_starts_one_in_an_error(tmp_pa
         lines = result.stderr.splitlines()
         assert len(lines) == 2 and lines[0].startswith("majordomus: ") and lines[1].startswith("hint: "), lines
         assert "SYSTEM" in lines[0]
+
+
+# ---------------------------------------------------------------- bytes that are not UTF-8
+
+
+@pytest.mark.parametrize("where", ["worktree", "branch"])
+def test_a_worktree_or_branch_that_is_not_utf8_is_refused_before_anything_is_written(tmp_path, where):
+    """Every record, the ledger and the index keep the worktree and the branch as UTF-8 text: a directory or
+    branch name holding a byte that is not UTF-8 is exit 12 naming it (the byte shown `\\xff`), for writers and
+    readers alike, with nothing written; the hooks exit 0 and give nothing. One past the edge: the same
+    repository under a UTF-8 name works."""
+    repo = tmp_path / ("bad\udcffname" if where == "worktree" else "repo")
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    git(repo, "commit", "-q", "--allow-empty", "-m", "first")
+    if where == "branch":
+        git(repo, "checkout", "-q", "-b", "br\udcff")
+    before = snapshot(repo)
+    for args, stdin in ((("task", "start", "t1"), ""), (("checkpoint",), "a note\n"), (("task", "list"), ""),
+                        (("brief",), ""), (("run", "--", "true"), "")):
+        done = run_here(*args, cwd=repo, input=stdin)
+        err = done.stderr.decode("utf-8", "surrogateescape")
+        assert done.returncode == 12 and "is not valid UTF-8" in err and "\\xff" in err, (args, err)
+        assert "\udcff" not in err
+    hook = run_here("hook", "session-start", cwd=repo, input=b"{}")
+    assert hook.returncode == 0 and not hook.stdout
+    assert snapshot(repo) == before
+    if where == "branch":
+        git(repo, "branch", "-m", "fine")
+    else:
+        repo = repo.rename(tmp_path / "fine")
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0

@@ -55,7 +55,7 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
         results = githook.install(ws, hooks_dir)
         if any(r.how == "chained" for r in results) and status.is_tracked(ws.place, hooks_dir):
             parked = ", ".join(h.chained for h, r in zip(githook.HOOKS, results) if r.how == "chained")
-            click.echo(f"warning: {ws.display(hooks_dir)} is tracked by git: your hook now lives in "
+            click.echo(f"warning: {_shown(ws, hooks_dir)} is tracked by git: your hook now lives in "
                        f"{parked} there; do not commit the rename (ignore that file, or run "
                        "`majordomus hooks uninstall --runtime git` before committing hook changes)", err=True)
     elif runtime in ("gemini", "copilot"):
@@ -102,7 +102,7 @@ def uninstall(runtime: str) -> None:
     else:
         results = [installers.uninstall(ws, runtime)]
     for result in results:
-        shown = ws.display(result.path)
+        shown = _shown(ws, result.path)
         if result.how == "absent":
             click.echo(f"nothing to remove: {shown}")
         elif result.how == "restored":
@@ -113,12 +113,21 @@ def uninstall(runtime: str) -> None:
         _report_mcp(ws, install=False)
 
 
+def _shown(ws: Any, path: str) -> str:
+    """A hook or settings path as printed: escaped (`core.hooksPath` may hold any byte git allows)."""
+    from majordomus.output import escape
+
+    return escape(ws.display(path))
+
+
 def _report_install(ws: Any, result: Any) -> None:
-    shown = ws.display(result.path)
+    shown = _shown(ws, result.path)
     if result.how == "already":
         click.echo(f"already installed: {shown}")
     elif result.how == "chained":
-        parked = os.path.basename(result.path) + ".majordomus-chained"
+        from majordomus.output import escape
+
+        parked = escape(os.path.basename(result.path) + ".majordomus-chained")
         click.echo(f"installed: {shown} (the existing hook runs first, from {parked})")
     else:
         click.echo(f"installed: {shown} ({', '.join(result.changed)})")
@@ -134,7 +143,7 @@ def _report_mcp(ws: Any, install: bool) -> None:
     from majordomus.hooks import mcpjson
 
     result = mcpjson.install(ws) if install else mcpjson.uninstall(ws)
-    shown = ws.display(result.path)
+    shown = _shown(ws, result.path)
     if result.how == "added":
         click.echo(f"installed: {shown} (mcpServers.majordomus)")
     elif result.how == "already":

@@ -106,7 +106,7 @@ def root_commit(place: Place, head: str) -> Oid:
 def config_get(place: Place, key: str) -> str | None:
     """`git config --get KEY` as the user's git resolves it (includes, conditional includes); None if unset."""
     out = git(place, "config", "--get", key, ok=(0, 1)).strip()
-    return out.decode("utf-8", "replace") if out else None
+    return out.decode("utf-8", "surrogateescape") if out else None  # a byte not UTF-8 stays one: refused
 
 
 def git_path(place: Place, name: str) -> str:

@@ -91,7 +91,7 @@ def _text(path: str) -> str | None:
         data = safeio.read_optional(path, _SMALL)
     except (OSError, safeio.EnvironmentProblem):
         return None
-    return None if data is None else data.decode("utf-8", "replace")
+    return None if data is None else data.decode("utf-8", "surrogateescape")
 
 
 def _head(path: str) -> str:
@@ -105,7 +105,7 @@ def _head(path: str) -> str:
         raise EnvironmentProblem(f"cannot read {path}: {exc.strerror}",
                                  statepaths.unwritable_hint(os.path.dirname(path), exc.errno)
                                  if exc.errno == 5 else "check that git can read it (`git status`)") from exc
-    return "" if data is None else data.decode("utf-8", "replace").strip()
+    return "" if data is None else data.decode("utf-8", "surrogateescape").strip()
 
 
 def _gitdir_of(dotgit: str) -> str | None:

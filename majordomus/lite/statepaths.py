@@ -148,7 +148,7 @@ class StatePaths:
     def receipt(self, runtime: str, settings_path: str) -> str:
         import hashlib
 
-        digest = hashlib.sha256(settings_path.encode()).hexdigest()[:16]
+        digest = hashlib.sha256(settings_path.encode("utf-8", "surrogateescape")).hexdigest()[:16]
         return os.path.join(self.receipts, f"{runtime}-{digest}.json")
 
     # ------------------------------------------------------------ caches: derived, validated before use

@@ -31,7 +31,9 @@ BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2065\u3164"
              "\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff")
 # What JSON leaves raw but YAML refuses or reads as a line break, in a record's front matter.
-NOT_YAML_PRINTABLE = DEL_C1 + "\u2028\u2029\ufffe\uffff\ud800-\udfff"
+# A lone surrogate: a byte that is not UTF-8, as `surrogateescape` keeps it (an argument, a path).
+SURROGATES = "\ud800-\udfff"
+NOT_YAML_PRINTABLE = DEL_C1 + "\u2028\u2029\ufffe\uffff" + SURROGATES
 
 # Of those, the ones a body's output escapes too: they join or shape nothing a note needs (emoji and scripts
 # keep their joiners and variation selectors), and they can carry text a reader does not see (tag characters
@@ -41,16 +43,19 @@ HIDDEN = ("\u00ad\u180e\u200b\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb\U0001
           "\U000e0000-\U000e00ff")  # the tag block; not the variation selectors after it
 # A body may hold tab and newline; nothing else of C0, DEL, C1, and no other line break.
 BODY_REFUSED = LazyRe(f"[{C0_BUT_TAB_LF}{DEL_C1}\u2028\u2029]")
-# A one-line field (title, owner) holds none of the four classes.
-_FIELD_BAD = LazyRe(f"[\x00-\x1f{DEL_C1}{LINE_BREAKS}{BIDI}{INVISIBLE}]")
+# A one-line field (title, owner) holds none of the four classes, nor a lone surrogate: a byte that is not
+# UTF-8, as Python decodes an argument or a path (`surrogateescape`), which no record (UTF-8) can store.
+_FIELD_BAD = LazyRe(f"[\x00-\x1f{DEL_C1}{LINE_BREAKS}{BIDI}{INVISIBLE}{SURROGATES}]")
 # What the output escapes: in a body, everything but tab and newline of the controls, line breaks and bidi,
 # and the hidden characters; in a one-line field, tab and newline too, and every invisible character (no
 # field may hold one).
-_BODY_ESCAPED = LazyRe(f"[{C0_BUT_TAB_LF}{DEL_C1}{LINE_BREAKS.replace(chr(10), '')}{BIDI}{HIDDEN}]")
-_LINE_ESCAPED = LazyRe(f"[\x00-\x1f{DEL_C1}{LINE_BREAKS}{BIDI}{INVISIBLE}]")
+# A lone surrogate is a byte that is not UTF-8 (`surrogateescape`): shown as that byte, `\xff`, never raw.
+_BODY_ESCAPED = LazyRe(f"[{C0_BUT_TAB_LF}{DEL_C1}{LINE_BREAKS.replace(chr(10), '')}{BIDI}{HIDDEN}{SURROGATES}]")
+_LINE_ESCAPED = LazyRe(f"[\x00-\x1f{DEL_C1}{LINE_BREAKS}{BIDI}{INVISIBLE}{SURROGATES}]")
 # Removed before an identity key is compared: a reader does not see them.
 _IGNORED_IN_KEYS = LazyRe(f"[{BIDI}{INVISIBLE}]")
 _BIDI_ONLY = LazyRe(f"[{BIDI}]")
+_SURROGATE = LazyRe(f"[{SURROGATES}]")
 
 MAX_LINE_FIELD = 256  # characters of a task title or an owner (design §2a)
 
@@ -109,6 +114,8 @@ def _plain(text: str, body: bool) -> bool:
 
 def _visible(match: re.Match[str]) -> str:
     code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as `surrogateescape` keeps it: that byte
+        return f"\\x{code - 0xDC00:02x}"
     if code < 0x100:
         return f"\\x{code:02x}"
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
@@ -131,6 +138,12 @@ def field_problem(value: str, *, limit: int = MAX_LINE_FIELD) -> str | None:
     return None
 
 
+def not_utf8(value: str) -> str | None:
+    """Where `value` holds a byte that is not UTF-8 (a lone surrogate, as `surrogateescape` keeps one), or None."""
+    bad = _SURROGATE.search(value)
+    return None if bad is None else f"holds {describe(bad.group())} at character {bad.start() + 1}"
+
+
 def checked(field: str, value: str, *, source: str | None = None, hint: str) -> str:
     """`value` when it is a one-line field, else a refusal (exit 10) naming the field and its source."""
     problem = field_problem(value)
@@ -145,6 +158,10 @@ def checked(field: str, value: str, *, source: str | None = None, hint: str) -> 
 def describe(char: str) -> str:
     """`a line break U+000A`, `a bidi control U+202E`, … — what a refusal names instead of the character."""
     code = f"U+{ord(char):04X}"
+    if 0xDC80 <= ord(char) <= 0xDCFF:  # `surrogateescape`'s form of one byte that is not UTF-8
+        return f"a byte that is not UTF-8 (\\x{ord(char) - 0xDC00:02x})"
+    if 0xD800 <= ord(char) <= 0xDFFF:
+        return f"a lone surrogate {code} (not UTF-8)"
     if char in "\n\r\x0b\x0c\x85\u2028\u2029":
         return f"a line break {code}"
     if _BIDI_ONLY.match(char) is not None:

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import commit_file, git, run_here, start_task, state_dir
+from helpers import commit_file, git, run_here, snapshot, start_task, state_dir
 
 from majordomus.errors import EnvironmentProblem
 from majordomus.git import run, status
@@ -180,3 +180,23 @@ def test_a_program_started_in_another_directory_is_bounded_as_one_started_here(t
         from helpers import gone
 
         assert gone(mark) == []
+
+
+@pytest.mark.parametrize("command, stdin", [(("checkpoint",), "a note\n"), (("run", "--", "true"), "")])
+def test_a_history_with_no_root_commit_is_exit_12_with_nothing_written(repo, command, stdin):
+    """A replace (or graft) that makes the first-parent history a cycle leaves no root commit, so no
+    repository id to record: exit 12 saying so, never 70, and nothing written. One past the edge: with the
+    replacement gone, the same command writes."""
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    first = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "commit", "-q", "--allow-empty", "-m", "second")
+    second = git(repo, "rev-parse", "HEAD").strip()
+    (state_dir(repo) / "cache" / "root-commit").unlink(missing_ok=True)  # asked of git, not of the cache
+    git(repo, "replace", "--graft", first, second)
+    files = lambda: {k: v for k, v in snapshot(repo).items() if not k.endswith("/")}  # noqa: E731 (`run` makes runs/)
+    before = files()
+    done = run_here(*command, cwd=repo, input=stdin)
+    assert done.returncode == 12 and b"no root commit" in done.stderr and b"git replace -l" in done.stderr, done
+    assert files() == before
+    git(repo, "replace", "-d", first)
+    assert run_here(*command, cwd=repo, input=stdin).returncode == 0

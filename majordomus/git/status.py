@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from majordomus.errors import EnvironmentProblem, MajordomusError
+from majordomus.errors import EnvironmentProblem
 from majordomus.git import run
 from majordomus.git.oid import Oid
 from majordomus.lite import ignorefile, textrules
@@ -99,7 +99,9 @@ def root_commit(place: Place, head: str) -> Oid:
     out = git(place, "rev-list", "--first-parent", "--max-parents=0", head, "--").split()
     root = Oid.parse(out[-1].decode("ascii", "replace")) if out else None
     if root is None:
-        raise MajordomusError(f"git found no root commit below {head}", "run `git log --first-parent` to see why")
+        raise EnvironmentProblem(f"git found no root commit below {head} (a replace or graft that makes a cycle?), "
+                                 "so the repository has no id to record; nothing was written",
+                                 "run `git log --first-parent` to see why; `git replace -l` lists replacements")
     return root
 
 

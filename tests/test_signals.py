@@ -12,10 +12,12 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-from helpers import HANDOFF_BODY, MAJORDOMUS, reading_stdin, require_tool, run_here, start_task_at, state_dir
+import pytest
+from helpers import HANDOFF_BODY, MAJORDOMUS, reading_stdin, require_tool, run_here, snapshot, start_task_at, state_dir
 
 HOLD_US = 600_000  # how long the chosen fsync is held (µs)
 SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT, "HUP": signal.SIGHUP}
@@ -140,7 +142,6 @@ def test_a_stop_signal_waits_for_a_write_in_any_thread(tmp_path: Path) -> None:
     """A signal mask holds back a signal in one thread only, and the kernel gives a signal sent to the
     process to a thread that does not block it (the MCP server's stdin reader, while a tool writes in
     another): the handler counts what is under way in every thread, and the process ends after the write."""
-    import sys
 
     cases = [(where, sig) for where in ("main", "worker") for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)]
     procs = []
@@ -273,3 +274,38 @@ def test_ctrl_c_ends_the_mcp_server_while_its_client_keeps_stdin_open(repo: Path
         proc.stdin.close()
     err = proc.stderr.read() if proc.stderr is not None else b""
     assert proc.returncode == 130 and err == b"majordomus: interrupted\n", (proc.returncode, err[-300:])
+
+
+FLOCK = {"x86_64": 73, "aarch64": 32}  # flock(2)'s number, as /proc/PID/syscall shows it
+
+
+@pytest.mark.parametrize("args, stdin", [(("context", "pin", "decision", "--", "never pinned"), b""),
+                                         (("handoff",), HANDOFF_BODY.encode())])
+def test_a_stop_signal_while_waiting_for_the_state_lock_ends_the_command_with_nothing_written(repo, tmp_path,
+                                                                                             args, stdin):
+    """A change of several steps holds the stop signals back from its first write on, not while it waits for
+    the lock another command holds: a Ctrl-C then ends it at once (exit 130, "interrupted", no word of a
+    write), and nothing is written once the lock is free. (Held back, it waited for the holder, wrote
+    anyway and said the write under way had landed.)"""
+    start_task_at(repo)
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR); "
+                               "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+                               str(state_dir(repo) / ".lock")], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        before = snapshot(repo)
+        (tmp_path / "stdin").write_bytes(stdin)
+        with open(tmp_path / "stdin", "rb") as given:
+            proc = subprocess.Popen([str(MAJORDOMUS), *args], cwd=repo, stdin=given, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        number, deadline = str(FLOCK[os.uname().machine]), time.monotonic() + 30
+        while Path(f"/proc/{proc.pid}/syscall").read_text().split()[0] != number:  # it waits for the lock
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else b""
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=20)  # the holder holds on for 60 s: waiting for it fails here
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == 130 and err.strip() == b"majordomus: interrupted", err
+    assert snapshot(repo) == before

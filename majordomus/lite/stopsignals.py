@@ -117,15 +117,52 @@ class held:
         if not _previous:
             install()
         with _count_lock:
-            _under_way[0] += 1
+            # A write begins: the changes of several steps around it (`from_first_write`) hold from now on.
+            _under_way[0] += 1 + len(_unbegun)
+            for region in _unbegun:
+                region.begun = True
+            _unbegun.clear()
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        _leave(exc)
+
+
+def _leave(exc: BaseException | None) -> None:
+    """The end of one region that held the stop signals back: the last one delivers what came."""
+    with _count_lock:
+        _under_way[0] -= 1
+        due = _pending[:] if _under_way[0] == 0 else []
+        if due:
+            del _pending[:]
+    if isinstance(exc, Exception) and (due or _pending) and not _failed:
+        _failed.append(exc)  # the write a signal waited for did not land whole: that is what to say
+    for signum in due:  # sent again: the handler acts on it now, in the main thread
+        os.kill(os.getpid(), signum)
+
+
+_unbegun: list[from_first_write] = []  # changes entered whose first write has not begun
+
+
+class from_first_write:
+    """A change of several steps (a record, then the task it releases; a document, then its event): the
+    stop signals wait from its first write on (`held`, which every write and the state lock enter) until
+    its last step is done. Before that — while it waits for the state lock another command holds — a stop
+    signal ends it at once, as it ends any command: nothing of it was written yet."""
+
+    __slots__ = ("begun",)
+
+    def __init__(self) -> None:
+        self.begun = False
+
+    def __enter__(self) -> None:
+        if not _previous:
+            install()
+        with _count_lock:
+            _unbegun.append(self)
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         with _count_lock:
-            _under_way[0] -= 1
-            due = _pending[:] if _under_way[0] == 0 else []
-            if due:
-                del _pending[:]
-        if isinstance(exc, Exception) and (due or _pending) and not _failed:
-            _failed.append(exc)  # the write a signal waited for did not land whole: that is what to say
-        for signum in due:  # sent again: the handler acts on it now, in the main thread
-            os.kill(os.getpid(), signum)
+            if not self.begun:
+                _unbegun.remove(self)
+                return
+        _leave(exc)

@@ -259,7 +259,7 @@ def _not_a_lock(path: str, what: str) -> EnvironmentProblem:
                               "command again: majordomus creates the lock file")
 
 
-held_back = stopsignals.held  # the stop signals wait while inside: a write of more than one locked step
+held_back = stopsignals.from_first_write  # a change of several locked steps: the stop signals wait from its first
 
 
 class locked:

@@ -5,6 +5,7 @@ bodies, and a property-based walk of every field × source × hostile character 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -571,3 +572,20 @@ def test_a_field_holding_a_byte_that_is_not_utf8_is_refused_at_ingest(repo, sour
     err = done.stderr.decode("utf-8", "surrogateescape")
     assert done.returncode == 10 and "a byte that is not UTF-8 (\\xff)" in err, err
     assert RAW.search(err) is None and snapshot(repo) == before
+
+
+def test_file_names_in_the_state_are_escaped_by_every_output_that_names_them(cli, repo):
+    """A file name in the store may hold any byte: a line break, ESC, U+2028, or a byte that is not UTF-8
+    (0x9b is an 8-bit CSI on some terminals). `doctor` (text and GitHub's workflow commands, where the name
+    is also a `file=` property) and `checkpoint --list` show each escaped, never raw."""
+    assert cli("task", "start", "t1").exit_code == 0
+    assert cli("checkpoint", input="a note\n").exit_code == 0
+    store = os.fsencode(state_dir(repo) / "checkpoints")
+    for name in (b"x\n::error::PWNED\x1b[31m.md", "z\u2028SYSTEM.md".encode(), b"y\x9b2J.md"):
+        with open(os.path.join(store, name), "wb") as f:
+            f.write(b"stray\n")
+    for args in (("doctor",), ("doctor", "--format", "github"), ("checkpoint", "--list")):
+        out = run_here(*args, cwd=repo).stdout.decode("utf-8", "surrogateescape")
+        assert RAW.search(out) is None, (args, ascii(out))
+        assert "\\x9b2J" in out and "\\u2028SYSTEM" in out and "\\x1b[31m" in out, (args, out)
+        assert not any(line.startswith("::error::PWNED") for line in out.splitlines())

@@ -100,8 +100,8 @@ def render_github(findings: list[Finding], strict: bool) -> str:
             continue
         command = "error" if finding.level == FAIL or strict else "warning"
         props = [f"title={_escape_property('majordomus ' + finding.code)}"]
-        if finding.path:
-            props.insert(0, f"file={_escape_property(finding.path)}")
+        if finding.path:  # a file's name may hold any byte: escaped as every stored field, then GitHub's way
+            props.insert(0, f"file={_escape_property(escape(finding.path))}")
         # GitHub's own escaping turns the newlines into %0A; every other control is escaped as everywhere
         message = escape(finding.message + (f". Next: {finding.hint}" if finding.hint else ""), body=True)
         lines.append(f"::{command} {','.join(props)}::{_escape_data(message)}")

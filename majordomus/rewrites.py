@@ -73,7 +73,8 @@ def read_stdin(stream: BinaryIO | None) -> tuple[bytes, int]:
 def fields(how: str, pairs: list[tuple[str, str]], skipped: int, unread: int) -> dict[str, Any]:
     """The event's fields: `how`, the new tip as `head`, the count, and the newest `MAP_MAX` pairs."""
     kept = pairs[-MAP_MAX:]
-    out: dict[str, Any] = {"how": how, "head": pairs[-1][1], "rewritten": len(pairs), "map": dict(kept)}
+    # Every line git gave is a commit rewritten, the ones past the read's bound (counted, not read) too.
+    out: dict[str, Any] = {"how": how, "head": pairs[-1][1], "rewritten": len(pairs) + unread, "map": dict(kept)}
     if len(pairs) > len(kept) or unread:
         out["omitted"] = len(pairs) - len(kept) + unread
     if skipped:

@@ -61,7 +61,7 @@ def read_stdin(stream: BinaryIO | None) -> tuple[bytes, int]:
     data, over = stdin.read_head(stream, STDIN_MAX_BYTES)
     if len(data) > STDIN_MAX_BYTES:
         cut = data.rfind(b"\n", 0, STDIN_MAX_BYTES) + 1
-        over += data.count(b"\n", cut) + 1  # the lines cut off here (the last one may lack its line end)
+        over += data.count(b"\n", cut)  # the lines cut off here; the last one's end came past them (`over`)
         data = data[:cut]
     lines = data.split(b"\n")
     if len(lines) > STDIN_MAX_LINES + 1:

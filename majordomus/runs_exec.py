@@ -157,9 +157,20 @@ def execute(argv: list[str]) -> Outcome:
         alive = {1: True, 2: True}
         for fd in targets:
             sel.register(fd, selectors.EVENT_READ)
+        # The output passes through until its pipes close — CMD's end, or that of what it left running in
+        # the background (`server &`), as with `| tee` — but the run lasted until CMD's own end: its pidfd
+        # says when (Linux); elsewhere, when it is reaped.
+        ended: float | None = None
+        exit_fd = _pidfd(child.pid)
+        if exit_fd is not None:
+            sel.register(exit_fd, selectors.EVENT_READ)
         while targets:
             for key, _ in sel.select():
                 fd = int(key.fd)
+                if fd == exit_fd:
+                    ended = time.monotonic()
+                    sel.unregister(fd)
+                    continue
                 try:
                     data = os.read(fd, 65536)
                 except InterruptedError:
@@ -172,6 +183,8 @@ def execute(argv: list[str]) -> Outcome:
                 if alive[targets[fd]]:
                     alive[targets[fd]] = _write_all(targets[fd], data)
         sel.close()
+        if exit_fd is not None:
+            os.close(exit_fd)
         while True:
             try:
                 code = child.wait()
@@ -186,10 +199,18 @@ def execute(argv: list[str]) -> Outcome:
             for pipe in (child.stdout, child.stderr):
                 if pipe is not None:
                     pipe.close()
-    duration = int((time.monotonic() - started) * 1000)
+    duration = int(((ended if ended is not None else time.monotonic()) - started) * 1000)
     if code < 0:
         return Outcome(128 - code, -code, duration, tail)
     return Outcome(code, None, duration, tail)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when process `pid` ends, or None (not Linux 5.3+, or refused)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 class CannotRun(EnvironmentProblem):

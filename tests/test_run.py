@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -236,3 +238,16 @@ def test_a_run_whose_ledger_event_failed_says_its_record_is_stored_and_the_next_
     assert run_here("run", "--label", "unit", "--", "echo", "again", cwd=repo).returncode == 0
     completed, new = (e["path"] for e in events_named(repo, "task.run"))  # the missing event first, then the new run's
     assert completed == f"runs/{record.name}" and new != completed
+
+
+def test_a_command_that_leaves_a_child_in_the_background_is_timed_to_its_own_end(cli, repo):
+    """The output passes through until its pipes close — here when the background `sleep` that inherited
+    them ends, as with `| tee` — but `duration_ms` is CMD's own: `sh` ended at once."""
+    assert cli("task", "start", "t1").exit_code == 0
+    began = time.monotonic()
+    result = run("run", "--", "sh", "-c", "sleep 1.5 & echo started", cwd=repo)
+    waited = time.monotonic() - began
+    assert result.returncode == 0 and b"started" in result.stdout
+    [record] = (state_dir(repo) / "runs").iterdir()
+    duration = int(re.search(r"duration_ms: (\d+)", record.read_text()).group(1))  # type: ignore[union-attr]
+    assert waited >= 1.4 and duration < 1000, (waited, duration)  # the pipes' life, not CMD's

@@ -145,6 +145,9 @@ RENDERED_ALIKES = [
     ("\u1d0f\u1d21\u0274\u1d07\u0280: x", "owner"),  # small capitals ᴏᴡɴᴇʀ
     ("0wner: x", "owner"), ("changed_fi1es: x", "changed_files"),  # UTS #39: 0 is O, 1 is l
     ("owner\ufe30 x", "owner"),  # PRESENTATION FORM FOR VERTICAL TWO DOT LEADER (NFKC makes it `..`)
+    ("<!-- -->owner: x", "owner"), ("<!-- a note -->task: x", "task"),  # a comment a reader never sees
+    ("a) owner: x", "owner"), ("i. owner: x", "owner"), ("(1) owner: x", "owner"),  # list numbers as written
+    ("(b) task: x", "task"), ("iv. branch: x", "branch"), ("| owner: x |", "owner"),  # and a table cell
 ]
 LOOK_ALIKES += RENDERED_ALIKES
 
@@ -162,6 +165,7 @@ def test_identity_look_alikes_and_markers(line, key):
     "a <b>bold</b> move: yes", "AT&T said: ok", "10: ten", "x < y: true", "C:\\path\\to: here",
     "&lt;owner&gt; said: hi", "10. fix the head: later",
     "naïve: fine", "café: open", "the \u2c9fwner: said", "\u2c9fwner is a word here",  # one past the backstop
+    "a.owner: x", "(owner) said: hi", "| the owner | x |", "i owner: x",  # one past the list numbers
 ])
 def test_prose_that_mentions_keys_still_passes(line):
     assert records.identity_field(line) is None, line

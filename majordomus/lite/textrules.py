@@ -296,7 +296,7 @@ def as_rendered(line: str) -> str:
 
         line = html.unescape(line)
     if "<" in line:
-        line = _HTML_TAG.sub("", line)
+        line = _HTML_TAG.sub("", _HTML_COMMENT.sub("", line))
     if "\\" in line:
         line = _BACKSLASH_ESCAPE.sub(r"\1", line)
     return line
@@ -313,10 +313,14 @@ def is_front_matter_fence(line: str) -> bool:
 
 
 _HTML_TAG = LazyRe(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
+_HTML_COMMENT = LazyRe(r"<!--.*?(?:-->|$)")  # a reader sees nothing of it (an unclosed one hides the rest)
 _BACKSLASH_ESCAPE = LazyRe(r"\\([!-/:-@\[-`{-~])")
 
-# Any run of markers and white space at the start of a line, as many as there are (`> 1. - [x] **owner**:`).
-_MARKERS = LazyRe(r"^(?:[\s\-*+•‣◦⁃∙·▪●○■□>#]|\d{1,9}[.)]|\[[ x✓✔]?\])*")
+# Any run of markers and white space at the start of a line, as many as there are (`> 1. - [x] **owner**:`):
+# bullets, quotes, headings, table cells, task boxes, and list numbers as people write them (`1.`, `1)`,
+# `a)`, `iv.`, `(2)`, `(b)`). Matched after case folding.
+_MARKERS = LazyRe(r"^(?:[\s\-*+•‣◦⁃∙·▪●○■□>#|]|\d{1,9}[.)]|(?:[a-z]|[ivxlcdm]{1,8})[.)](?=\s)"
+                  r"|\((?:\d{1,9}|[a-z]|[ivxlcdm]{1,8})\)|\[[ x✓✔]?\])*")
 _EMPHASIS = "*_`~\"' \t"
 _JOINERS = LazyRe(r"[-_ \t]+")
 # Colons a reader takes for `:` that NFKC leaves alone (U+FF1A, U+FE13 and U+FE55 it already folds).

@@ -24,6 +24,14 @@ _PATTERNS = (
     ("a Google API key", r"\bAIza[0-9A-Za-z_-]{30,}\b"),
     ("a Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"),
     ("an npm token", r"\bnpm_[A-Za-z0-9]{30,}\b"),
+    ("a Hugging Face token", r"\bhf_[A-Za-z0-9]{30,}\b"),
+    ("a PyPI token", r"\bpypi-AgE[A-Za-z0-9_-]{20,}"),
+    ("a SendGrid key", r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
+    ("a Databricks token", r"\bdapi[0-9a-f]{32}\b"),
+    ("an Azure account key", r"(?i:\b(?:AccountKey|SharedAccessKey)\s*=\s*[A-Za-z0-9+/]{16,}=*)"),
+    # `curl -u user:pass`, `mysql -ppass`; not `docker run -u 1000:1000` (a uid and a gid)
+    ("a password on a command line", r"(?:\s|^)(?:-u|--user)[ =](?!-)(?!\d+:\d+(?:\s|$))[^\s:@/]+:[^\s@/]{3,}(?=\s|$)"
+                                     r"|\bmysql\b.*?\s-p[^\s-][^\s]{2,}"),
     ("an API key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{32,}\b"),
     ("a JSON web token", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     ("a bearer token", r"(?i:\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*)"),

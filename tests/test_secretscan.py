@@ -39,7 +39,11 @@ def test_an_invisible_character_inside_the_key_hides_nothing(root, at, char, val
 
 @pytest.mark.parametrize("line", ["SECRET_KEY=abcdef123456", 'secret_key = "abcdef123456"', "private_key=abcdef123456",
                                   "access_key=abcdef123456", "secrets=abcdef123456", "pass\u200bword=hunter22",
-                                  "Authorization: Basic dXNlcjpwYXNzd29yZA==", "token=abc"])
+                                  "Authorization: Basic dXNlcjpwYXNzd29yZA==", "token=abc",
+                                  "hf_" + "a1B2" * 9, "pypi-AgEIcHlwaS5vcmcCJDk4ZmE1Zjk3LWI",
+                                  "SG." + "a1B2_" * 5 + "." + "c3D4-" * 8, "dapi" + "0123456789abcdef" * 2,
+                                  "AccountName=x;AccountKey=" + "A1b2" * 10 + "==", "curl -u admin:hunter2 https://x",
+                                  "mysql -u root -phunter2 db"])
 def test_the_probe_s_lines_are_refused_in_a_checkpoint_and_nothing_is_written(repo, line):
     assert run_here("task", "start", "s", "--title", "s", cwd=repo).returncode == 0
     before, ledger = snapshot(repo), ledger_bytes(repo)
@@ -50,7 +54,8 @@ def test_the_probe_s_lines_are_refused_in_a_checkpoint_and_nothing_is_written(re
 
 @pytest.mark.parametrize("prose", ["tokenizer: sentencepiece", "max_tokens=1000", "token=ab", "token: ok",
                                    "secretary: jane", "the password reset flow", "Authorization: Basic abc",
-                                   "key=value", "credential helper is set"])
+                                   "key=value", "credential helper is set", "docker run -u 1000:1000 img",
+                                   "curl -u admin https://x", "mysql -p db", "ssh -p 2222 host", "the hf_ prefix"])
 def test_one_past_the_rule_prose_and_short_values_are_not_secrets(prose):
     assert secretscan.looks_secret(prose) is None, prose
 

@@ -317,9 +317,10 @@ _HTML_COMMENT = LazyRe(r"<!--.*?(?:-->|$)")  # a reader sees nothing of it (an u
 _BACKSLASH_ESCAPE = LazyRe(r"\\([!-/:-@\[-`{-~])")
 
 # Any run of markers and white space at the start of a line, as many as there are (`> 1. - [x] **owner**:`):
-# bullets, quotes, headings, table cells, task boxes, and list numbers as people write them (`1.`, `1)`,
-# `a)`, `iv.`, `(2)`, `(b)`). Matched after case folding.
-_MARKERS = LazyRe(r"^(?:[\s\-*+•‣◦⁃∙·▪●○■□>#|]|\d{1,9}[.)]|(?:[a-z]|[ivxlcdm]{1,8})[.)](?=\s)"
+# bullets, quotes, headings, task boxes, and list numbers as people write them (`1.`, `1)`, `a)`, `iv.`,
+# `(2)`, `(b)`). Not `|`: a run record quotes each line of the output behind it, so that none is a key.
+# Matched after case folding.
+_MARKERS = LazyRe(r"^(?:[\s\-*+•‣◦⁃∙·▪●○■□>#]|\d{1,9}[.)]|(?:[a-z]|[ivxlcdm]{1,8})[.)](?=\s)"
                   r"|\((?:\d{1,9}|[a-z]|[ivxlcdm]{1,8})\)|\[[ x✓✔]?\])*")
 _EMPHASIS = "*_`~\"' \t"
 _JOINERS = LazyRe(r"[-_ \t]+")

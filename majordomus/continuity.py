@@ -177,10 +177,12 @@ def _write(ws: Workspace, task_id: str, doc: dict[str, Any]) -> str:
     data = json.dumps(doc, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
     limit = ws.config.get("continuity", "max_bytes")
     if len(data) > limit:
+        pinned = any(doc.get(key) for key in KINDS.values())
         raise Refused(
             f"the continuity of task `{task_id}` would be {len(data)} bytes; the limit is {limit} "
             "(continuity.max_bytes); nothing was written",
-            "unpin what no longer holds (`majordomus context unpin PIN_ID`), or write a handoff",
+            "unpin what no longer holds (`majordomus context unpin PIN_ID`), or write a handoff" if pinned
+            else "give a shorter objective: it is kept in the continuity, within continuity.max_bytes",
         )
     rendered = render_doc(doc, task_id, ws.config.get("continuity", "render_max_bytes")).text
     ws.ensure_state("context", ws.paths.relative(ws.paths.context_dir(task_id)))

@@ -527,3 +527,20 @@ def test_no_line_of_a_checkpoint_or_handoff_body_starts_a_line_of_the_agents_con
         lines = text.splitlines()
         assert "> # Heading" in lines and "> (complete: nothing dropped)" in lines, lines
         assert not any(line.startswith(tuple(forged)) for line in lines), lines
+
+
+def test_an_objective_over_the_continuity_bound_is_refused_with_the_hint_that_fits(cli, repo):
+    """A new task has no pin to take out nor a handoff to write: its hint is a shorter objective. One past
+    the edge: a task with pins is told to unpin."""
+    limit = 4096
+    (repo / ".ai").mkdir(exist_ok=True)
+    (repo / ".ai" / "config.yaml").write_text(f"continuity:\n  max_bytes: {limit}\n")
+    done = cli("task", "start", "t1", "--objective", "o" * limit)
+    assert done.exit_code == 10 and "give a shorter objective" in done.stderr and "unpin" not in done.stderr
+    # no task, no continuity, no event (the state directory it had made ready stays, empty of records)
+    written = [k for k in snapshot(repo) if k.startswith(".ai/local/state/") and not k.endswith("/")]
+    assert sorted(written) == [".ai/local/state/.lock", ".ai/local/state/cache/config.json"], written
+    assert cli("task", "start", "t1", "--objective", "o" * (limit // 2)).exit_code == 0
+    while (pinned := cli("context", "pin", "decision", "--", "p" * 200)).exit_code == 0:
+        pass
+    assert pinned.exit_code == 10 and "unpin what no longer holds" in pinned.stderr

@@ -44,8 +44,11 @@ def open_repo(place: Place) -> Repo:
     try:
         handle = pygit2.Repository(place.gitdir)
     except pygit2.GitError as exc:
-        raise EnvironmentProblem(f"cannot open the git repository at {place.gitdir}: {exc}",
-                                 run.hint(("status",), place.worktree)) from exc
+        # git itself may be fine with it: the library majordomus reads objects through knows less than git does
+        hint = (f"the libgit2 under pygit2 {getattr(pygit2, '__version__', '')} (what sync and a few readers use) cannot read this "
+                "object format, which git can: checkpoints, handoffs and briefings work; sync waits for a pygit2 "
+                "built with it" if "object format" in str(exc) else run.hint(("status",), place.worktree))
+        raise EnvironmentProblem(f"cannot open the git repository at {place.gitdir}: {exc}", hint) from exc
     if handle.workdir is None or os.path.normpath(handle.workdir) != place.worktree:
         try:
             handle.workdir = place.worktree

@@ -567,3 +567,18 @@ def test_a_sha256_repository_that_pygit2_cannot_open_says_so_and_what_still_work
         assert done.returncode == 12 and b"cannot read this object format, which git can" in done.stderr, done
     else:  # a pygit2 built with sha256: sync just works
         assert run_here("sync", "status", "--no-fetch", cwd=repo).returncode in (0, 2)
+
+
+@pytest.mark.parametrize("detail, cause", [
+    ("remote: fatal: unable to write loose object file: No space left on device\nerror: remote unpack failed: "
+     "unpack-objects abnormal exit\n ! [remote rejected] HEAD -> refs/majordomus/machines/x (unpacker error)", "store"),
+    (" ! [remote rejected] refs/majordomus/machines/x (pre-receive hook declined)", "rule"),
+])
+def test_a_rejected_push_is_told_apart_a_remote_that_could_not_store_it_from_one_that_refused_it(detail, cause):
+    """git's words say which: a full disk or an unpacker error is the remote's trouble, run again once it can;
+    a hook's decline is a rule to ask its owner about."""
+    from majordomus.sync import transport
+
+    hint = transport.rejection_hint(detail, "a hook or rule on the remote refuses refs/majordomus/*")
+    assert ("could not store what was sent" in hint) == (cause == "store"), hint
+    assert ("a hook or rule" in hint) == (cause == "rule"), hint

@@ -143,8 +143,9 @@ def compact(ws: Workspace, name: str | None, ids: list[str], idle_days: float | 
                 return result
             if not out.race:
                 raise EnvironmentProblem(f"{remote} refused the compaction:\n{transport.indent(out.detail)}",
-                                         "a hook or rule on the remote refuses refs/majordomus/*: ask its owner "
-                                         "(nothing was changed there)")
+                                         transport.rejection_hint(out.detail, "a hook or rule on the remote "
+                                                                  "refuses refs/majordomus/*: ask its owner "
+                                                                  "(nothing was changed there)"))
             spent = time.monotonic() - started
             if spent >= timeout:
                 raise busy(remote, machine.STATE_REF, spent, result.attempts, "compact")

@@ -161,8 +161,9 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
             if not out.race:
                 names = ", ".join(u.dst for u in updates)
                 raise EnvironmentProblem(f"{remote} rejected {names}:\n{transport.indent(out.detail)}",
-                                         "a hook or rule on the remote refuses refs/majordomus/*: ask its owner to "
-                                         "accept them (nothing else was sent)")
+                                         transport.rejection_hint(out.detail, "a hook or rule on the remote "
+                                                                  "refuses refs/majordomus/*: ask its owner to "
+                                                                  "accept them (nothing else was sent)"))
             spent = time.monotonic() - started
             if spent >= timeout:
                 raise busy(remote, ref, spent, result.attempts)

@@ -61,6 +61,16 @@ def _said(done: run.Ran) -> str:
     return "\n".join(kept[-12:])
 
 
+def rejection_hint(detail: str, refusal: str) -> str:
+    """What to do about a push the remote rejected: `refusal` when a hook or rule refused it, or, when the
+    remote could not store what came (its disk full, an unpacker error, a permission), to see to that."""
+    if any(word in detail for word in ("unpacker error", "No space left", "unable to write", "Disk quota",
+                                       "Permission denied", "unable to create")):
+        return ("the remote could not store what was sent (see git's words above: its disk, its permissions); "
+                "nothing was changed there: run the same command again once it can")
+    return refusal
+
+
 def indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines()) or "  (git said nothing)"
 

@@ -70,11 +70,14 @@ def read_stdin(stream: BinaryIO | None) -> tuple[bytes, int]:
     return data, over
 
 
-def fields(how: str, pairs: list[tuple[str, str]], skipped: int, unread: int) -> dict[str, Any]:
-    """The event's fields: `how`, the new tip as `head`, the count, and the newest `MAP_MAX` pairs."""
+def fields(how: str, pairs: list[tuple[str, str]], skipped: int, unread: int,
+           tip: str | None = None) -> dict[str, Any]:
+    """The event's fields: `how`, the new tip as `head` (the last pair's, or `tip` when git's mapping was
+    longer than what was read), the count, and the newest `MAP_MAX` pairs."""
     kept = pairs[-MAP_MAX:]
     # Every line git gave is a commit rewritten, the ones past the read's bound (counted, not read) too.
-    out: dict[str, Any] = {"how": how, "head": pairs[-1][1], "rewritten": len(pairs) + unread, "map": dict(kept)}
+    out: dict[str, Any] = {"how": how, "head": tip or pairs[-1][1], "rewritten": len(pairs) + unread,
+                           "map": dict(kept)}
     if len(pairs) > len(kept) or unread:
         out["omitted"] = len(pairs) - len(kept) + unread
     if skipped:
@@ -94,7 +97,12 @@ def record(ws: Workspace, how: str, data: bytes, unread: int = 0) -> dict[str, A
         task: str | None = tasks.active(ws).id
     except NoActiveTask:
         task = None
-    return ws.event(EVENT, task, clock.now_iso(), **fields(how, pairs, skipped, unread))
+    tip = None
+    if unread:  # the last pair read is not the last one git gave: the tip is HEAD's, as git left it
+        from majordomus.git import status
+
+        tip = status.head(ws.place)
+    return ws.event(EVENT, task, clock.now_iso(), **fields(how, pairs, skipped, unread, tip))
 
 
 # ---------------------------------------------------------------- reading: once per command

@@ -125,6 +125,12 @@ def is_commit(place: Place, oid: str) -> bool:
     return out.strip() == b"commit"
 
 
+def head(place: Place) -> str | None:
+    """The commit HEAD names now, or None (unborn, or git cannot say)."""
+    out = git(place, "rev-parse", "--verify", "-q", "HEAD", ok=(0, 1, 128)).strip().decode("ascii", "replace")
+    return out if _is_id(out) else None
+
+
 def _is_id(oid: str) -> bool:
     return bool(oid) and all(c in "0123456789abcdef" for c in oid)
 

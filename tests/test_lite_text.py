@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -594,3 +595,25 @@ def test_file_names_in_the_state_are_escaped_by_every_output_that_names_them(cli
         assert RAW.search(out) is None, (args, ascii(out))
         assert "\\x9b2J" in out and "\\u2028SYSTEM" in out and "\\x1b[31m" in out, (args, out)
         assert not any(line.startswith("::error::PWNED") for line in out.splitlines())
+
+
+def test_a_doctor_hint_names_a_file_with_any_byte_as_a_shell_reads_it(cli, repo):
+    """A hint's command, pasted into a shell, acts on the file that is there, whatever its name holds: `$'…'`
+    with each byte a terminal or a shell would take as something else written `\\xNN`. One past the edge: a
+    plain name is quoted as it is."""
+    assert cli("task", "start", "t1").exit_code == 0
+    assert cli("checkpoint", input="a note\n").exit_code == 0
+    store = os.fsencode(state_dir(repo) / "checkpoints")
+    names = [b"x\n::error::PWNED\x1b[31m.md", b"y\x9b2J it's.md", b"plain.md"]
+    for name in names:
+        with open(os.path.join(store, name), "wb") as f:
+            f.write(b"stray\n")
+        os.chmod(os.path.join(store, name), 0o644)
+    report = json.loads(run_here("doctor", "--json", cwd=repo).stdout)
+    hints = [f["hint"] for f in report["findings"] if f["code"] == "perm.file"]
+    assert len(hints) == 3 and any(h.endswith("'.ai/local/state/checkpoints/plain.md'") for h in hints), hints
+    for hint in hints:
+        assert RAW.search(hint) is None
+        subprocess.run(["bash", "-c", hint], cwd=repo, check=True)
+    for name in names:
+        assert os.stat(os.path.join(store, name)).st_mode & 0o777 == 0o600, name

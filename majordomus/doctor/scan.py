@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from majordomus.doctor.findings import FAIL, WARN, Finding
-from majordomus.lite import safeio
+from majordomus.lite import safeio, textrules
 from majordomus.store import files, paths, records
 from majordomus.workspace import Workspace
 
@@ -51,7 +51,9 @@ class _Walk:
 
     def add(self, level: str, code: str, path: str, message: str, hint: str) -> None:
         shown = self.show(path)
-        self.scan.findings.append(Finding(level, code, message.format(path=shown), shown, hint.format(path=shown)))
+        # A hint's command names the file as a shell reads it: pasted, it acts on the file that is there.
+        hint = hint.replace("'{path}'", "{quoted}").format(path=shown, quoted=textrules.shell_quoted(shown))
+        self.scan.findings.append(Finding(level, code, message.format(path=shown), shown, hint))
 
     def mode(self, path: str, st: os.stat_result, want: int, what: str) -> None:
         mode = stat.S_IMODE(st.st_mode)

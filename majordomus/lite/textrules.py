@@ -87,6 +87,23 @@ def escape(text: str, *, body: bool = False) -> str:
     return str(pattern.sub(_visible, text))
 
 
+def shell_quoted(path: str) -> str:
+    """`path` as a hint's shell command names it, copied and pasted as it is: `'…'`, or, when it holds a
+    character `escape` would show (a line break, ESC, a byte that is not UTF-8), bash's `$'…'` with each of
+    those bytes as `\\xNN`, so that the command names the file that is there, and prints nothing raw."""
+    if escape(path) == path:
+        return "'" + path.replace("'", "'\\''") + "'"
+    out = []
+    for char in path:
+        if char in "\\'":
+            out.append("\\" + char)
+        elif _LINE_ESCAPED.match(char) is not None:
+            out.append("".join(f"\\x{b:02x}" for b in char.encode("utf-8", "surrogateescape")))
+        else:
+            out.append(char)
+    return "$'" + "".join(out) + "'"
+
+
 def ascii_plain(raw: bytes, *, lines: bool = False) -> bool:
     """Whether `escape` leaves ASCII `raw` as it is, as a one-line field (`lines=True`: each of its lines, the
     line breaks between them apart). The ASCII of `_LINE_ESCAPED` is C0 and DEL, looked for one byte at a time

@@ -244,3 +244,31 @@ def test_a_version_from_a_clock_ahead_loses_to_a_change_made_after_it_elsewhere_
             assert result.exit_code == 0, result.output
             assert (state_dir(where) / "tasks" / "t1.yaml").read_bytes() == later, where
             assert "b's later note" in cli("brief", "t1", cwd=where).stdout
+
+
+@pytest.mark.parametrize("notes", [("first: the old state", "second: the NEW state"),
+                                   ("second: the NEW state", "first: the old state")])
+def test_two_checkpoints_of_one_second_arrive_elsewhere_newest_last(cli, repo, remote, tmp_path, notes):
+    """Two checkpoints written in the same second are named by their digests, which cannot say which came
+    last; the task record can (its pointer). On the machine that pulls them, the one it points at is the
+    newest — the briefing's first and its `last record`, the log's first, `checkpoint --list`'s first —
+    in either order of the digests (the two orders of the notes)."""
+    assert cli("task", "start", "s1").exit_code == 0
+    assert cli("sync", "push").exit_code == 0
+    b = clone(tmp_path, remote, "b")
+    assert cli("sync", "pull", cwd=b).exit_code == 0
+    import datetime
+
+    later = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0) + datetime.timedelta(seconds=2)
+    with freeze_time(later):  # one second for both, after the start (versions are ordered by time too)
+        for note in notes:
+            assert cli("checkpoint", input=note + "\n").exit_code == 0
+    assert cli("sync", "push", "--checkpoints").exit_code == 0
+    pulled = cli("sync", "pull", cwd=b)
+    assert pulled.exit_code == 0, pulled.output
+    newest = _task(cli, b)["checkpoint"]
+    brief = cli("brief", "s1", cwd=b).stdout
+    assert brief.index(f"> {notes[1]}") < brief.index(f"> {notes[0]}"), brief
+    assert "last record: checkpoint" in brief and newest in brief.split("last record:")[1].splitlines()[0]
+    listed = cli("checkpoint", "--list", cwd=b).stdout.splitlines()
+    assert newest.split("/")[-1] in listed[0], listed

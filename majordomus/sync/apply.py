@@ -41,7 +41,8 @@ def import_records(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Im
     if not plan.records:
         return
     ws.ensure_state(*rules.RECORD_KINDS)
-    arriving = arrival.order(plan.records)  # each handoff after what it lists: "since the handoff" (design §9)
+    # Each handoff after what it lists ("since the handoff", design §9); within a second, a task's newest last.
+    arriving = arrival.order(plan.records, arrival.pointers(plan.tasks))
     with ThreadPoolExecutor(WORKERS) as pool:
         for start in range(0, len(arriving), BATCH):
             batch = arriving[start:start + BATCH]
@@ -62,6 +63,7 @@ def import_records(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Im
                 files.fsync_dir(ws.paths.directory(directory))
             if logged:
                 ledger.append_many(ws.paths.ledger, logged, at)
+            arrival.stamp_in_order(ws, [item for item, created in zip(batch, done) if created])
             arrival.index(ws, [item for item, created in zip(batch, done) if created])
 
 

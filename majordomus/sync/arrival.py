@@ -21,13 +21,14 @@ def _meta(item: RecordIn) -> dict[str, Any]:
         return {}
 
 
-def order(items: list[RecordIn]) -> list[RecordIn]:
+def order(items: list[RecordIn], latest: frozenset[str] = frozenset()) -> list[RecordIn]:
     """`items` in the order they arrive: runs and other records first, as planned; then, per the handoffs'
     chain (a handoff after its previous one), each handoff after the checkpoints it lists; the checkpoints
-    that no handoff of the pull lists last, as planned."""
+    that no handoff of the pull lists last, as planned. Within one second, where the names cannot tell,
+    the checkpoint a task record points at (`latest`: its newest, as it says) comes after the others."""
     handoffs = {f"handoffs/{i.name}": i for i in items if i.directory == "handoffs"}
     if not handoffs:
-        return items
+        return _latest_last(items, latest)
     metas = {rel: _meta(item) for rel, item in handoffs.items()}
 
     depths: dict[str, int] = {}
@@ -65,7 +66,55 @@ def order(items: list[RecordIn]) -> list[RecordIn]:
             return place.get(rel, last)
         return -1
 
-    return sorted(items, key=place_of)  # stable: the plan's order within each place
+    return _latest_last(sorted(items, key=place_of), latest)  # stable: the plan's order within each place
+
+
+def _latest_last(items: list[RecordIn], latest: frozenset[str]) -> list[RecordIn]:
+    """`items`, each record a task points at moved after the others of its second that come right before it."""
+    if not latest:
+        return items
+    out = list(items)
+    for item in items:
+        if f"{item.directory}/{item.name}" not in latest:
+            continue
+        at = out.index(item)
+        end = at
+        while end + 1 < len(out) and out[end + 1].directory == item.directory \
+                and out[end + 1].name[:listing.SECOND] == item.name[:listing.SECOND]:
+            end += 1
+        out.insert(end, out.pop(at))
+    return out
+
+
+def pointers(tasks: list[Any]) -> frozenset[str]:
+    """The records the task records of a pull point at as their newest (`checkpoint`, `handoff`)."""
+    found: set[str] = set()
+    for task in tasks:
+        try:
+            meta = records.parse_yaml(task.data.decode("utf-8"))
+        except Exception:  # refused or reported by the rules already: no pointer to take
+            continue
+        found.update(str(meta[key]) for key in ("checkpoint", "handoff") if isinstance(meta.get(key), str))
+    return frozenset(found)
+
+
+def stamp_in_order(ws: Workspace, arrived: list[RecordIn]) -> None:
+    """Records of one second arrived in parallel: their modification times, by which a listing orders what
+    their names cannot tell (`listing.ordered`), are set in the order they arrive. Best effort."""
+    import os
+    import time
+
+    seconds: dict[tuple[str, str], int] = {}
+    for item in arrived:
+        key = (item.directory, item.name[:listing.SECOND])
+        seconds[key] = seconds.get(key, 0) + 1
+    base = time.time_ns()
+    for n, item in enumerate(arrived):
+        if seconds[(item.directory, item.name[:listing.SECOND])] > 1:
+            try:
+                os.utime(os.path.join(ws.paths.directory(item.directory), item.name), ns=(base + n, base + n))
+            except OSError:
+                pass
 
 
 def index(ws: Workspace, arrived: list[RecordIn]) -> None:

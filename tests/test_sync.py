@@ -582,3 +582,28 @@ def test_a_rejected_push_is_told_apart_a_remote_that_could_not_store_it_from_one
     hint = transport.rejection_hint(detail, "a hook or rule on the remote refuses refs/majordomus/*")
     assert ("could not store what was sent" in hint) == (cause == "store"), hint
     assert ("a hook or rule" in hint) == (cause == "rule"), hint
+
+
+@pytest.mark.parametrize("command, ref", [(("sync", "push", "--checkpoints"), "refs/majordomus/machines/{id}"),
+                                          (("sync", "pull"), "refs/majordomus/remotes/origin/machines/{id}")])
+def test_a_ref_lock_a_stopped_git_left_is_named_with_how_to_remove_it(repo, remote, command, ref):
+    """A git killed while it moved a ref (a power loss, the OOM killer) leaves `REF.lock`, and every later git
+    that moves the ref fails until it is removed: the message names the file and how to remove it, never a
+    `git fsck` that does not. One past the edge: with it removed, the same command lands."""
+    from helpers.sync import clone, machine_id
+
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("checkpoint", cwd=repo, input="a note\n").returncode == 0
+    assert run_here("sync", "push", cwd=repo).returncode == 0
+    assert run_here("checkpoint", cwd=repo, input="a second note\n").returncode == 0
+    other = clone(repo.parent, remote, "other")  # a machine whose ref the pull brings in
+    assert run_here("task", "start", "t2", cwd=other).returncode == 0
+    assert run_here("sync", "push", cwd=other).returncode == 0
+    lock = repo / ".git" / (ref.format(id=machine_id(repo if command[1] == "push" else other)) + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    done = run_here(*command, cwd=repo)
+    err = done.stderr.decode()
+    assert done.returncode == 12 and f"a git command that was stopped left {lock}" in err and f"rm '{lock}'" in err, err
+    lock.unlink()
+    assert run_here(*command, cwd=repo).returncode == 0

@@ -150,7 +150,9 @@ def update_ref(repo: Repo, name: str, new: str, old: str | None, message: str) -
             raise MajordomusError(  # git's compare-and-swap lost: only that is a race (exit 75)
                 f"{name} moved while majordomus was updating it: {reason}",
                 "another sync ran at the same time; run the command again", code=BUSY)
-        raise EnvironmentProblem(f"cannot update {name}: {reason}",
+        stopped = f"git was stopped by signal {-done.returncode}: run the same command again" \
+            if done.returncode < 0 else None
+        raise EnvironmentProblem(f"cannot update {name}: {reason}", run.lock_left(done.err) or stopped or
                                  "check the disk and the repository (`git fsck`), then run the command again")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from majordomus.errors import EnvironmentProblem
+from majordomus.lite.lazyre import LazyRe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,9 +56,22 @@ class Ran:
         return lines[-1] if lines else f"exit code {self.returncode}"
 
 
-def hint(args: tuple[str, ...] | list[str], where: str) -> str:
-    """The one wording of what to do when git failed."""
-    return f"run `git {' '.join(args[:2])}` in {where} to see what git says"
+def hint(args: tuple[str, ...] | list[str], where: str, said: str = "") -> str:
+    """The one wording of what to do when git failed (`said`: what git printed, when there is a better one)."""
+    return lock_left(said) or f"run `git {' '.join(args[:2])}` in {where} to see what git says"
+
+
+_LOCK_LEFT = LazyRe(r"Unable to create '([^']+\.lock)': File exists")
+
+
+def lock_left(said: str) -> str | None:
+    """What to do when git could not take a lock because a git command that was stopped (killed, a power
+    loss) left its `.lock` file behind: every later command fails the same way until it is removed."""
+    found = _LOCK_LEFT.search(said)
+    if found is None:
+        return None
+    return (f"a git command that was stopped left {found.group(1)}: when no git command runs in this repository, "
+            f"remove it (`rm '{found.group(1)}'`), then run the same command again")
 
 
 # Before every git command: never take a lock git calls optional (`git status` refreshing the index takes
@@ -125,7 +139,7 @@ def git(where: Where, *args: str, ok: tuple[int, ...] = (0,)) -> bytes:
     done = run(where, *args)
     if done.returncode not in ok:
         raise EnvironmentProblem(f"`git {' '.join(args[:2])}` failed in {where.worktree}: {done.reason()}",
-                                 hint(args, where.worktree))
+                                 hint(args, where.worktree, done.err))
     return done.stdout
 
 

@@ -59,7 +59,10 @@ def fetch(ws: Workspace, remote: str) -> None:
     """Every ref under refs/majordomus/ of the remote, in one fetch."""
     out = transport.fetch_all(ws.place, remote)
     if not out.ok:
+        from majordomus.git import run
+
         raise EnvironmentProblem(f"cannot fetch refs/majordomus/* from {remote}:\n{transport.indent(out.detail)}",
+                                 run.lock_left(out.detail) or
                                  f"check the remote and your access to it (`git fetch {remote}`), then try again")
 
 

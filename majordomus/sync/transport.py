@@ -63,7 +63,11 @@ def _said(done: run.Ran) -> str:
 
 def rejection_hint(detail: str, refusal: str) -> str:
     """What to do about a push the remote rejected: `refusal` when a hook or rule refused it, or, when the
-    remote could not store what came (its disk full, an unpacker error, a permission), to see to that."""
+    remote could not store what came (its disk full, an unpacker error, a permission), to see to that; or,
+    when a git that was stopped here left a lock behind, to remove it."""
+    left = run.lock_left(detail)
+    if left is not None:
+        return left
     if any(word in detail for word in ("unpacker error", "No space left", "unable to write", "Disk quota",
                                        "Permission denied", "unable to create")):
         return ("the remote could not store what was sent (see git's words above: its disk, its permissions); "
@@ -135,7 +139,7 @@ def push(place: Place, remote: str, updates: list[Update]) -> Pushed:
     if not seen and done.returncode != 0:
         if any(word in done.err for word in _RACE):
             return Pushed(ok=False, race=True, detail=result.detail)
-        raise EnvironmentProblem(f"cannot push to {remote}:\n{indent(_said(done))}",
+        raise EnvironmentProblem(f"cannot push to {remote}:\n{indent(_said(done))}", run.lock_left(done.err) or
                                  f"check the remote and your access to it: {run.hint(('push', remote), place.worktree)}")
     result.race = races > 0 and refusals == 0
     return result

@@ -607,3 +607,26 @@ def test_a_cache_s_temporary_name_planted_as_a_hard_link_is_never_written_throug
     os.link(precious, f"{cache}.{os.getpid()}.tmp")
     files.write_derived(str(cache), b'{"a": 1}\n')
     assert cache.read_bytes() == b'{"a": 1}\n' and precious.read_bytes() == b"the user's own file\n"
+
+
+def test_a_state_lock_held_for_longer_than_a_write_takes_is_exit_75_not_a_wait_for_ever(repo, monkeypatch):
+    """A stopped or stuck command that holds the state lock would hang every writer (and an agent's MCP
+    server) for as long: a change waits `locked.WAIT` seconds, then exits 75 saying so, with nothing written
+    and how to find the holder. One past the edge: once the lock is free, the same command lands."""
+    import fcntl
+
+    from majordomus.store import files
+
+    start_task_at(repo)
+    monkeypatch.setattr(files.locked, "WAIT", 0.3)
+    fd = os.open(state_dir(repo) / ".lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another open file description: flock excludes it as another process
+        before = snapshot(repo)
+        done = run_here("checkpoint", cwd=repo, input="a note\n")
+        err = done.stderr.decode()
+        assert done.returncode == 75 and "held the state lock" in err and "fuser" in err, err
+        assert err.count("run the same command again") == 1 and snapshot(repo) == before
+    finally:
+        os.close(fd)
+    assert run_here("checkpoint", cwd=repo, input="a note\n").returncode == 0

@@ -262,6 +262,35 @@ def _not_a_lock(path: str, what: str) -> EnvironmentProblem:
 held_back = stopsignals.from_first_write  # a change of several locked steps: the stop signals wait from its first
 
 
+def _take_within(fd: int, path: str, wait: float) -> None:
+    """The exclusive lock on `fd`, waited for at most `wait` seconds (exit 75 after, nothing written)."""
+    import time
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    ends, pause = time.monotonic() + wait, 0.002
+    while True:
+        time.sleep(pause)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= ends:
+                from majordomus.errors import BUSY, rerun
+
+                # An environment problem, as a failed write is: a change of several steps whose first landed
+                # says what is stored (`store.commit.incomplete`), and the same command again completes it.
+                raise EnvironmentProblem(
+                    f"another command has held the state lock ({path}) for {wait:g} s, longer than a write takes; "
+                    "this one did not wait on",
+                    f"{rerun(None)}; if it says so again while no majordomus command runs, a stopped one holds the "
+                    f"lock (`fuser '{path}'` names it)", code=BUSY) from None
+            pause = min(pause * 2, 0.05)
+
+
 class locked:
     """Hold the exclusive lock that serialises changes to mutable state (a plain class: contextlib is
     not free on the hot paths). While it is held, the signals that ask a command to stop wait (`whole`,
@@ -269,6 +298,11 @@ class locked:
     over network round trips, lets them through."""
 
     __slots__ = ("fd", "held", "path")
+
+    # How long a change waits for the state lock another command holds. A healthy writer holds it for
+    # milliseconds (twenty at once wait well under a second); one that holds it longer is stopped or stuck,
+    # and waiting for ever would hang the agent's command or its MCP server: exit 75, nothing written.
+    WAIT = 10.0
 
     def __init__(self, path: str, *, whole: bool = True) -> None:
         self.path = path
@@ -295,7 +329,10 @@ class locked:
             from majordomus.lite.safeio import one_name
 
             one_name(self.path, st)  # its notes are written in place
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            if self.held is None:
+                fcntl.flock(self.fd, fcntl.LOCK_EX)  # the sync lock: held over network round trips, waited for
+            else:
+                _take_within(self.fd, self.path, self.WAIT)
             if self.held is not None:
                 self.held.__enter__()
         except BaseException as exc:

@@ -276,7 +276,14 @@ def test_ctrl_c_ends_the_mcp_server_while_its_client_keeps_stdin_open(repo: Path
     assert proc.returncode == 130 and err == b"majordomus: interrupted\n", (proc.returncode, err[-300:])
 
 
-FLOCK = {"x86_64": 73, "aarch64": 32}  # flock(2)'s number, as /proc/PID/syscall shows it
+def _open_files(pid: int) -> set[str]:
+    found = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            found.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            continue
+    return found
 
 
 @pytest.mark.parametrize("args, stdin", [(("context", "pin", "decision", "--", "never pinned"), b""),
@@ -286,7 +293,8 @@ def test_a_stop_signal_while_waiting_for_the_state_lock_ends_the_command_with_no
     """A change of several steps holds the stop signals back from its first write on, not while it waits for
     the lock another command holds: a Ctrl-C then ends it at once (exit 130, "interrupted", no word of a
     write), and nothing is written once the lock is free. (Held back, it waited for the holder, wrote
-    anyway and said the write under way had landed.)"""
+    anyway and said the write under way had landed.) The holder holds on longer than a change waits
+    (`locked.WAIT`), so that only the signal can end it in time."""
     start_task_at(repo)
     holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR); "
                                "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
@@ -298,10 +306,11 @@ def test_a_stop_signal_while_waiting_for_the_state_lock_ends_the_command_with_no
         with open(tmp_path / "stdin", "rb") as given:
             proc = subprocess.Popen([str(MAJORDOMUS), *args], cwd=repo, stdin=given, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        number, deadline = str(FLOCK[os.uname().machine]), time.monotonic() + 30
-        while Path(f"/proc/{proc.pid}/syscall").read_text().split()[0] != number:  # it waits for the lock
+        lock, deadline = str(state_dir(repo) / ".lock"), time.monotonic() + 30
+        while lock not in _open_files(proc.pid):  # it has the lock file open: it waits for the lock
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else b""
             time.sleep(0.01)
+        time.sleep(0.1)  # past its first try
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=20)  # the holder holds on for 60 s: waiting for it fails here
     finally:

@@ -25,6 +25,12 @@ _PATTERNS = (
     ("a Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"),
     ("an npm token", r"\bnpm_[A-Za-z0-9]{30,}\b"),
     ("a Hugging Face token", r"\bhf_[A-Za-z0-9]{30,}\b"),
+    ("a Slack webhook", r"\bhooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]{16,}"),
+    ("a Google OAuth token", r"\bya29\.[A-Za-z0-9_-]{20,}"),
+    ("a service token", r"\b(?:glrt-[A-Za-z0-9_-]{20,}|dop_v1_[a-f0-9]{64}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"
+                        r"|sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|SK[0-9a-f]{32})\b"),
+    ("a signed URL", r"[?&]sig=[A-Za-z0-9%+/=]{20,}"),
+    ("a registry credential", r"\"auth\"\s*:\s*\"[A-Za-z0-9+/]{16,}={0,2}\""),
     ("a PyPI token", r"\bpypi-AgE[A-Za-z0-9_-]{20,}"),
     ("a SendGrid key", r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
     ("a Databricks token", r"\bdapi[0-9a-f]{32}\b"),

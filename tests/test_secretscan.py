@@ -43,7 +43,12 @@ def test_an_invisible_character_inside_the_key_hides_nothing(root, at, char, val
                                   "hf_" + "a1B2" * 9, "pypi-AgEIcHlwaS5vcmcCJDk4ZmE1Zjk3LWI",
                                   "SG." + "a1B2_" * 5 + "." + "c3D4-" * 8, "dapi" + "0123456789abcdef" * 2,
                                   "AccountName=x;AccountKey=" + "A1b2" * 10 + "==", "curl -u admin:hunter2 https://x",
-                                  "mysql -u root -phunter2 db"])
+                                  "mysql -u root -phunter2 db",
+                                  "https://hooks.slack.com/services/T0AAAAAAA/B0BBBBBBB/" + "c1D2" * 6,
+                                  "ya29." + "a0Ab_" * 6, "glrt-" + "x1Y2z" * 5, "dop_v1_" + "0a" * 32,
+                                  "shpat_" + "0a1b" * 8, "sq0atp-" + "A1b2-" * 5, "SK" + "0123456789abcdef" * 2,
+                                  "https://acct.blob.core.windows.net/c?sv=2022&sig=" + "AbC%2Bd" * 5,
+                                  '{"auths": {"ghcr.io": {"auth": "dXNlcjpnaHBfYWJjZGVmZ2hpams="}}}'])
 def test_the_probe_s_lines_are_refused_in_a_checkpoint_and_nothing_is_written(repo, line):
     assert run_here("task", "start", "s", "--title", "s", cwd=repo).returncode == 0
     before, ledger = snapshot(repo), ledger_bytes(repo)
@@ -55,7 +60,8 @@ def test_the_probe_s_lines_are_refused_in_a_checkpoint_and_nothing_is_written(re
 @pytest.mark.parametrize("prose", ["tokenizer: sentencepiece", "max_tokens=1000", "token=ab", "token: ok",
                                    "secretary: jane", "the password reset flow", "Authorization: Basic abc",
                                    "key=value", "credential helper is set", "docker run -u 1000:1000 img",
-                                   "curl -u admin https://x", "mysql -p db", "ssh -p 2222 host", "the hf_ prefix"])
+                                   "curl -u admin https://x", "mysql -p db", "ssh -p 2222 host", "the hf_ prefix",
+                                   "SKU 1234", "the sig= parameter", '"auth": "none"', "ya29 is a prefix"])
 def test_one_past_the_rule_prose_and_short_values_are_not_secrets(prose):
     assert secretscan.looks_secret(prose) is None, prose
 

@@ -33,6 +33,16 @@ def load(ws: Workspace, task_id: str) -> Task:
     return taskfile.load(ws.paths, task_id)
 
 
+def must_exist(ws: Workspace, task_id: str) -> None:
+    """A task named by an option (`--task T`): a valid id of a task that has a record here, else exit 2
+    naming it (its record is not read: a reader of the ledger still lists the events of a broken one)."""
+    validate_id(task_id)
+    if not exists(ws, task_id):
+        from majordomus.errors import NotFound
+
+        raise NotFound(f"no task `{task_id}`", "list tasks with `majordomus task list`")
+
+
 def exists(ws: Workspace, task_id: str) -> bool:
     return paths.check_readable(ws.paths, TASKS) and os.path.lexists(ws.paths.task_file(task_id))
 

@@ -270,6 +270,8 @@ def test_every_task_id_a_command_takes_is_checked_by_one_grammar(repo, path, opt
     assert snapshot(repo) == before
     valid = run_here(*path, *around, *([option, "no-such-task"] if option else ["no-such-task"]), cwd=repo)
     assert "is not a valid task id" not in valid.stderr.decode()
+    if option == "--task":  # an option naming a task: one that is there (exit-codes.md, 2)
+        assert valid.returncode == 2 and "no task `no-such-task`" in valid.stderr.decode(), (path, valid)
 
 
 @pytest.mark.parametrize("args", [("task", "start", "t1", "extra\n# an instruction"), ("task", "list", "--bogus\n# x"),

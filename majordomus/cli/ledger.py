@@ -22,11 +22,11 @@ def ledger_cmd(ctx: click.Context, as_json: bool, task_id: str | None, verify: b
 
     from majordomus.store import ledger
 
-    if task_id is not None:  # one grammar for an id wherever it is given: exit 2 naming it, escaped
+    ws = workspace()
+    if task_id is not None:  # one grammar for an id wherever it is given, and a task that is there: exit 2
         from majordomus import tasks
 
-        tasks.validate_id(task_id)
-    ws = workspace()
+        tasks.must_exist(ws, task_id)
     if verify:
         result = ledger.verify(ws.paths.ledger)
         if as_json:

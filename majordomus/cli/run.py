@@ -36,7 +36,7 @@ def run_command(label: str | None, listing: bool, task_id: str | None, as_json: 
         if task_id is not None:
             from majordomus import tasks
 
-            tasks.validate_id(task_id)
+            tasks.must_exist(ws, task_id)
         _print(runs.summaries(ws, task_id), as_json)
         return 0
     if task_id is not None or as_json:

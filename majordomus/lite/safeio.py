@@ -27,7 +27,8 @@ class UnsafeFile(EnvironmentProblem):
 
     def __init__(self, path: str, what: str, hint: str = "") -> None:
         super().__init__(f"{path} {what}; majordomus does not read it",
-                         hint or "move it away (`majordomus doctor` lists what is wrong), then try again")
+                         hint or f"move it away (`mv '{path}' '{path}.bad'`), then run the same command again; "
+                                 "`majordomus doctor` lists what else is wrong")
         self.path = path
         self.what = what
 

@@ -10,6 +10,7 @@ Running CMD itself (its pipes, its signals) is `runs_exec`.
 from __future__ import annotations
 
 import os
+import sys
 
 from majordomus import clock, identity, secretscan, tasks
 from majordomus.errors import MajordomusError, NoActiveTask, UsageError
@@ -69,7 +70,11 @@ def run(ws: Workspace, argv: list[str], label: str | None) -> tuple[Outcome, str
                ("output_sha256", outcome.tail.digest.hexdigest()), ("output_bytes", outcome.tail.size),
                ("output_lines", outcome.tail.lines)]
     try:
-        path = commit.commit(_record(ws, task, at, outcome.tail.body(), fields, label)).path
+        done = commit.commit(_record(ws, task, at, outcome.tail.body(), fields, label))
+        path = done.path
+        if not done.created and not done.completed:  # a record is its content: an identical run is the same one
+            sys.stderr.write("majordomus: an identical run record (the same command, output, status and duration, "
+                             "in the same second) is already stored: this run is recorded as that one\n")
     except NoActiveTask as exc:
         # `task` was active when CMD started (else CMD never ran): it changed while CMD ran, and there is no
         # body to blame, as a checkpoint's refusal would.

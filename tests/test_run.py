@@ -251,3 +251,18 @@ def test_a_command_that_leaves_a_child_in_the_background_is_timed_to_its_own_end
     [record] = (state_dir(repo) / "runs").iterdir()
     duration = int(re.search(r"duration_ms: (\d+)", record.read_text()).group(1))  # type: ignore[union-attr]
     assert waited >= 1.4 and duration < 1000, (waited, duration)  # the pipes' life, not CMD's
+
+
+def test_an_identical_run_in_the_same_second_says_it_is_that_record(repo, task):
+    """A run record is its content: the same command with the same output, status and duration in the same
+    second is the same record, stored once with one event. The second run says so instead of nothing. One
+    past the edge: the first run says nothing of it."""
+    from freezegun import freeze_time
+
+    with freeze_time("2026-12-01T10:00:00Z"):
+        first = run_here("run", "--", "true", cwd=repo)
+        second = run_here("run", "--", "true", cwd=repo)
+    assert first.returncode == second.returncode == 0
+    assert b"identical run record" not in first.stderr
+    assert b"an identical run record" in second.stderr and b"recorded as that one" in second.stderr, second.stderr
+    assert len(list((state_dir(repo) / "runs").iterdir())) == 1 and len(events_named(repo, "task.run")) == 1

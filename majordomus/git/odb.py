@@ -156,7 +156,7 @@ def update_ref(repo: Repo, name: str, new: str, old: str | None, message: str) -
                                  "check the disk and the repository (`git fsck`), then run the command again")
 
 
-def _objects_failed(repo: Repo, exc: OSError) -> EnvironmentProblem:
+def _objects_failed(repo: Repo, exc: Exception) -> EnvironmentProblem:
     """Writing into git's object database failed (a full or failing disk): exit 12, never a traceback."""
     where = getattr(repo, "common_dir", "the repository")
     return EnvironmentProblem(f"cannot write git objects into {where}: {exc}",
@@ -192,7 +192,7 @@ def blob_id(data: bytes) -> str:
 def write_blob(repo: Repo, data: bytes) -> str:
     try:
         return str(repo.handle.create_blob(data))
-    except OSError as exc:
+    except (OSError, pygit2.GitError) as exc:  # a full disk can come back as any libgit2 error: its last one
         raise _objects_failed(repo, exc) from None
 
 
@@ -268,7 +268,7 @@ def write_commit(repo: Repo, tree_oid: str, parents: list[str], message: str) ->
     try:
         oid = handle.create_commit(None, signature, signature, message, pygit2.Oid(hex=tree_oid),
                                    [pygit2.Oid(hex=p) for p in parents])
-    except OSError as exc:
+    except (OSError, pygit2.GitError) as exc:
         raise _objects_failed(repo, exc) from None
     return str(oid)
 

@@ -557,11 +557,13 @@ def test_a_record_over_the_bound_is_named_and_never_read(cli, repo):
     path.unlink()
 
 
-@pytest.mark.parametrize("where", [".ai", ".ai/profiles"])
+@pytest.mark.parametrize("where", [".ai", ".ai/profiles", ".claude", ".codex", ".gemini", ".github/hooks", "."])
 def test_a_temporary_file_left_in_the_committed_ai_is_a_warning(cli, repo, where):
-    """`init` killed part way leaves its temporary file in the committed `.ai/` (or its profiles), where
-    `git add -A` would commit it: doctor warns (so --strict fails) and names the way out; nothing else."""
+    """`init` or `hooks install` killed part way leaves its temporary file in the committed `.ai/` (or its
+    profiles), a runtime's settings directory or the top of the work tree (`.mcp.json`'s), where `git add
+    -A` would commit it: doctor warns (so --strict fails) and names the way out; nothing else."""
     assert cli("init").exit_code == 0
+    (repo / where).mkdir(parents=True, exist_ok=True)
     temp = repo / where / ".tmp-4242-0"
     temp.write_bytes(b"")
     code, report = doctor(cli, "--strict")

@@ -91,13 +91,23 @@ def _not_active(ws: Workspace, task_id: str, place: tuple[str, str | None]) -> t
     return None
 
 
+def _runtime_dirs(ws: Workspace) -> list[str]:
+    """Where `hooks install` writes in the work tree: each runtime's settings directory, and its top (.mcp.json)."""
+    from majordomus.hooks import copilot, gemini, installers
+
+    where = [directory for directory, _name in installers.SETTINGS.values()]
+    where += [os.path.join(*gemini.SETTINGS[:-1]), os.path.join(*copilot.SETTINGS[:-1])]
+    return [ws.worktree] + [os.path.join(ws.worktree, d) for d in where]
+
+
 def _committed_temps(ws: Workspace) -> list[Finding]:
-    """A temporary file an interrupted write (`init`, a killed one) left in the committed `.ai/` or its
-    profiles: `git add -A` would commit it."""
+    """A temporary file an interrupted write (`init`, `hooks install`, a killed one) left in the committed
+    `.ai/`, its profiles, or a runtime's settings directory: `git add -A` would commit it."""
     from majordomus.store.files import TMP_PREFIX
 
     found = []
-    for directory in dict.fromkeys([os.path.dirname(d) for d in ws.paths.profile_dirs] + ws.paths.profile_dirs):
+    profiles_at = [os.path.dirname(d) for d in ws.paths.profile_dirs] + ws.paths.profile_dirs
+    for directory in dict.fromkeys(profiles_at + _runtime_dirs(ws)):
         try:
             names = sorted(n for n in os.listdir(directory) if n.startswith(TMP_PREFIX))
         except OSError:

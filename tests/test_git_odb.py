@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import MAJORDOMUS, require_tool, run_here
+from helpers import MAJORDOMUS, git, require_tool, run, run_here
 
 
 def _pushable(repo: Path) -> None:
@@ -74,3 +74,49 @@ def test_a_push_whose_ledger_event_did_not_land_is_completed_by_the_next_push(re
     assert third.returncode == 0 and "already up to date" in third.stdout and third.stderr == "", third
     assert len(events_named(repo, "sync.push")) == 1
     assert run_here("doctor", "--strict", cwd=repo).returncode == 0
+
+
+def _pushed(repo: Path) -> tuple[str, str]:
+    """A task with a checkpoint pushed, then one more checkpoint: (machine ref, the commit it names)."""
+    from helpers.sync import machine_ref
+
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("checkpoint", cwd=repo, input="a note\n").returncode == 0
+    assert run_here("sync", "push", "--checkpoints", cwd=repo).returncode == 0
+    assert run_here("checkpoint", cwd=repo, input="one more\n").returncode == 0
+    ref = machine_ref(repo)
+    return ref, git(repo, "rev-parse", ref).strip()
+
+
+def test_a_torn_loose_object_of_the_machine_ref_is_exit_12_at_once_never_a_spin(repo, remote):
+    """A crash while git wrote a loose object leaves its zlib stream cut short: libgit2 spins on it for ever,
+    deaf to every signal, where git refuses it at once. The push looks first: exit 12 naming the file and how
+    to remove it. In a process of its own, killed after 20 s: a spin in C would outlast any alarm of this
+    one. One past the edge: with it removed and fetched again, the push lands."""
+    _ref, commit = _pushed(repo)
+    loose = repo / ".git" / "objects" / commit[:2] / commit[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(loose.read_bytes()[:20])
+    done = run("sync", "push", "--checkpoints", cwd=repo, timeout=20)
+    err = done.stderr.decode()
+    assert done.returncode == 12 and "is cut short or not zlib data" in err and f"rm '{loose}'" in err, err
+    loose.unlink()
+    assert run_here("sync", "pull", cwd=repo).returncode == 0  # the fetch brings the object back
+    assert run_here("sync", "push", "--checkpoints", cwd=repo).returncode == 0
+
+
+@pytest.mark.parametrize("damage", ["ref to a blob", "commit missing", "ref file garbage"])
+def test_a_damaged_ref_or_object_of_sync_is_exit_12_never_70(repo, remote, damage):
+    """The repository's own state damaged under sync (a ref naming a blob, the commit it names gone, a ref file
+    that is no ref): exit 12 with git's words and a way on, never an internal error."""
+    ref, commit = _pushed(repo)
+    if damage == "ref to a blob":
+        blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=b"b\n", capture_output=True,
+                              check=True).stdout.decode().strip()
+        git(repo, "update-ref", ref, blob)
+    elif damage == "commit missing":
+        (repo / ".git" / "objects" / commit[:2] / commit[2:]).unlink()
+    else:
+        (repo / ".git" / ref).write_text("garbage\n")
+    done = run_here("sync", "push", "--checkpoints", cwd=repo)
+    assert done.returncode == 12 and b"internal error" not in done.stderr, done

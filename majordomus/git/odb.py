@@ -6,8 +6,10 @@ is what keeps a sync proportional to what changed, not to what is stored."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pygit2
 
@@ -86,16 +88,55 @@ class TreeView:
 
 
 def tree(repo: Repo, oid: str) -> TreeView | None:
-    obj = repo.handle.get(oid)
+    obj = _get(repo, oid)
     return TreeView(repo, obj) if isinstance(obj, pygit2.Tree) else None
+
+
+_LOOSE_CHECKED = 1 << 20  # commits and trees of the state are far smaller: a larger loose file is not looked at
+
+
+def _get(repo: Repo, oid: str) -> Any:
+    """The commit or tree `oid` through pygit2, or None when it is not here. A loose object is looked at
+    first: libgit2 spins for ever, deaf to every signal, on one whose zlib stream was cut short (a crash or
+    a power loss while git wrote it), where git refuses it at once. A damaged one is exit 12 naming it."""
+    import zlib
+
+    path = os.path.join(repo.common_dir, "objects", oid[:2], oid[2:])
+    try:
+        with open(path, "rb") as f:
+            data = f.read(_LOOSE_CHECKED + 1)
+    except OSError:
+        data = None  # packed (or not here): libgit2 reads packs as git does
+    if data is not None and len(data) <= _LOOSE_CHECKED:
+        inflate = zlib.decompressobj()
+        try:
+            inflate.decompress(data)
+            whole = inflate.eof
+        except zlib.error:
+            whole = False
+        if not whole:
+            raise EnvironmentProblem(f"cannot read git object {oid}: its file {path} is cut short or not zlib data",
+                                     f"a crash while git wrote it? remove it (`rm '{path}'`) and fetch it again "
+                                     "from the remote it was pushed to (`majordomus sync pull`), then run the same "
+                                     "command again; `git fsck` says what else is damaged")
+    try:
+        return repo.handle.get(oid)
+    except (ValueError, KeyError):
+        return None
+    except pygit2.GitError as exc:
+        raise _damaged(repo, oid, str(exc)) from None
+
+
+def _damaged(repo: Repo, oid: str, why: str) -> EnvironmentProblem:
+    where = getattr(repo, "common_dir", "the repository")
+    return EnvironmentProblem(f"cannot read git object {oid} in {where}: {why}",
+                              "the repository is damaged there (a crash while git wrote it?): `git fsck` says what "
+                              "is, then run the same command again")
 
 
 def kind(repo: Repo, oid: str) -> str | None:
     """`commit`, `tree`, `blob`, `tag`, or None when the object is not here."""
-    try:
-        obj = repo.handle.get(oid)
-    except (ValueError, pygit2.GitError):
-        return None
+    obj = _get(repo, oid)
     return obj.type_str if obj is not None else None
 
 
@@ -110,7 +151,7 @@ class Commit:
 
 def commit(repo: Repo, oid: str) -> Commit | None:
     """The commit `oid`, or None when it is missing or another kind of object."""
-    obj = repo.handle.get(oid)
+    obj = _get(repo, oid)
     if not isinstance(obj, pygit2.Commit):
         return None
     return Commit(str(obj.id), str(obj.tree_id), tuple(str(p) for p in obj.parent_ids), int(obj.commit_time),
@@ -120,9 +161,14 @@ def commit(repo: Repo, oid: str) -> Commit | None:
 def ref_target(repo: Repo, name: str) -> str | None:
     try:
         ref = repo.handle.references[name]
+        target = ref.resolve().target
     except (KeyError, pygit2.InvalidSpecError, ValueError):
         return None
-    target = ref.resolve().target
+    except pygit2.GitError as exc:  # a ref file that is not one (a crash while git wrote it)
+        raise EnvironmentProblem(f"cannot read the ref {name}: {exc}",
+                                 f"it is damaged: `git update-ref -d {name}` removes it (the next `sync push` "
+                                 "writes this machine's again; a pull fetches the others'), then run the command "
+                                 "again") from None
     return str(target) if isinstance(target, pygit2.Oid) else None
 
 
@@ -160,7 +206,8 @@ def _objects_failed(repo: Repo, exc: Exception) -> EnvironmentProblem:
     """Writing into git's object database failed (a full or failing disk): exit 12, never a traceback."""
     where = getattr(repo, "common_dir", "the repository")
     return EnvironmentProblem(f"cannot write git objects into {where}: {exc}",
-                              "free space on its file system (or check the disk), then run the command again")
+                              "free space on its file system (or check the disk); if there is room, `git fsck` "
+                              "says whether an object is missing or damaged; then run the command again")
 
 
 def delete_ref(repo: Repo, name: str, old: str) -> None:

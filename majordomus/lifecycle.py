@@ -234,10 +234,15 @@ def start(
 
 
 def _unfinished_start(ws: Workspace, task: tasks.Task) -> bool:
-    """A start here whose task record landed and whose index or event did not."""
-    return (task.status == "active" and (task.worktree, task.branch) == (ws.worktree, ws.branch)
-            and task.started_at == task.updated_at
-            and ledger.last_event(ws.paths.ledger, task.id, events=("task.start",)) is None)
+    """A start here whose record landed and whose index or event did not: no claim of its start is another
+    place's (one started elsewhere and resumed here in its second has the same two times, and that claim)."""
+    if not (task.status == "active" and (task.worktree, task.branch) == (ws.worktree, ws.branch)
+            and task.started_at == task.updated_at):
+        return False
+    here = (claims.host(), ws.worktree)
+    if any(c.get("at") == task.started_at and (c.get("host"), c.get("worktree")) != here for c in task.claims):
+        return False
+    return ledger.last_event(ws.paths.ledger, task.id, events=("task.start",)) is None
 
 
 def _finish_start(ws: Workspace, task: tasks.Task, at: str) -> tasks.Task:

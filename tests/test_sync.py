@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import stat
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from freezegun import freeze_time
-from helpers import commit_file, git, run_here, snapshot, state_dir
+from helpers import commit_file, events_named, git, run_here, snapshot, state_dir
 from helpers.sync import (
     HANDOFF,
     clone,
@@ -607,3 +608,53 @@ def test_a_ref_lock_a_stopped_git_left_is_named_with_how_to_remove_it(repo, remo
     assert done.returncode == 12 and f"a git command that was stopped left {lock}" in err and f"rm '{lock}'" in err, err
     lock.unlink()
     assert run_here(*command, cwd=repo).returncode == 0
+
+
+def test_a_task_let_go_on_the_other_machine_is_said_so_and_resumed_without_force(repo, remote, tmp_path):
+    """Two machines held one task (a conflict kept each one's record); doctor's advice for the one that lets it
+    go — release, push — pauses it on the other at its next pull too. That pull says it was let go there
+    (never that another machine holds it: nobody does), the ledger's reason says so, and a plain resume takes
+    it; doctor is then whole. One past the edge: a newer record that is active elsewhere still says --force."""
+    from helpers.sync import clone
+
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("sync", "push", cwd=repo).returncode == 0
+    b = clone(tmp_path, remote, "b")
+    assert run_here("sync", "pull", cwd=b).returncode == 0
+    assert run_here("task", "resume", "t1", "--force", cwd=b).returncode == 0
+    assert run_here("sync", "push", cwd=b).returncode == 0
+    later = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=2)
+    with freeze_time(later) as clock:  # each step a second after the one before
+        assert run_here("checkpoint", cwd=repo, input="A2\n").returncode == 0  # a later change here: a conflict
+        assert b"kept the local record" in run_here("sync", "pull", cwd=repo).stdout
+        clock.tick(1)
+        assert run_here("task", "release", "t1", cwd=repo).returncode == 0
+        assert run_here("sync", "push", cwd=repo).returncode == 0
+        clock.tick(1)
+        pulled = run_here("sync", "pull", cwd=b).stdout.decode()
+        assert "saying it was let go there (resume it here with `majordomus task resume t1`)" in pulled, pulled
+        assert "--force" not in pulled
+        [pause] = [e for e in events_named(b, "task.pause") if e.get("by") == "sync"]
+        assert pause["reason"].endswith("it was let go there (it is paused now)"), pause
+        clock.tick(1)
+        assert run_here("task", "resume", "t1", cwd=b).returncode == 0
+        doctor = run_here("doctor", "--strict", cwd=b)
+        assert doctor.returncode == 0, doctor.stdout
+
+
+def test_a_task_resumed_here_in_the_second_it_was_started_elsewhere_is_no_unfinished_start(repo, remote, tmp_path):
+    """The record of a task started on one machine and resumed on another in the same second has its start
+    and its last change at one time, as an unfinished start here would: its first claim, the other machine's,
+    tells them apart, and doctor is whole. One past the edge: the start's own record, here, is whole too."""
+    from helpers.sync import clone
+
+    b = clone(tmp_path, remote, "b")
+    with freeze_time(datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=2)):
+        assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+        assert run_here("sync", "push", cwd=repo).returncode == 0
+        assert run_here("sync", "pull", cwd=b).returncode == 0
+        assert run_here("task", "resume", "t1", "--force", cwd=b).returncode == 0
+        for where in (b, repo):
+            doctor = run_here("doctor", "--strict", "--json", cwd=where)
+            codes = [f["code"] for f in json.loads(doctor.stdout)["findings"] if f["level"] != "ok"]
+            assert "task.no-event" not in codes, (where, codes)

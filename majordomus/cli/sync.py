@@ -54,7 +54,17 @@ def _refuse(refused: list[Any], remote: str, rest: str = EVERY_ONE) -> None:
     )
 
 
-def _report_pull(result: Any) -> None:
+def _status(ws: Any, task_id: str) -> str | None:
+    from majordomus import tasks
+    from majordomus.errors import MajordomusError
+
+    try:
+        return tasks.load(ws, task_id).status
+    except MajordomusError:
+        return None
+
+
+def _report_pull(ws: Any, result: Any) -> None:
     if result.imported:
         by_dir: dict[str, int] = {}
         for item in result.imported:
@@ -66,8 +76,10 @@ def _report_pull(result: Any) -> None:
              f"(updated_at local {c.local_updated_at}, remote {escape(str(c.remote_updated_at))}, "
              f"from {escape(str(c.machine))}); see `majordomus ledger`")
     for task_id in result.released:
+        held = _status(ws, task_id) == "active"  # active elsewhere, or let go there (a release, a handoff)
         emit(f"task {task_id} is no longer active here: a newer record came from {escape(result.remote)} "
-             f"(take it back with `majordomus task resume {task_id} --force`)")
+             + (f"(take it back with `majordomus task resume {task_id} --force`)" if held else
+                f"saying it was let go there (resume it here with `majordomus task resume {task_id}`)"))
 
 
 @click.group("sync", cls=Group)
@@ -121,7 +133,8 @@ def pull_cmd(remote: str | None, full: bool, as_json: bool) -> None:
     """
     from majordomus.sync import pull as core
 
-    result = core.pull(workspace(), remote, full=full)
+    ws = workspace()
+    result = core.pull(ws, remote, full=full)
     if as_json:
         emit_json({"remote": result.remote, "refs": result.machines, "settled": result.settled,
                    "restored": result.restored, "missing": result.missing,
@@ -129,7 +142,7 @@ def pull_cmd(remote: str | None, full: bool, as_json: bool) -> None:
                    "refused": [vars(r) for r in result.refused], "released": result.released,
                    "broken": result.problem.message if result.problem else None})
     else:
-        _report_pull(result)
+        _report_pull(ws, result)
         if not result.imported:
             emit(f"nothing new from {escape(result.remote)}")
         if result.missing:

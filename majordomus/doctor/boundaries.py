@@ -42,9 +42,10 @@ def check_index(ws: Workspace) -> list[Finding]:
             found.append(Finding(FAIL, "task.held-elsewhere", f"task `{task_id}` is active in {where}, but this "
                                  f"machine's claim on it was ended and {escape(holder)} holds it: two workers "
                                  "hold one task", ws.display(ws.paths.task_file(task_id)),
-                                 f"agree who continues; if it is the other, let it go here with `majordomus task "
-                                 f"release {task_id}` and sync; if it is you, the other releases it and you take "
-                                 f"it over with `majordomus task resume {task_id} --force` after a sync"))
+                                 f"agree who continues; if it is the other, let it go here (`majordomus task "
+                                 f"release {task_id}`, then `majordomus sync push`): the other's next pull pauses "
+                                 f"it there too, and it resumes it with `majordomus task resume {task_id}`; if it "
+                                 f"is you, the other does so and you resume it here after a `majordomus sync pull`"))
     return found
 
 

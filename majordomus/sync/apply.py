@@ -97,7 +97,8 @@ def import_tasks(ws: Workspace, remote: str, plan: Plan, at: str, out: list[Impo
             files.replace(file, item.data)
             out.append(Imported("task", f"tasks/{item.task}.yaml", item.task, item.ref, replaced=now is not None))
             if not item.ours:
-                _release(ws, item.task, remote, at, released)
+                status = records.parse_yaml(item.data.decode("utf-8")).get("status")
+                _release(ws, item.task, remote, at, released, status)
         complete_releases(ws, remote, at, released)
 
 
@@ -130,11 +131,12 @@ def _recent_imports(ws: Workspace) -> dict[str, str]:
     return found
 
 
-def _release(ws: Workspace, task_id: str, remote: str, at: str, released: list[str]) -> None:
-    # Whoever changed the task on another machine holds it now: two workers never hold one unnoticed.
+def _release(ws: Workspace, task_id: str, remote: str, at: str, released: list[str], status: object) -> None:
+    # Whoever changed the task on another machine holds it now, or let it go there: two workers never hold
+    # one unnoticed. The reason says which, as the newer record does.
     if taskend.release(ws, task_id):
-        ws.event("task.pause", task_id, at, by="sync",
-                 reason=f"a newer record of the task came from {remote}: it is held elsewhere now")
+        why = "it is held elsewhere now" if status == "active" else f"it was let go there (it is {status} now)"
+        ws.event("task.pause", task_id, at, by="sync", reason=f"a newer record of the task came from {remote}: {why}")
         released.append(task_id)
 
 
@@ -158,7 +160,7 @@ def complete_releases(ws: Workspace, remote: str, at: str, released: list[str]) 
         if recent is None:
             recent = _recent_imports(ws)
         if recent.get(task_id) == records.sha256(data):
-            _release(ws, task_id, remote, at, released)
+            _release(ws, task_id, remote, at, released, task.status)
 
 
 def record_conflicts(ws: Workspace, remote: str, plan: Plan, at: str) -> None:

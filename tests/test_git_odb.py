@@ -120,3 +120,21 @@ def test_a_damaged_ref_or_object_of_sync_is_exit_12_never_70(repo, remote, damag
         (repo / ".git" / ref).write_text("garbage\n")
     done = run_here("sync", "push", "--checkpoints", cwd=repo)
     assert done.returncode == 12 and b"internal error" not in done.stderr, done
+
+
+def test_a_synced_ref_naming_a_blob_is_damage_said_so_never_a_race_to_retry(repo, remote):
+    """`refs/majordomus/synced` naming a blob is a damaged repository, not another sync at the same time:
+    exit 12 saying which ref and how to remove it (a pull said exit 75, again and again), and a push exit 12.
+    One past the edge: with it removed, the pull settles again."""
+    _pushed(repo)
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=b"b\n", capture_output=True,
+                          check=True).stdout.decode().strip()
+    git(repo, "update-ref", "refs/majordomus/synced", blob)
+    done = run_here("sync", "pull", cwd=repo)
+    err = done.stderr.decode()
+    assert done.returncode == 12 and "refs/majordomus/synced names blob" in err, err
+    assert "git update-ref -d refs/majordomus/synced" in err and "another sync" not in err
+    pushed = run_here("sync", "push", "--checkpoints", cwd=repo)  # its commit's parent: git's own words, and fsck
+    assert pushed.returncode == 12 and b"git fsck" in pushed.stderr and b"another sync" not in pushed.stderr
+    git(repo, "update-ref", "-d", "refs/majordomus/synced")
+    assert run_here("sync", "pull", cwd=repo).returncode == 0

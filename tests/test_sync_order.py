@@ -272,3 +272,23 @@ def test_two_checkpoints_of_one_second_arrive_elsewhere_newest_last(cli, repo, r
     assert "last record: checkpoint" in brief and newest in brief.split("last record:")[1].splitlines()[0]
     listed = cli("checkpoint", "--list", cwd=b).stdout.splitlines()
     assert newest.split("/")[-1] in listed[0], listed
+
+
+def test_checkpoints_of_several_seconds_arrive_elsewhere_in_the_order_of_their_seconds(cli, repo, remote, tmp_path):
+    """The remote's trees hold records by digest: a pull brings them in by the seconds their names carry,
+    oldest first, so the briefing on the other machine lists them newest first, the task's newest on top."""
+    import datetime
+
+    assert cli("task", "start", "s1").exit_code == 0
+    assert cli("sync", "push").exit_code == 0
+    b = clone(tmp_path, remote, "b")
+    later = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0) + datetime.timedelta(seconds=2)
+    with freeze_time(later) as clock:
+        for second in range(3):
+            for n in range(3):
+                assert cli("checkpoint", input=f"s{second} n{n}\n").exit_code == 0
+            clock.tick(1)
+    assert cli("sync", "push", "--checkpoints").exit_code == 0
+    assert cli("sync", "pull", cwd=b).exit_code == 0
+    shown = [line[2:] for line in cli("brief", "s1", cwd=b).stdout.splitlines() if line.startswith("> s")]
+    assert shown[0] == "s2 n2" and [s[:2] for s in shown] == ["s2"] * 3 + ["s1"] * 3 + ["s0"] * 3, shown

@@ -26,6 +26,9 @@ def order(items: list[RecordIn], latest: frozenset[str] = frozenset()) -> list[R
     chain (a handoff after its previous one), each handoff after the checkpoints it lists; the checkpoints
     that no handoff of the pull lists last, as planned. Within one second, where the names cannot tell,
     the checkpoint a task record points at (`latest`: its newest, as it says) comes after the others."""
+    # The plan lists records as the remote's trees hold them (by digest within a month): by time first, so
+    # that within each place records come oldest first, as their names say.
+    items = sorted(items, key=lambda i: i.name[:listing.SECOND] if i.directory in ("checkpoints", "runs") else "")
     handoffs = {f"handoffs/{i.name}": i for i in items if i.directory == "handoffs"}
     if not handoffs:
         return _latest_last(items, latest)

@@ -67,6 +67,13 @@ def base_view(ws: Workspace) -> tuple[str | None, odb.TreeView | None, int]:
     for name in (SYNCED_REF, LEGACY_REF):
         tip = odb.ref_target(ws.repo, name)
         found = odb.commit(ws.repo, tip) if tip else None
+        if tip and found is None:  # it names a blob, or nothing here: damaged, never a race to retry
+            from majordomus.errors import EnvironmentProblem
+
+            raise EnvironmentProblem(f"{name} names {odb.kind(ws.repo, tip) or 'no object'} {tip}, not a commit: "
+                                     "the repository is damaged there",
+                                     f"remove it (`git update-ref -d {name}`): the next pull settles on what the "
+                                     "remote holds; `git fsck` says what else is damaged")
         view = odb.tree(ws.repo, found.tree) if found is not None else None
         if view is not None:
             try:

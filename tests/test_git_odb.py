@@ -4,6 +4,7 @@ fault injection fails the real calls); only git's compare-and-swap losing is a r
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -105,7 +106,7 @@ def test_a_torn_loose_object_of_the_machine_ref_is_exit_12_at_once_never_a_spin(
     assert run_here("sync", "push", "--checkpoints", cwd=repo).returncode == 0
 
 
-@pytest.mark.parametrize("damage", ["ref to a blob", "commit missing", "ref file garbage"])
+@pytest.mark.parametrize("damage", ["ref to a blob", "commit missing", "ref file garbage", "commit a FIFO"])
 def test_a_damaged_ref_or_object_of_sync_is_exit_12_never_70(repo, remote, damage):
     """The repository's own state damaged under sync (a ref naming a blob, the commit it names gone, a ref file
     that is no ref): exit 12 with git's words and a way on, never an internal error."""
@@ -116,6 +117,10 @@ def test_a_damaged_ref_or_object_of_sync_is_exit_12_never_70(repo, remote, damag
         git(repo, "update-ref", ref, blob)
     elif damage == "commit missing":
         (repo / ".git" / "objects" / commit[:2] / commit[2:]).unlink()
+    elif damage == "commit a FIFO":  # never waited on: the one safe reader refuses it
+        loose = repo / ".git" / "objects" / commit[:2] / commit[2:]
+        loose.unlink()
+        os.mkfifo(loose)
     else:
         (repo / ".git" / ref).write_text("garbage\n")
     done = run_here("sync", "push", "--checkpoints", cwd=repo)

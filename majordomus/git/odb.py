@@ -101,13 +101,16 @@ def _get(repo: Repo, oid: str) -> Any:
     a power loss while git wrote it), where git refuses it at once. A damaged one is exit 12 naming it."""
     import zlib
 
+    from majordomus.lite import safeio
+
     path = os.path.join(repo.common_dir, "objects", oid[:2], oid[2:])
     try:
-        with open(path, "rb") as f:
-            data = f.read(_LOOSE_CHECKED + 1)
+        size = os.lstat(path).st_size
     except OSError:
-        data = None  # packed (or not here): libgit2 reads packs as git does
-    if data is not None and len(data) <= _LOOSE_CHECKED:
+        size = None  # packed (or not here): libgit2 reads packs as git does
+    # Through the one safe reader: a FIFO or a link there is refused (exit 12) before anything waits on it.
+    data = safeio.read(path, _LOOSE_CHECKED) if size is not None and size <= _LOOSE_CHECKED else None
+    if data is not None:
         inflate = zlib.decompressobj()
         try:
             inflate.decompress(data)

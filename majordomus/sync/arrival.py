@@ -115,7 +115,8 @@ def stamp_in_order(ws: Workspace, arrived: list[RecordIn]) -> None:
     for n, item in enumerate(arrived):
         if seconds[(item.directory, item.name[:listing.SECOND])] > 1:
             try:
-                os.utime(os.path.join(ws.paths.directory(item.directory), item.name), ns=(base + n, base + n))
+                os.utime(os.path.join(ws.paths.directory(item.directory), item.name), ns=(base + n, base + n),
+                         follow_symlinks=False)
             except OSError:
                 pass
 

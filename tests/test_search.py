@@ -223,27 +223,6 @@ def test_a_search_loads_no_click_pygit2_or_yaml_but_help_is_clicks(store):
     assert "click" in import_probe(store, "search", "x", "--kind", "note")["heavy"]
 
 
-@pytest.mark.parametrize("argv", [
-    ["x"], ["x", "y", "-E"], ["--json", "x", "--task", "alpha"], ["x", "--task=alpha", "--kind=run"],
-    ["--kind", "pin", "x"], ["--", "-E", "--json"], ["-", "x", "--regexp"], ["x", "--task", "a", "--task", "b"],
-    ["x", "--task="],
-])
-def test_the_own_parser_reads_what_click_reads(argv):
-    from majordomus.cli import search as command
-
-    ctx = command.click_command().make_context("search", list(argv))
-    p = ctx.params
-    assert command.parse(list(argv)) == (list(p["words"]), p["regex"], p["task_id"], p["kind"], p["as_json"])
-
-
-@pytest.mark.parametrize("argv", [[], ["-h"], ["x", "--help"], ["x", "--kind", "note"], ["x", "--task"], ["x", "-Z"],
-                                  ["x", "--json=1"], ["x", "--task", "-E"], ["-Ex"]])
-def test_anything_else_goes_to_click(argv):
-    from majordomus.cli import search as command
-
-    assert command.parse(list(argv)) is None
-
-
 def test_the_lazy_name_grammar_is_the_one_grammar():
     from majordomus.lite import names
 

@@ -1,18 +1,17 @@
-"""`majordomus brief [TASK] [--max-bytes N] [--json]` (design §9): a thin click adapter over majordomus.brief."""
+"""`majordomus brief [TASK] [--max-bytes N] [--json]` (design §9): the command line of majordomus.brief."""
 
 from __future__ import annotations
 
 import sys
 
-import click
-
-from majordomus.cli.common import CONTEXT, json_option, run, workspace
+from majordomus.cli import params
+from majordomus.cli.params import json_option, run, workspace
 from majordomus.lite.limits import MIN_RENDER_BYTES, NUMBER_MAX
 
 
-@click.command("brief", context_settings=CONTEXT)
-@click.argument("task_id", metavar="[TASK]", required=False)
-@click.option("--max-bytes", type=click.IntRange(min=MIN_RENDER_BYTES, max=NUMBER_MAX), metavar="N",
+@params.command("brief")
+@params.argument("task_id", metavar="[TASK]", required=False)
+@params.option("--max-bytes", type=params.IntRange(min=MIN_RENDER_BYTES, max=NUMBER_MAX), metavar="N",
               help="Budget in bytes (default: continuity.render_max_bytes).")
 @json_option
 def brief(task_id: str | None, max_bytes: int | None, as_json: bool) -> None:

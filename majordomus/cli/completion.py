@@ -2,8 +2,8 @@
 
 The scripts are small: at each TAB they ask `majordomus completion --complete SHELL -- WORDS…` (the words
 after `majordomus`, the one being completed last) for the candidates. The answer is worked out here from
-what the commands declare — the command table (`majordomus.commands`), each click command's parameters,
-and the `argv.Spec` each of the others parses with, never their `--help` text — so it stays true as
+what the commands declare — the command table (`majordomus.commands`), each command's `params`
+declarations, and the `argv.Spec` each of the others parses with, never their `--help` text — so it stays true as
 commands change, and the dynamic values come from the state as it is now: task ids, pin ids, profiles,
 and git's remotes. It only reads.
 """
@@ -78,7 +78,7 @@ complete -c majordomus -f -a '(__majordomus_complete)'
 """
 
 SCRIPTS = {"bash": BASH, "zsh": ZSH, "fish": FISH}
-# Parameter names (click's, from each command) whose values come from the state or from git.
+# Parameter names (each command's declared ones) whose values come from the state or from git.
 DYNAMIC = {"task_id": "task", "from_task": "task", "pin_id": "pin", "remote": "remote", "profile": "profile"}
 HELP = {"-h": "show help", "--help": "show help"}
 GLOBAL = {"-C": "run as if started in DIR", "--version": "print the version", "--help": "show help"}
@@ -115,9 +115,8 @@ class Node:
 
 
 def command_node(name: str, commands: dict[str, str], lookup: Callable[[str], Any]) -> Node | None:
-    """The node of a top-level command, from what the module that serves it declares: a click command, an
-    `argv.Spec` (`OPTIONS`), one Spec per subcommand (`SUBCOMMANDS`), or a function that builds its click
-    command (`click_command`)."""
+    """The node of a top-level command, from what the module that serves it declares: a `params` command or
+    group, an `argv.Spec` (`OPTIONS`), or one Spec per subcommand (`SUBCOMMANDS`)."""
     if name not in commands:
         return None
     if name == "completion":
@@ -131,38 +130,52 @@ def command_node(name: str, commands: dict[str, str], lookup: Callable[[str], An
     subcommands = getattr(module, "SUBCOMMANDS", None)
     if subcommands is not None:
         return specs_node(subcommands)
-    make = getattr(module, "click_command", None)  # a click command built only when asked for (`search`)
-    if make is not None:
-        return click_node(make())
-    import click
+    from majordomus.cli import params
 
     for value in vars(module).values():
-        if isinstance(value, click.Command) and value.name == name:
-            return click_node(value)
+        if isinstance(value, (params.Command, params.Group)) and value.name == name:
+            return declared_node(value)
     return None
 
 
-def click_node(command: Any) -> Node:
-    import click
+def declared_node(declared: Any) -> Node:
+    """A command's node from what it declares in `params`: its options, arguments and subcommands."""
+    from majordomus.cli import params
 
     node = Node()
-    for param in command.params:
-        if getattr(param, "hidden", False):
-            continue
-        choices = tuple(param.type.choices) if isinstance(param.type, click.Choice) else None
-        kind = choices or DYNAMIC.get(param.name or "")
-        if isinstance(param, click.Option):
-            takes = not (param.is_flag or param.count)
-            for opt in param.opts + param.secondary_opts:
-                node.options[opt] = (takes, kind if takes else None, (param.help or "").split("\n")[0])
+    if isinstance(declared, params.Group):
+        node.subcommands = {sub: _short_help(cmd.help) for sub, cmd in declared.commands.items()}
+        node.child = lambda sub: declared_node(declared.commands[sub]) if sub in declared.commands else None
+        return node
+    for param in declared.params:
+        choices = param.type.choices if isinstance(param.type, params.Choice) else None
+        kind = choices or DYNAMIC.get(param.dest)
+        if isinstance(param, params.Option):
+            takes = not param.is_flag
+            for opt in param.names:
+                node.options[opt] = (takes, kind if takes else None, param.help.split("\n")[0])
         else:
             node.arguments.append(kind)
             node.variadic = param.nargs == -1
-    if isinstance(command, click.Group):
-        node.subcommands = {sub: cmd.get_short_help_str(limit=70)
-                            for sub, cmd in command.commands.items() if not cmd.hidden}
-        node.child = lambda sub: click_node(command.commands[sub]) if sub in command.commands else None
     return node
+
+
+def _short_help(text: str | None, limit: int = 70) -> str:
+    """A subcommand's line, as its group's --help lists it: the first sentence of the first paragraph, or
+    as many of its words as fit in `limit` columns followed by `...`."""
+    words = (text or "").split("\n\n")[0].split()
+    if words[:1] == ["\b"]:
+        words = words[1:]
+    kept: list[str] = []
+    for word in words:
+        if len(" ".join([*kept, word])) > limit:
+            while kept and len(" ".join(kept)) + 3 > limit:
+                kept.pop()
+            return " ".join(kept) + "..."
+        kept.append(word)
+        if word.endswith("."):
+            break
+    return " ".join(kept)
 
 
 def spec_node(spec: Spec) -> Node:

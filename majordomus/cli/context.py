@@ -5,14 +5,13 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import click
+from majordomus.cli import params
+from majordomus.cli.params import json_option, run, workspace
 
-from majordomus.cli.common import Group, json_option, run, workspace
-
-KIND_CHOICE = click.Choice(["decision", "constraint", "open-item", "next-action"])
+KIND_CHOICE = params.Choice(["decision", "constraint", "open-item", "next-action"])
 
 
-@click.group("context", cls=Group)
+@params.group("context")
 def context() -> None:
     """The objective and the pins a task must not forget: decisions, constraints, open items, next actions."""
 
@@ -37,9 +36,9 @@ def _default_source() -> str:
 
 
 @context.command("pin")
-@click.argument("kind", type=KIND_CHOICE, metavar="KIND")
-@click.argument("text", nargs=-1, required=True)
-@click.option("--source", type=click.Choice(["principal", "agent", "execution"]),
+@params.argument("kind", type=KIND_CHOICE, metavar="KIND")
+@params.argument("text", nargs=-1, required=True)
+@params.option("--source", type=params.Choice(["principal", "agent", "execution"]),
               help="Who pins it (default: principal at a terminal, agent otherwise).")
 @json_option
 def pin(kind: str, text: tuple[str, ...], source: str | None, as_json: bool) -> None:
@@ -68,7 +67,7 @@ def pin(kind: str, text: tuple[str, ...], source: str | None, as_json: bool) -> 
 
 
 @context.command("unpin")
-@click.argument("pin_id", metavar="PIN_ID")
+@params.argument("pin_id", metavar="PIN_ID")
 @json_option
 def unpin(pin_id: str, as_json: bool) -> None:
     """Remove a pin of the active task by its id.
@@ -88,7 +87,7 @@ def unpin(pin_id: str, as_json: bool) -> None:
 
 
 @context.command("show")
-@click.argument("task_id", metavar="[TASK]", required=False)
+@params.argument("task_id", metavar="[TASK]", required=False)
 @json_option
 def show(task_id: str | None, as_json: bool) -> None:
     """Print the rendered continuity of the active (or named) task."""
@@ -112,7 +111,7 @@ _KIND_NAMES = (("decisions", "decisions"), ("constraints", "constraints"), ("ope
 
 
 @context.command("status")
-@click.argument("task_id", metavar="[TASK]", required=False)
+@params.argument("task_id", metavar="[TASK]", required=False)
 @json_option
 def status(task_id: str | None, as_json: bool) -> None:
     """Pins by kind, integrity and compactions of a task.
@@ -156,10 +155,9 @@ def status(task_id: str | None, as_json: bool) -> None:
 
 
 @context.command("validate")
-@click.argument("task_id", metavar="[TASK]", required=False)
+@params.argument("task_id", metavar="[TASK]", required=False)
 @json_option
-@click.pass_context
-def validate(ctx: click.Context, task_id: str | None, as_json: bool) -> None:
+def validate(task_id: str | None, as_json: bool) -> int:
     """Recompute the integrity hash; exit 1 on any finding."""
     from majordomus import continuity
     from majordomus.output import emit, emit_json
@@ -173,8 +171,7 @@ def validate(ctx: click.Context, task_id: str | None, as_json: bool) -> None:
         emit("\n".join(f"finding: {f}" for f in findings))
     else:
         emit(f"ok: the continuity of task `{tid}` is intact (or absent)")
-    if findings:
-        ctx.exit(1)
+    return 1 if findings else 0
 
 
 def main(argv: list[str]) -> int:

@@ -1,22 +1,20 @@
-"""`majordomus doctor [--strict] [--json | --format F]` (design §11): a thin click adapter over majordomus.doctor."""
+"""`majordomus doctor [--strict] [--json | --format F]` (design §11): the command line of majordomus.doctor."""
 
 from __future__ import annotations
 
 import sys
 
-import click
-
-from majordomus.cli.common import CONTEXT, run
+from majordomus.cli import params
+from majordomus.cli.params import run
 from majordomus.errors import UsageError
 
 
-@click.command("doctor", context_settings=CONTEXT)
-@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON (same as --format json).")
-@click.option("--strict", is_flag=True, help="Exit 1 on warnings too, not only on failures.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default=None,
+@params.command("doctor")
+@params.option("--json", "as_json", is_flag=True, help="Print the findings as JSON (same as --format json).")
+@params.option("--strict", is_flag=True, help="Exit 1 on warnings too, not only on failures.")
+@params.option("--format", "fmt", type=params.Choice(["text", "json", "github"]), default=None,
               help="text (default), json, or github (::error/::warning lines for GitHub Actions).")
-@click.pass_context
-def doctor(ctx: click.Context, as_json: bool, strict: bool, fmt: str | None) -> None:
+def doctor(as_json: bool, strict: bool, fmt: str | None) -> int:
     """Check that the state is whole: config, git, modes, records, ledger, continuity, stale tasks.
 
     Exit 0 when nothing fails (warnings allowed), 1 on any failure, and with --strict on any warning."""
@@ -30,7 +28,7 @@ def doctor(ctx: click.Context, as_json: bool, strict: bool, fmt: str | None) -> 
     found = core.run(ws, config_findings)
     render = {"text": findings.render_text, "json": findings.render_json, "github": findings.render_github}[fmt]
     sys.stdout.write(render(found, strict))
-    ctx.exit(findings.exit_code(found, strict))
+    return findings.exit_code(found, strict)
 
 
 def main(argv: list[str]) -> int:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import sys
 
-import click
-
-from majordomus.cli.common import CONTEXT, run, workspace
+from majordomus.cli import params
+from majordomus.cli.params import run, workspace
 from majordomus.output import escape, print_records
 
 
-@click.command("handoff", context_settings=CONTEXT)
-@click.argument("task_id", metavar="[TASK]", required=False)
-@click.option("--show", is_flag=True, help="Print the newest handoff of the active task, or of TASK.")
-@click.option("--list", "list_", is_flag=True, help="List every handoff record, newest first.")
-@click.option("--json", "as_json", is_flag=True,
+@params.command("handoff")
+@params.argument("task_id", metavar="[TASK]", required=False)
+@params.option("--show", is_flag=True, help="Print the newest handoff of the active task, or of TASK.")
+@params.option("--list", "list_", is_flag=True, help="List every handoff record, newest first.")
+@params.option("--json", "as_json", is_flag=True,
               help="Print JSON for machines: {path, sha256, created} when writing; the records with --show/--list.")
 def handoff(task_id: str | None, show: bool, list_: bool, as_json: bool) -> None:
     """Hand the active task over: a Markdown body with the required sections from stdin.

@@ -6,27 +6,26 @@ import os
 import shutil
 from typing import Any, Callable
 
-import click
+from majordomus.cli import params
+from majordomus.cli.params import run
 
-from majordomus.cli.common import CONTEXT, Group, run
 
-
-@click.group("hooks", cls=Group)
+@params.group("hooks")
 def hooks() -> None:
     """Install or remove the majordomus hooks of Claude Code, Codex or git."""
 
 
 def runtime_option(verb: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    return click.option("--runtime", required=True, type=click.Choice(["claude", "codex", "gemini", "copilot", "git"]),
+    return params.option("--runtime", required=True, type=params.Choice(["claude", "codex", "gemini", "copilot", "git"]),
                         help=f"Where to {verb}: .claude/settings.json, .codex/hooks.json, .gemini/settings.json, "
                              ".github/hooks/majordomus.json, or git's post-commit and post-rewrite hooks (in core.hooksPath when set).")
 
 
-@hooks.command("install", context_settings=CONTEXT)
+@hooks.command("install")
 @runtime_option("install")
-@click.option("--compact-bridge", is_flag=True,
+@params.option("--compact-bridge", is_flag=True,
               help="Also register the compaction hooks that keep the compaction journal (claude, codex, gemini, copilot).")
-@click.option("--mcp", "with_mcp", is_flag=True,
+@params.option("--mcp", "with_mcp", is_flag=True,
               help="Also add the majordomus MCP server to the project's .mcp.json (claude).")
 def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
     """Merge the majordomus hooks into a runtime's configuration.
@@ -55,7 +54,7 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
         results = githook.install(ws, hooks_dir)
         if any(r.how == "chained" for r in results) and status.is_tracked(ws.place, hooks_dir):
             parked = ", ".join(h.chained for h, r in zip(githook.HOOKS, results) if r.how == "chained")
-            click.echo(f"warning: {_shown(ws, hooks_dir)} is tracked by git: your hook now lives in "
+            params.echo(f"warning: {_shown(ws, hooks_dir)} is tracked by git: your hook now lives in "
                        f"{parked} there; do not commit the rename (ignore that file, or run "
                        "`majordomus hooks uninstall --runtime git` before committing hook changes)", err=True)
     elif runtime in ("gemini", "copilot"):
@@ -68,21 +67,21 @@ def install(runtime: str, compact_bridge: bool, with_mcp: bool) -> None:
     if with_mcp:
         _report_mcp(ws, install=True)
     if runtime == "codex" and result.how != "already":
-        click.echo("note: Codex runs project hooks only in a trusted project with trusted hooks: trust the project "
+        params.echo("note: Codex runs project hooks only in a trusted project with trusted hooks: trust the project "
                    "(`codex exec --trust`, or trust it when Codex asks), then trust each hook (its trusted_hash under "
                    "[hooks.state.\"…\"] in $CODEX_HOME/config.toml, default ~/.codex, set when you approve it), or run "
                    "Codex with --trust --dangerously-bypass-hook-trust; until then Codex skips them silently. After a "
                    "change to .codex/hooks.json, only the changed, moved or new hooks need trusting again. See "
                    "docs/agents-and-hooks.md.", err=True)
     if runtime in ("gemini", "copilot") and result.how != "already":
-        click.echo(_more_runtimes(runtime).TRUST_NOTE, err=True)
+        params.echo(_more_runtimes(runtime).TRUST_NOTE, err=True)
     if runtime != "git" and result.how != "already" and shutil.which("majordomus") is None:
-        click.echo("warning: `majordomus` is not on PATH here: the runtime runs `majordomus hook …` by name and will "
+        params.echo("warning: `majordomus` is not on PATH here: the runtime runs `majordomus hook …` by name and will "
                    "not find it (and says nothing); install it where the agent's PATH reaches (pipx, or a venv's bin "
                    "on PATH)", err=True)
 
 
-@hooks.command("uninstall", context_settings=CONTEXT)
+@hooks.command("uninstall")
 @runtime_option("remove from")
 def uninstall(runtime: str) -> None:
     """Remove exactly what `hooks install` added.
@@ -104,11 +103,11 @@ def uninstall(runtime: str) -> None:
     for result in results:
         shown = _shown(ws, result.path)
         if result.how == "absent":
-            click.echo(f"nothing to remove: {shown}")
+            params.echo(f"nothing to remove: {shown}")
         elif result.how == "restored":
-            click.echo(f"restored: {shown} (as it was before `hooks install`)")
+            params.echo(f"restored: {shown} (as it was before `hooks install`)")
         else:
-            click.echo(f"removed: {shown} ({', '.join(result.changed)})")
+            params.echo(f"removed: {shown} ({', '.join(result.changed)})")
     if runtime == "claude":  # the .mcp.json entry of `install --mcp`, if it is there
         _report_mcp(ws, install=False)
 
@@ -123,14 +122,14 @@ def _shown(ws: Any, path: str) -> str:
 def _report_install(ws: Any, result: Any) -> None:
     shown = _shown(ws, result.path)
     if result.how == "already":
-        click.echo(f"already installed: {shown}")
+        params.echo(f"already installed: {shown}")
     elif result.how == "chained":
         from majordomus.output import escape
 
         parked = escape(os.path.basename(result.path) + ".majordomus-chained")
-        click.echo(f"installed: {shown} (the existing hook runs first, from {parked})")
+        params.echo(f"installed: {shown} (the existing hook runs first, from {parked})")
     else:
-        click.echo(f"installed: {shown} ({', '.join(result.changed)})")
+        params.echo(f"installed: {shown} ({', '.join(result.changed)})")
 
 
 def _more_runtimes(runtime: str) -> Any:
@@ -145,15 +144,15 @@ def _report_mcp(ws: Any, install: bool) -> None:
     result = mcpjson.install(ws) if install else mcpjson.uninstall(ws)
     shown = _shown(ws, result.path)
     if result.how == "added":
-        click.echo(f"installed: {shown} (mcpServers.majordomus)")
+        params.echo(f"installed: {shown} (mcpServers.majordomus)")
     elif result.how == "already":
-        click.echo(f"already installed: {shown}")
+        params.echo(f"already installed: {shown}")
     elif result.how == "kept":
-        click.echo(f"kept: {shown} already has an mcpServers.majordomus entry of its own; left as it is")
+        params.echo(f"kept: {shown} already has an mcpServers.majordomus entry of its own; left as it is")
     elif result.how == "restored":
-        click.echo(f"restored: {shown} (as it was before `hooks install --mcp`)")
+        params.echo(f"restored: {shown} (as it was before `hooks install --mcp`)")
     elif result.how == "removed":
-        click.echo(f"removed: {shown} (mcpServers.majordomus)")
+        params.echo(f"removed: {shown} (mcpServers.majordomus)")
 
 
 def main(argv: list[str]) -> int:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import click
-
-from majordomus.cli.common import CONTEXT, run, workspace
+from majordomus.cli import params
+from majordomus.cli.params import run, workspace
 from majordomus.output import emit
 
 
-@click.command("init", context_settings=CONTEXT)
+@params.command("init")
 def init_cmd() -> None:
     """Create .ai/config.yaml and .ai/profiles/ from the template; never overwrites."""
     from majordomus import scaffold

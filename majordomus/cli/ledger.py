@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import sys
 
-import click
-
-from majordomus.cli.common import CONTEXT, json_option, run, workspace
+from majordomus.cli import params
+from majordomus.cli.params import json_option, run, workspace
 from majordomus.output import BlockWriter, dumps, emit, emit_json, escape, json_text, note
 
 _LEDGER_COMMON = frozenset(("v", "seq", "at", "event", "task", "worktree", "branch", "prev"))
 
 
-@click.command("ledger", context_settings=CONTEXT)
+@params.command("ledger")
 @json_option
-@click.option("--task", "task_id", metavar="T", help="Only the events of task T.")
-@click.option("--verify", is_flag=True, help="Check the hash chain; exit 1 when it is broken.")
-@click.pass_context
-def ledger_cmd(ctx: click.Context, as_json: bool, task_id: str | None, verify: bool) -> None:
+@params.option("--task", "task_id", metavar="T", help="Only the events of task T.")
+@params.option("--verify", is_flag=True, help="Check the hash chain; exit 1 when it is broken.")
+def ledger_cmd(as_json: bool, task_id: str | None, verify: bool) -> int:
     """Print the ledger's events, or verify its hash chain."""
 
     from majordomus.store import ledger
@@ -37,9 +35,7 @@ def ledger_cmd(ctx: click.Context, as_json: bool, task_id: str | None, verify: b
                 emit(f"broken: {brk}")
             emit(f"{'ok' if result.ok else 'BROKEN'}: {result.events} events, "
                  f"{result.dropped_lines} dropped lines")
-        if not result.ok:
-            ctx.exit(1)
-        return
+        return 0 if result.ok else 1
     # Streamed: a ledger of a million events is printed without holding it, and --json passes each
     # validated line through as it stands instead of decoding and re-encoding it.
     dropped = [0]
@@ -72,6 +68,7 @@ def ledger_cmd(ctx: click.Context, as_json: bool, task_id: str | None, verify: b
     if dropped[0] and not as_json:
         note(f"majordomus: {dropped[0]} torn or invalid ledger lines skipped "
              "(run `majordomus doctor` for details)")
+    return 0
 
 
 def main(argv: list[str]) -> int:

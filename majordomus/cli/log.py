@@ -13,9 +13,8 @@ import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
-import click
-
-from majordomus.cli.common import CONTEXT, json_option, run, workspace
+from majordomus.cli import params
+from majordomus.cli.params import json_option, run, workspace
 from majordomus.output import BlockWriter, dumps, escape, note
 
 DEFAULT_PAGER = "less -FRX"
@@ -71,16 +70,16 @@ def write_lines(lines: Iterator[str] | list[str]) -> None:
 MAX_COUNT = 1_000_000_000  # `-n` past it is a usage error, not a number too large for git or a slice
 
 
-@click.command("log", context_settings=CONTEXT)
-@click.argument("task_id", metavar="[TASK]", required=False)
-@click.option("--all", "every", is_flag=True, help="Every task's timeline, interleaved.")
-@click.option("-n", "--max-count", "limit", type=click.IntRange(min=1, max=MAX_COUNT), metavar="N",
+@params.command("log")
+@params.argument("task_id", metavar="[TASK]", required=False)
+@params.option("--all", "every", is_flag=True, help="Every task's timeline, interleaved.")
+@params.option("-n", "--max-count", "limit", type=params.IntRange(min=1, max=MAX_COUNT), metavar="N",
               help="At most N entries (default 20, or all of them since WHEN with --since).")
-@click.option("--since", metavar="WHEN", help="Only what happened since WHEN (as git reads it: `yesterday`, "
+@params.option("--since", metavar="WHEN", help="Only what happened since WHEN (as git reads it: `yesterday`, "
               "`2 weeks ago`, 2026-11-30).")
-@click.option("--graph", is_flag=True, help="The branch's commit graph, with each record under its commit.")
+@params.option("--graph", is_flag=True, help="The branch's commit graph, with each record under its commit.")
 @json_option
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True,
+@params.option("--format", "fmt", type=params.Choice(["text", "markdown"]), default="text", show_default=True,
               help="markdown: a table for $GITHUB_STEP_SUMMARY.")
 def log_cmd(task_id: str | None, every: bool, limit: int | None, since: str | None, graph: bool, as_json: bool,
             fmt: str) -> None:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import sys
 
-import click
-
-from majordomus.cli.common import CONTEXT, run
+from majordomus.cli import params
+from majordomus.cli.params import run
 
 
 def main(argv: list[str]) -> int:
     return run(mcp_command, argv, "majordomus mcp")
 
 
-@click.command("mcp", context_settings=CONTEXT)
-@click.option("--repo", metavar="DIR", type=click.Path(file_okay=False),
+@params.command("mcp")
+@params.option("--repo", metavar="DIR", type=params.Directory(),
               help="The repository to serve (default: the client's first root, else the current directory).")
 def mcp_command(repo: str | None) -> None:
     """Serve the active task's records to an MCP client over stdio (stdin/stdout carry the protocol)."""

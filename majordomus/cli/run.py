@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import sys
 
-import click
-
-from majordomus.cli.common import CONTEXT, json_option, workspace
-from majordomus.cli.common import run as run_click
+from majordomus.cli import params
+from majordomus.cli.params import json_option, workspace
 from majordomus.errors import UsageError
 from majordomus.output import escape, print_records
 
 
 def main(argv: list[str]) -> int:
-    return run_click(run_command, argv, "majordomus run")
+    return params.run(run_command, argv, "majordomus run")
 
 
-@click.command("run", context_settings=dict(CONTEXT, ignore_unknown_options=True, allow_interspersed_args=False))
-@click.option("--label", metavar="L", help="What the run is evidence of (default: the command's name).")
-@click.option("--list", "listing", is_flag=True, help="List run records, newest first.")
-@click.option("--task", "task_id", metavar="T", help="With --list: only the runs of task T.")
+@params.command("run", ignore_unknown_options=True, allow_interspersed_args=False)
+@params.option("--label", metavar="L", help="What the run is evidence of (default: the command's name).")
+@params.option("--list", "listing", is_flag=True, help="List run records, newest first.")
+@params.option("--task", "task_id", metavar="T", help="With --list: only the runs of task T.")
 @json_option
-@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
+@params.argument("command", nargs=-1, type=params.UNPROCESSED, metavar="-- CMD [ARGS]...")
 def run_command(label: str | None, listing: bool, task_id: str | None, as_json: bool,
                 command: tuple[str, ...]) -> int:
     """Run CMD for the active task, passing its input and output through, and record the result.

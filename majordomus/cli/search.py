@@ -1,13 +1,15 @@
 """`majordomus search WORD… [-E] [--task T] [--kind checkpoint|handoff|run|pin] [--json]` (design §22).
 
 A search of 100,000 records is held to about what `grep -rli` costs over the same files, and loading
-click costs more than reading 10,000 of them: the forms a search is run with are parsed here, and click
-is loaded only for what it says best — `--help`, completion and every usage error, in its own words.
+click costs more than reading 10,000 of them: like every command's, its words are read without click
+(`params`), which is loaded only for `--help` and usage errors.
 """
 
 from __future__ import annotations
 
 import sys
+
+from majordomus.cli import params
 
 TYPE_CHECKING = False  # typing is not free either: a search of a small store is mostly start-up
 if TYPE_CHECKING:
@@ -15,57 +17,13 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-    import click
 
-KINDS = ("checkpoint", "handoff", "run", "pin")  # search.KINDS: click's choices, without importing search
+KINDS = ("checkpoint", "handoff", "run", "pin")  # search.KINDS: the choices, without importing search
 _MARK, _RESET = "\x1b[1;31m", "\x1b[0m"
-_LONG = ("--task", "--kind")  # the two options that take a value
 
 
 def main(argv: list[str]) -> int:
-    parsed = parse(argv)
-    if parsed is None:  # --help, a usage error, anything this parser does not take: click decides
-        from majordomus.cli.common import run
-
-        return run(click_command(), argv, "majordomus search")
-    return search_words(*parsed)
-
-
-def parse(argv: list[str]) -> tuple[list[str], bool, str | None, str | None, bool] | None:
-    """(words, -E, --task, --kind, --json) as click would parse them, or None for anything else: no word,
-    an unknown option, a missing or odd value, `-h`. A value that starts with `-` is left to click too."""
-    words: list[str] = []
-    regex = as_json = False
-    task: str | None = None
-    kind: str | None = None
-    i, n, options = 0, len(argv), True
-    while i < n:
-        arg = argv[i]
-        i += 1
-        if not options or arg[:1] != "-" or arg == "-":
-            words.append(arg)
-        elif arg == "--":
-            options = False
-        elif arg in ("-E", "--regexp"):
-            regex = True
-        elif arg == "--json":
-            as_json = True
-        else:
-            name, eq, value = arg.partition("=")
-            if name not in _LONG:
-                return None
-            if not eq:
-                if i >= n or argv[i][:1] == "-":
-                    return None
-                value = argv[i]
-                i += 1
-            if name == "--task":
-                task = value
-            elif value in KINDS:
-                kind = value
-            else:
-                return None
-    return (words, regex, task, kind, as_json) if words else None
+    return params.run(search_cmd, argv, "majordomus search")
 
 
 def search_words(words: list[str] | tuple[str, ...], regex: bool, task_id: str | None, kind: str | None,
@@ -93,35 +51,19 @@ def search_words(words: list[str] | tuple[str, ...], regex: bool, task_id: str |
     return 0 if shown else 1
 
 
-_COMMAND: click.Command | None = None
+@params.command("search")
+@params.argument("words", nargs=-1, required=True, metavar="WORD...")
+@params.option("-E", "--regexp", "regex", is_flag=True, help="WORD is one regular expression (case-insensitive).")
+@params.option("--task", "task_id", metavar="T", help="Only the records and pins of task T.")
+@params.option("--kind", type=params.Choice(KINDS), help="Only records of this kind.")
+@params.json_option
+def search_cmd(words: tuple[str, ...], regex: bool, task_id: str | None, kind: str | None, as_json: bool) -> int:
+    """Find the records and pins that hold every WORD, newest first.
 
-
-def click_command() -> click.Command:
-    """The command as click declares it: its --help, its usage errors and what completion offers."""
-    global _COMMAND
-    if _COMMAND is not None:
-        return _COMMAND
-    import click
-
-    from majordomus.cli.common import CONTEXT, json_option
-
-    @click.command("search", context_settings=CONTEXT)
-    @click.argument("words", nargs=-1, required=True, metavar="WORD...")
-    @click.option("-E", "--regexp", "regex", is_flag=True, help="WORD is one regular expression (case-insensitive).")
-    @click.option("--task", "task_id", metavar="T", help="Only the records and pins of task T.")
-    @click.option("--kind", type=click.Choice(list(KINDS)), help="Only records of this kind.")
-    @json_option
-    def search_cmd(words: tuple[str, ...], regex: bool, task_id: str | None, kind: str | None,
-                   as_json: bool) -> int:
-        """Find the records and pins that hold every WORD, newest first.
-
-        Case-insensitive. Each line: time, task, kind, path and the matching line. Exit 0 with matches,
-        1 with none.
-        """
-        return search_words(words, regex, task_id, kind, as_json)
-
-    _COMMAND = search_cmd
-    return search_cmd
+    Case-insensitive. Each line: time, task, kind, path and the matching line. Exit 0 with matches,
+    1 with none.
+    """
+    return search_words(words, regex, task_id, kind, as_json)
 
 
 def _show(ws: Any, query: Any, task: str | None, kind: str | None, skipped: list[str], as_json: bool) -> int:

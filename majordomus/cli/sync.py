@@ -1,18 +1,17 @@
-"""`majordomus sync push|pull|status|compact`: the click layer over majordomus.sync (design §13)."""
+"""`majordomus sync push|pull|status|compact`: the command line of majordomus.sync (design §13)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import click
-
-from majordomus.cli.common import Group, json_option, run, workspace
+from majordomus.cli import params
+from majordomus.cli.params import json_option, run, workspace
 from majordomus.output import emit, emit_json, escape, note
 
 NOUNS = {"tasks": ("task", "tasks"), "handoffs": ("handoff", "handoffs"),
          "checkpoints": ("checkpoint", "checkpoints"), "runs": ("run", "runs")}
 KINDS = {"task": "tasks", "handoff": "handoffs", "checkpoint": "checkpoints", "run": "runs"}
-timeout_option = click.option("--timeout", type=click.FloatRange(0, 3600), default=20.0, show_default=True,
+timeout_option = params.option("--timeout", type=params.FloatRange(0, 3600), default=20.0, show_default=True,
                               metavar="SECONDS", help="How long to keep retrying a lost race before exit 75 (busy).")
 
 
@@ -82,14 +81,14 @@ def _report_pull(ws: Any, result: Any) -> None:
                 f"saying it was let go there (resume it here with `majordomus task resume {task_id}`)"))
 
 
-@click.group("sync", cls=Group)
+@params.group("sync")
 def sync() -> None:
     """Share task records and records through a git remote: one ref per machine."""
 
 
 @sync.command("push")
-@click.argument("remote", metavar="[REMOTE]", required=False)
-@click.option("--checkpoints", is_flag=True, help="Share the checkpoint and run records too.")
+@params.argument("remote", metavar="[REMOTE]", required=False)
+@params.option("--checkpoints", is_flag=True, help="Share the checkpoint and run records too.")
 @timeout_option
 @json_option
 def push_cmd(remote: str | None, checkpoints: bool, timeout: float, as_json: bool) -> None:
@@ -122,8 +121,8 @@ def push_cmd(remote: str | None, checkpoints: bool, timeout: float, as_json: boo
 
 
 @sync.command("pull")
-@click.argument("remote", metavar="[REMOTE]", required=False)
-@click.option("--full", is_flag=True, help="Read every entry of every ref and import whatever is missing here, "
+@params.argument("remote", metavar="[REMOTE]", required=False)
+@params.option("--full", is_flag=True, help="Read every entry of every ref and import whatever is missing here, "
               "not only what changed since the last pull.")
 @json_option
 def pull_cmd(remote: str | None, full: bool, as_json: bool) -> None:
@@ -160,8 +159,8 @@ def pull_cmd(remote: str | None, full: bool, as_json: bool) -> None:
 
 
 @sync.command("status")
-@click.argument("remote", metavar="[REMOTE]", required=False)
-@click.option("--no-fetch", is_flag=True, help="Compare with the refs fetched last, without asking the remote.")
+@params.argument("remote", metavar="[REMOTE]", required=False)
+@params.option("--no-fetch", is_flag=True, help="Compare with the refs fetched last, without asking the remote.")
 @json_option
 def status_cmd(remote: str | None, no_fetch: bool, as_json: bool) -> None:
     """Machines seen, what a push sends, what a pull imports."""
@@ -202,9 +201,9 @@ def _status_lines(label: str, by_dir: dict[str, list[str]]) -> None:
 
 
 @sync.command("compact")
-@click.argument("remote", metavar="[REMOTE]", required=False)
-@click.option("--machine", "machines", multiple=True, metavar="ID", help="A retired machine to fold (repeatable).")
-@click.option("--idle-days", type=click.FloatRange(0, None), default=None, metavar="N",
+@params.argument("remote", metavar="[REMOTE]", required=False)
+@params.option("--machine", "machines", multiple=True, metavar="ID", help="A retired machine to fold (repeatable).")
+@params.option("--idle-days", type=params.FloatRange(0, None), default=None, metavar="N",
               help="Fold every other machine that has not pushed for N days.")
 @timeout_option
 @json_option

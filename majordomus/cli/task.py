@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
-
-from majordomus.cli.common import CONTEXT, Group, json_option, run, workspace
+from majordomus.cli import params
+from majordomus.cli.params import json_option, run, workspace
 from majordomus.output import emit, emit_json, escape, table
 
 
-@click.group("task", cls=Group)
+@params.group("task")
 def task_group() -> None:
     """Start, show, list, resume, release and finish tasks."""
 
@@ -35,13 +34,13 @@ def _task_lines(task: Any) -> str:
     return "\n".join(lines)
 
 
-@task_group.command("start", context_settings=CONTEXT)
-@click.argument("task_id", metavar="ID")
-@click.option("--title", help="A short title (default: the id).")
-@click.option("--objective", help="What the task must achieve; seeds its continuity.")
-@click.option("--profile", help="The worker profile (default: config `profile`).")
-@click.option("--owner", help="Who owns it (default: MAJORDOMUS_OWNER, git user.email, login).")
-@click.option("--from", "from_task", metavar="TASK", help="Seed continuity with the pins of TASK.")
+@task_group.command("start")
+@params.argument("task_id", metavar="ID")
+@params.option("--title", help="A short title (default: the id).")
+@params.option("--objective", help="What the task must achieve; seeds its continuity.")
+@params.option("--profile", help="The worker profile (default: config `profile`).")
+@params.option("--owner", help="Who owns it (default: MAJORDOMUS_OWNER, git user.email, login).")
+@params.option("--from", "from_task", metavar="TASK", help="Seed continuity with the pins of TASK.")
 def task_start(task_id: str, title: str | None, objective: str | None, profile: str | None,
                owner: str | None, from_task: str | None) -> None:
     """Start task ID in this worktree and branch.
@@ -56,8 +55,8 @@ def task_start(task_id: str, title: str | None, objective: str | None, profile: 
     emit(f"started {task.id} in {escape(ws.where())}")
 
 
-@task_group.command("show", context_settings=CONTEXT)
-@click.argument("task_id", metavar="[ID]", required=False)
+@task_group.command("show")
+@params.argument("task_id", metavar="[ID]", required=False)
 @json_option
 def task_show(task_id: str | None, as_json: bool) -> None:
     """Show a task (default: the active task here)."""
@@ -71,7 +70,7 @@ def task_show(task_id: str | None, as_json: bool) -> None:
         emit(_task_lines(task))
 
 
-@task_group.command("list", context_settings=CONTEXT)
+@task_group.command("list")
 @json_option
 def task_list(as_json: bool) -> None:
     """List every task, and where each active one is active."""
@@ -81,7 +80,7 @@ def task_list(as_json: bool) -> None:
     skipped: list[str] = []
     items = tasks.all_tasks(ws, skipped)
     for name in skipped:
-        click.echo(f"note: {escape(name)} is left out: its name is no task id (`majordomus doctor` says more)", err=True)
+        params.echo(f"note: {escape(name)} is left out: its name is no task id (`majordomus doctor` says more)", err=True)
     if as_json:
         emit_json([t.to_dict() for t in items])
         return
@@ -108,10 +107,10 @@ def _where(ws: Any, task: Any) -> str:
     return escape(f"another machine: {task.worktree or '?'} ({branch})")
 
 
-@task_group.command("resume", context_settings=CONTEXT)
-@click.argument("task_id", metavar="ID")
-@click.option("--force", is_flag=True, help="Take over a task active in another worktree or branch.")
-@click.option("--reopen", is_flag=True, help="Make a done task active again (recorded as task.reopen).")
+@task_group.command("resume")
+@params.argument("task_id", metavar="ID")
+@params.option("--force", is_flag=True, help="Take over a task active in another worktree or branch.")
+@params.option("--reopen", is_flag=True, help="Make a done task active again (recorded as task.reopen).")
 def task_resume(task_id: str, force: bool, reopen: bool) -> None:
     """Make a task active here: paused, handed-off, or (--reopen) done.
 
@@ -124,8 +123,8 @@ def task_resume(task_id: str, force: bool, reopen: bool) -> None:
     emit(f"resumed {task.id} in {escape(ws.where())}")
 
 
-@task_group.command("release", context_settings=CONTEXT)
-@click.argument("task_id", metavar="[ID]", required=False)
+@task_group.command("release")
+@params.argument("task_id", metavar="[ID]", required=False)
 def task_release(task_id: str | None) -> None:
     """Give up this machine's claim on a task.
 
@@ -137,9 +136,9 @@ def task_release(task_id: str | None) -> None:
     emit(f"released {task.id}" + ("; it is paused" if paused else f"; it stays {task.status} where it is held"))
 
 
-@task_group.command("done", context_settings=CONTEXT)
-@click.argument("task_id", metavar="[ID]", required=False)
-@click.option("--force", is_flag=True, help="Finish a task that is active in another worktree or branch.")
+@task_group.command("done")
+@params.argument("task_id", metavar="[ID]", required=False)
+@params.option("--force", is_flag=True, help="Finish a task that is active in another worktree or branch.")
 def task_done(task_id: str | None, force: bool) -> None:
     """Mark a task done (default: the active task here)."""
     from majordomus import taskend

@@ -1,4 +1,4 @@
-"""`majordomus watch [--interval S] [--once] [--json] [--heartbeat]` (design §11): a thin click adapter over
+"""`majordomus watch [--interval S] [--once] [--json] [--heartbeat]` (design §11): the command line of
 majordomus.doctor.watch."""
 
 from __future__ import annotations
@@ -6,9 +6,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import click
-
-from majordomus.cli.common import CONTEXT, run
+from majordomus.cli import params
+from majordomus.cli.params import run
 from majordomus.output import dumps, escape
 
 
@@ -41,27 +40,28 @@ def _printer(as_json: bool) -> Any:
 def _finite(value: float) -> float:
     import math
 
-    if not math.isfinite(value):
+    if not math.isfinite(value):  # only click reads `nan`: this parser takes digits alone
+        import click
+
         raise click.BadParameter(f"{value} is not a number of seconds", param_hint="'--interval'")
     return value
 
 
-@click.command("watch", context_settings=CONTEXT)
-@click.option("--interval", type=click.FloatRange(min=0.1, max=86400.0), callback=lambda _c, _p, v: _finite(v),
+@params.command("watch")
+@params.option("--interval", type=params.FloatRange(min=0.1, max=86400.0), callback=lambda _c, _p, v: _finite(v),
               default=2.0, show_default=True, metavar="SECONDS",
               help="Seconds between rounds.")
-@click.option("--once", is_flag=True, help="One round: report the conditions that hold now, then exit.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
-@click.option("--heartbeat", is_flag=True, help="Also print a line at the end of every round (liveness).")
-@click.pass_context
-def watch(ctx: click.Context, interval: float, once: bool, as_json: bool, heartbeat: bool) -> None:
+@params.option("--once", is_flag=True, help="One round: report the conditions that hold now, then exit.")
+@params.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@params.option("--heartbeat", is_flag=True, help="Also print a line at the end of every round (liveness).")
+def watch(interval: float, once: bool, as_json: bool, heartbeat: bool) -> int:
     """Report new ledger events, retention crossing its limit, and active tasks going stale, as they happen.
 
     Each condition is reported once when it begins and once when it clears. Ctrl-C ends it (exit 0)."""
     from majordomus.doctor import watch as core
 
     watcher = core.Watcher.open()
-    ctx.exit(core.run(watcher, interval, once, _printer(as_json), heartbeat=heartbeat))
+    return core.run(watcher, interval, once, _printer(as_json), heartbeat=heartbeat)
 
 
 def main(argv: list[str]) -> int:

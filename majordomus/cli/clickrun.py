@@ -1,27 +1,9 @@
-"""What the click commands share: the group class, `--json`, the workspace, and running one as `main`."""
+"""Where click reads a command's words (`params` hands it what it does not read itself): `--help`, and
+usage errors in the one format of every parser."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
-
-from majordomus.workspace import Workspace
-
-CONTEXT = {"help_option_names": ["-h", "--help"]}
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
-
-
-class Group(click.Group):
-    """A command group of majordomus (`-h` works as `--help`)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("context_settings", CONTEXT)
-        super().__init__(*args, **kwargs)
-
-
-def workspace() -> Workspace:
-    return Workspace.open()
 
 
 def run(command: click.Command, argv: list[str], prog: str) -> int:

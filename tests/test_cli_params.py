@@ -82,7 +82,7 @@ def click_reads(command: params.Command, argv: list[str]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("line", sorted(DECLARED))
-@settings(max_examples=60)
+@settings(max_examples=30)
 @given(data=st.data())
 def test_whatever_the_own_parser_takes_click_reads_the_same(line: str, data: Any) -> None:
     command = DECLARED[line]
@@ -91,6 +91,28 @@ def test_whatever_the_own_parser_takes_click_reads_the_same(line: str, data: Any
     if parsed is not None:
         assert parsed[0] is command
         assert parsed[1] == click_reads(command, argv), argv
+
+
+def required_words(command: params.Command) -> list[str]:
+    """A value for each argument the command needs: one of its choices, else a word."""
+    return [a.type.choices[0] if isinstance(a.type, params.Choice) else "t1" for a in command.arguments if a.required]
+
+
+@pytest.mark.parametrize("line", sorted(DECLARED))
+def test_each_option_with_each_value_is_read_as_click_reads_it(line: str) -> None:
+    """The walk's systematic half: every option piece alone (each value the walk knows, both spellings),
+    after and before the words the command needs, and after `--` too."""
+    command = DECLARED[line]
+    taken = 0
+    for piece in option_pieces(command):
+        for argv in (required_words(command) + piece, piece + required_words(command),
+                     piece + ["--", *required_words(command)]):
+            parsed = params.parse(command, argv)
+            if parsed is not None:
+                taken += 1
+                assert parsed[1] == click_reads(command, argv), argv
+    readable = [p for p in command.params if isinstance(p, params.Option) and not isinstance(p.type, params.Directory)]
+    assert taken or not readable, line  # else the walk would prove nothing (click reads a directory's path)
 
 
 # A usual line of each command: the own parser takes it (else the walk above would prove nothing).

@@ -62,3 +62,17 @@ def is_iso(text: object) -> bool:
         return False
     leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
     return 1 <= day <= (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]
+
+
+def seconds_of(text: str) -> int:
+    """`2026-09-03T19:45:00Z` as seconds since the epoch, by arithmetic on its fields: neither datetime nor
+    strptime (whose first use imports _strptime, calendar and locale) is loaded. ValueError when it is no
+    such timestamp (`is_iso`)."""
+    if not is_iso(text):
+        raise ValueError(f"not a UTC timestamp like 2026-09-03T19:45:00Z: {text!r}")
+    year, month, day = int(text[0:4]), int(text[5:7]), int(text[8:10])
+    year -= month <= 2  # the year counted from March, so that February's length comes last
+    era, of_era = divmod(year, 400)
+    of_year = (153 * (month - 3 if month > 2 else month + 9) + 2) // 5 + day - 1
+    days = era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468  # 1970-01-01 is day 0
+    return days * 86400 + int(text[11:13]) * 3600 + int(text[14:16]) * 60 + int(text[17:19])

@@ -21,3 +21,26 @@ def test_parse_reads_what_iso_writes(moment):
 def test_parse_refuses_other_shapes(text):
     with pytest.raises(ValueError):
         clock.parse(text)
+
+
+@given(st.datetimes(min_value=datetime(1000, 1, 2), max_value=datetime(9999, 12, 31)))  # %Y pads from 1000
+def test_seconds_of_is_the_epoch_seconds_of_the_stamp_and_the_cutoff_an_hour_before(moment):
+    import calendar
+    import time
+
+    from majordomus.store import lookback
+
+    text = clock.iso(moment.replace(microsecond=0))
+    seconds = calendar.timegm(time.strptime(text, clock.ISO))
+    assert clock.seconds_of(text) == seconds
+    earlier = time.strftime(clock.ISO, time.gmtime(seconds - lookback.CLOCK_SLACK))
+    assert lookback.search_cutoff(text) == earlier
+
+
+@pytest.mark.parametrize("text", ["2026-02-29T00:00:00Z", "2026-09-03T24:00:00Z", "20260903T194500Z", "", "x" * 20])
+def test_seconds_of_refuses_what_is_no_stamp_and_the_cutoff_keeps_it(text):
+    from majordomus.store import lookback
+
+    with pytest.raises(ValueError):
+        clock.seconds_of(text)
+    assert lookback.search_cutoff(text) == text

@@ -13,14 +13,14 @@ CLOCK_SLACK = 3600  # seconds: how far back a clock may have been stepped betwee
 def search_cutoff(since: str) -> str:
     """Where a backwards search for the events of something stamped `since` may end: `CLOCK_SLACK` earlier
     (ISO-8601 UTC, as the ledger writes its times; `since` itself when it is not one)."""
-    import calendar
     import time
 
-    try:
-        moment = calendar.timegm(time.strptime(since[:19], "%Y-%m-%dT%H:%M:%S"))
-    except ValueError:
+    from majordomus import clock
+
+    stamp = since[:19] + "Z"
+    if not clock.is_iso(stamp):
         return since
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment - CLOCK_SLACK))
+    return time.strftime(clock.ISO, time.gmtime(clock.seconds_of(stamp) - CLOCK_SLACK))
 
 
 def ends_search(event: dict[str, Any], cutoff: str) -> bool:

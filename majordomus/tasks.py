@@ -21,8 +21,6 @@ from majordomus.store.taskfile import validate_id as validate_id
 
 TYPE_CHECKING = False  # the hot paths read tasks: no typing, no dataclasses at run time
 if TYPE_CHECKING:
-    from typing import Any
-
     from majordomus.workspace import Workspace
 
 # A task started without an objective carries this sentinel; the continuity render skips it.
@@ -104,14 +102,15 @@ def active(ws: Workspace) -> Task:
     return taskfile.read_active(ws.paths, ws.worktree, ws.branch, ws.where())
 
 
-def staleness(task: Task, limit_minutes: int, now: Any) -> str | None:
+def staleness(task: Task, limit_minutes: int, now: str) -> str | None:
     """None when an active task is fresh, else why not, as `was last checkpointed N minutes ago` or
     `has no checkpoint N minutes after it started`: the one staleness rule (design §6, §11).
 
     Stale means more than `limit_minutes` since its last checkpoint or, never checkpointed, since it
-    started; exactly at the limit it is still fresh."""
+    started; exactly at the limit it is still fresh. `now` is a stamp (`clock.now_iso()`): the post-commit
+    hook asks this, and datetime is not loaded for it."""
     since = task.checkpoint_at or task.started_at
-    minutes = (now - clock.parse(since)).total_seconds() / 60
+    minutes = (clock.seconds_of(now) - clock.seconds_of(since)) / 60
     if minutes <= limit_minutes:
         return None
     if task.checkpoint_at is not None:

@@ -33,7 +33,7 @@ def main(argv: list[str]) -> int:
         return 0
     limit = ws.config.get("checkpoint", "stale_after_minutes")
     # design §6: "1 stale or none": a task never checkpointed has nothing fresh to show yet.
-    why = "has no checkpoint yet" if task.checkpoint_at is None else tasks.staleness(task, limit, clock.now())
+    why = "has no checkpoint yet" if task.checkpoint_at is None else tasks.staleness(task, limit, clock.now_iso())
     problem = None if why is None else f"task `{task.id}` {why} (the limit is {limit} minutes)"
     hint = "pipe a few lines into `majordomus checkpoint`"
     if problem is None:

@@ -166,7 +166,7 @@ def stale(ws: Workspace, task: tasks.Task) -> Finding | None:
     """An active task gone quiet, by the one staleness rule (`tasks.staleness`)."""
     limit = ws.config.get("checkpoint", "stale_after_minutes")
     try:
-        problem = tasks.staleness(task, limit, clock.now())
+        problem = tasks.staleness(task, limit, clock.now_iso())
     except (TypeError, ValueError):
         problem = "has no readable checkpoint or start time"  # an unreadable time cannot prove freshness
     if problem is None:

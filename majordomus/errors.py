@@ -13,14 +13,19 @@ BUSY = 75
 
 
 class MajordomusError(Exception):
-    """An error the user can act on: one line of what happened, one line of what to do next."""
+    """An error the user can act on: one line of what happened, one line of what to do next. What it
+    quotes under that line (git's own words, the entries a pull refused) is `detail`, one item a line: each
+    is shown on a line of its own, indented, and nothing in the message or the hint can start one (a path
+    or a name holding a line break is shown escaped)."""
 
     code = INTERNAL
 
-    def __init__(self, message: str, hint: str = "", code: int | None = None) -> None:
+    def __init__(self, message: str, hint: str = "", code: int | None = None,
+                 detail: tuple[str, ...] | list[str] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.detail = tuple(detail)
         if code is not None:
             self.code = code
 

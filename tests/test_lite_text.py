@@ -617,3 +617,22 @@ def test_a_doctor_hint_names_a_file_with_any_byte_as_a_shell_reads_it(cli, repo)
         subprocess.run(["bash", "-c", hint], cwd=repo, check=True)
     for name in names:
         assert os.stat(os.path.join(store, name)).st_mode & 0o777 == 0o600, name
+
+
+@given(message=hostile_text, hint=hostile_text, detail=st.lists(hostile_text, max_size=3),
+       code=st.sampled_from([2, 10, 11, 12, 75]))
+@settings(max_examples=200, deadline=None)
+def test_walk_an_error_starts_no_line_but_its_own(message, hint, detail, code):
+    """Whatever a message, a hint or a quoted line holds (a worktree named with a line break, git's words),
+    an error is its message line, one indented line per quoted item, and its hint line: nothing in them
+    starts a line of its own, on stderr or in an MCP tool's error."""
+    from majordomus import mcp_server
+    from majordomus.errors import MajordomusError
+
+    exc = MajordomusError(message, hint, code=code, detail=detail)
+    shown = textrules.render_error(exc)
+    lines = shown.split("\n")
+    assert len(lines) == 1 + len(detail) + (1 if hint else 0), ascii(shown)
+    assert lines[0].startswith("majordomus: ") and all(line.startswith("  ") for line in lines[1:1 + len(detail)])
+    assert RAW.search(shown.replace("\n", "")) is None
+    assert mcp_server._message(exc).split("\n")[:-1] == lines  # the tool's error: the same lines, then the exit

@@ -44,12 +44,11 @@ def _refuse(refused: list[Any], remote: str, rest: str = EVERY_ONE) -> None:
         return
     from majordomus.errors import Refused
 
-    lines = _refusal_lines(refused, remote, "  ", rest)
     raise Refused(
-        f"{len(refused)} entr{'y' if len(refused) == 1 else 'ies'} refused, not imported and not shared:\n"
-        + "\n".join(lines),
-        "an entry that breaks the rules of a local write never enters the store; ask whoever pushed it, and run "
-        "`majordomus doctor` on the machine that holds it",
+        f"{len(refused)} entr{'y' if len(refused) == 1 else 'ies'} refused, not imported and not shared:",
+        detail=_refusal_lines(refused, remote, "", rest),
+        hint="an entry that breaks the rules of a local write never enters the store; ask whoever pushed it, and "
+        "run `majordomus doctor` on the machine that holds it",
     )
 
 
@@ -139,7 +138,7 @@ def pull_cmd(remote: str | None, full: bool, as_json: bool) -> None:
                    "restored": result.restored, "missing": result.missing,
                    "imported": [vars(i) for i in result.imported], "conflicts": [vars(c) for c in result.conflicts],
                    "refused": [vars(r) for r in result.refused], "released": result.released,
-                   "broken": result.problem.message if result.problem else None})
+                   "broken": "\n  ".join([result.problem.message, *result.problem.detail]) if result.problem else None})
     else:
         _report_pull(ws, result)
         if not result.imported:

@@ -94,6 +94,15 @@ def _text(path: str) -> str | None:
     return None if data is None else data.decode("utf-8", "surrogateescape")
 
 
+def _head_branch(head: str) -> str | None:
+    """The branch HEAD names (`ref: refs/heads/BRANCH`), or None for a detached HEAD. As git reads it: any
+    whitespace after `ref:` (`ref:refs/heads/main`, which git writes never but reads as that branch)."""
+    if not head.startswith("ref:"):
+        return None
+    name = head[len("ref:"):].lstrip(" \t\n\r\v\f")
+    return name[len("refs/heads/"):] if name.startswith("refs/heads/") and len(name) > len("refs/heads/") else None
+
+
 def _head(path: str) -> str:
     """HEAD's text. A HEAD that cannot be read (an I/O error, a link) is exit 12 naming it: taken for a
     detached HEAD, every command would say that no task is active, and an agent would start a second one."""
@@ -212,8 +221,8 @@ def locate(start: str, environ: dict[str, str] | None = None) -> Place | None:
     if worktree is None:
         return None
     git_env = {"GIT_DIR": gitdir, "GIT_WORK_TREE": worktree} if (env_dir or env_tree) else {}
-    head = _head(os.path.join(gitdir, "HEAD"))
-    branch = head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else rebasing(gitdir)
+    head = _head_branch(_head(os.path.join(gitdir, "HEAD")))
+    branch = head if head is not None else rebasing(gitdir)
     if common == gitdir:
         main: str | None = worktree
     elif _is_true(core.get("bare")):
@@ -222,4 +231,4 @@ def locate(start: str, environ: dict[str, str] | None = None) -> Place | None:
         main = os.path.realpath(os.path.join(common, core["worktree"]))
     else:
         main = os.path.dirname(common)
-    return Place(worktree, branch, gitdir, common, main, git_env, branch_is_head=head.startswith("ref: refs/heads/"))
+    return Place(worktree, branch, gitdir, common, main, git_env, branch_is_head=head is not None)

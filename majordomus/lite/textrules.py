@@ -65,11 +65,14 @@ MAX_LINE_FIELD = 256  # characters of a task title or an owner (design §2a)
 
 def render_error(exc: Any) -> str:
     """An error (a `MajordomusError`) as stderr shows it, escaped: a message may quote what the user gave
-    (an id, a path). A message of several lines (a list of refused entries) keeps its newlines; no control
-    character reaches the terminal. Here, not in `errors`, which lies below the text rule."""
-    text = f"majordomus: {escape(str(exc.message), body=True)}"
+    (an id, a path, a worktree whose name holds a line break). The message and the hint are one line each;
+    what the error quotes (`detail`: git's words, a list of refused entries) follows the message, each item
+    on a line of its own, indented and escaped as one line. Here, not in `errors`, below the text rule."""
+    text = f"majordomus: {escape(str(exc.message))}"
+    for line in getattr(exc, "detail", ()):
+        text += f"\n  {escape(str(line))}"
     if exc.hint:
-        text += f"\nhint: {escape(str(exc.hint), body=True)}"
+        text += f"\nhint: {escape(str(exc.hint))}"
     return text
 
 

@@ -142,7 +142,7 @@ def compact(ws: Workspace, name: str | None, ids: list[str], idle_days: float | 
                 _fetch_after(ws, remote)  # the tracking refs of the folded machines go too
                 return result
             if not out.race:
-                raise EnvironmentProblem(f"{remote} refused the compaction:\n{transport.indent(out.detail)}",
+                raise EnvironmentProblem(f"{remote} refused the compaction:", detail=transport.said(out.detail), hint=
                                          transport.rejection_hint(out.detail, "a hook or rule on the remote "
                                                                   "refuses refs/majordomus/*: ask its owner "
                                                                   "(nothing was changed there)"))

@@ -73,7 +73,7 @@ def _merge_own(ws: Workspace, remote: str, ref: str, tip: str, result: PushResul
     out = transport.fetch_refs(ws.place, remote, [ref])
     theirs = odb.ref_target(repo, transport.tracking(remote, ref))
     if not out.ok or theirs is None:
-        raise EnvironmentProblem(f"cannot fetch {ref} from {remote}:\n{transport.indent(out.detail)}",
+        raise EnvironmentProblem(f"cannot fetch {ref} from {remote}:", detail=transport.said(out.detail), hint=
                                  f"check the remote and your access to it (`git fetch {remote}`), then try again")
     found, problem = remotes.read(ws, remote, ref, theirs)
     if found is None:
@@ -160,7 +160,7 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
                 break
             if not out.race:
                 names = ", ".join(u.dst for u in updates)
-                raise EnvironmentProblem(f"{remote} rejected {names}:\n{transport.indent(out.detail)}",
+                raise EnvironmentProblem(f"{remote} rejected {names}:", detail=transport.said(out.detail), hint=
                                          transport.rejection_hint(out.detail, "a hook or rule on the remote "
                                                                   "refuses refs/majordomus/*: ask its owner to "
                                                                   "accept them (nothing else was sent)"))

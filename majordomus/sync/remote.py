@@ -61,7 +61,7 @@ def fetch(ws: Workspace, remote: str) -> None:
     if not out.ok:
         from majordomus.git import run
 
-        raise EnvironmentProblem(f"cannot fetch refs/majordomus/* from {remote}:\n{transport.indent(out.detail)}",
+        raise EnvironmentProblem(f"cannot fetch refs/majordomus/* from {remote}:", detail=transport.said(out.detail), hint=
                                  run.lock_left(out.detail) or
                                  f"check the remote and your access to it (`git fetch {remote}`), then try again")
 

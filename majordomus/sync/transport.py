@@ -75,15 +75,16 @@ def rejection_hint(detail: str, refusal: str) -> str:
     return refusal
 
 
-def indent(text: str) -> str:
-    return "\n".join("  " + line for line in text.splitlines()) or "  (git said nothing)"
+def said(text: str) -> list[str]:
+    """What git said, as the lines an error quotes under its message (`detail`)."""
+    return text.splitlines() or ["(git said nothing)"]
 
 
 def list_refs(place: Place, remote: str) -> dict[str, str]:
     """The remote's refs under refs/majordomus/ and the ids they point at (one round trip, no objects)."""
     done = run.run(place, "ls-remote", remote, f"{NAMESPACE}*")
     if done.returncode != 0:
-        raise EnvironmentProblem(f"cannot reach {remote}:\n{indent(_said(done))}",
+        raise EnvironmentProblem(f"cannot reach {remote}:", detail=said(_said(done)), hint=
                                  f"check the remote and your access to it: {run.hint(('ls-remote', remote), place.worktree)}")
     found: dict[str, str] = {}
     for line in done.out.splitlines():
@@ -139,7 +140,7 @@ def push(place: Place, remote: str, updates: list[Update]) -> Pushed:
     if not seen and done.returncode != 0:
         if any(word in done.err for word in _RACE):
             return Pushed(ok=False, race=True, detail=result.detail)
-        raise EnvironmentProblem(f"cannot push to {remote}:\n{indent(_said(done))}", run.lock_left(done.err) or
+        raise EnvironmentProblem(f"cannot push to {remote}:", detail=said(_said(done)), hint=run.lock_left(done.err) or
                                  f"check the remote and your access to it: {run.hint(('push', remote), place.worktree)}")
     result.race = races > 0 and refusals == 0
     return result

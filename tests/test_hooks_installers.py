@@ -51,6 +51,21 @@ def test_fresh_install_has_the_documented_shape_and_uninstall_removes_it_all(rep
     assert not (repo / FILES[runtime].parent).exists()
 
 
+@pytest.mark.parametrize("runtime", ["claude", "codex", "gemini", "copilot"])
+@pytest.mark.parametrize("content", ["", "\n  \n"])
+def test_an_empty_settings_file_is_empty_again_after_uninstall(repo, runtime, content):
+    """An empty (or blank) file reads as `{}`: install merges into it, and uninstall puts back its exact
+    bytes, not `{}`. One past the edge: a file holding `{}` is `{}` again (the test above, byte for byte)."""
+    path = repo / {**FILES, "gemini": Path(".gemini") / "settings.json",
+                   "copilot": Path(".github") / "hooks" / "majordomus.json"}[runtime]
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    ok("hooks", "install", "--runtime", runtime, cwd=repo)
+    assert json.loads(path.read_text())
+    assert ok("hooks", "uninstall", "--runtime", runtime, cwd=repo).startswith("restored:")
+    assert path.read_text() == content
+
+
 @pytest.mark.parametrize("runtime", ["claude", "codex"])
 def test_install_install_uninstall_is_byte_identical(repo, runtime):
     path = repo / FILES[runtime]

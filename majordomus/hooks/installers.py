@@ -289,6 +289,8 @@ def restores(before: Any, rest: dict[str, Any], bare: Callable[[dict[str, Any]],
         return not bare(rest)
     if not isinstance(before, str):
         return False
+    if not before.strip():  # an empty file, which install read as `{}`: it goes back to being empty
+        return not bare(rest)
     try:
         doc = jsonbound.loads(before)
     except ValueError:

@@ -164,10 +164,13 @@ def not_shared_lines(unshared: list[reading.Gone], task_id: str) -> str:
     if not unshared:
         return ""
     named = ", ".join(esc(g.rel) for g in unshared)
-    return (f"\nNOT SHARED HERE: {named} — named by `{task_id}`'s records from another machine, which never "
-            f"pushed {'them' if len(unshared) > 1 else 'it'} (`majordomus sync push` without `--checkpoints`). "
-            f"Nothing here was lost, but work recorded there is not shown: run `majordomus sync push "
-            f"--checkpoints` on that machine and `majordomus sync pull` here for the whole briefing.\n")
+    them = "them" if len(unshared) > 1 else "it"
+    # Not which of the two: a push without `--checkpoints` and a pull that refused the record look alike here.
+    return (f"\nNOT SHARED HERE: {named} — named by `{task_id}`'s records from another machine, but not here: "
+            f"that machine has not pushed {them} (`majordomus sync push` without `--checkpoints`), or a pull here "
+            f"refused {them} (`majordomus ledger` shows a `sync.refused` event, and why). Nothing here was lost, "
+            f"but work recorded there is not shown: run `majordomus sync push --checkpoints` on that machine and "
+            f"`majordomus sync pull` here for the whole briefing.\n")
 
 
 def _where(meta: dict[str, Any]) -> str:

@@ -264,6 +264,8 @@ def test_a_checkpoint_never_shared_is_not_shared_here_not_deleted(cli: Any, repo
     rel = "checkpoints/" + Path(written).name
     text = ok(cli("brief", "t1", cwd=b)).stdout
     assert text.splitlines()[3].startswith(f"NOT SHARED HERE: {rel} — named by `t1`'s records from another machine")
+    # which of the two causes is not known here: both are named, never "it never pushed it" alone
+    assert "has not pushed it" in text and "or a pull here refused it" in text and "never pushed" not in text
     assert "MISSING RECORDS" not in text and "deleted" not in text and "kept on A" not in text
     assert "(complete:" not in text and "(incomplete: a record was not shared here (named at the top)" in text
     as_json = json.loads(ok(cli("brief", "t1", "--json", cwd=b)).stdout)

@@ -102,9 +102,11 @@ def since_iso(ws: Workspace, when: str) -> str:
         asked = time.time()
         out = git(ws.place, "-c", f"majordomus.since={when}", "config", "--type=expiry-date", "majordomus.since",
                   ok=(0, 1, 128)).decode("utf-8", "replace").strip()
+        answered = time.time()
         if not out.isdigit():
             raise UsageError(f"git cannot read the time `{shown}`", _SINCE_HINT)
-        if abs(int(out) - asked) <= 1 or int(out) == (1 << 64) - 1:  # `0`, `-1`, `1e400`, `now`: this moment
+        # the moment git ran lies between the asking and the answer (a loaded machine takes seconds to start it)
+        if asked - 1 <= int(out) <= answered + 1 or int(out) == (1 << 64) - 1:  # `0`, `-1`, `1e400`, `now`
             raise UsageError(f"git reads the time `{shown}` as this very moment: nothing would be shown", _SINCE_HINT)
     epoch = int(out)
     if epoch > time.time() + _FUTURE_SLACK_S:

@@ -106,7 +106,7 @@ def since_iso(ws: Workspace, when: str) -> str:
         if not out.isdigit():
             raise UsageError(f"git cannot read the time `{shown}`", _SINCE_HINT)
         # the moment git ran lies between the asking and the answer (a loaded machine takes seconds to start it)
-        if asked - 1 <= int(out) <= answered + 1 or int(out) == (1 << 64) - 1:  # `0`, `-1`, `1e400`, `now`
+        if asked - 1 <= int(out) <= answered + 1 or int(out) == (1 << 64) - 1:  # `0`, `999999999999`, `now`
             raise UsageError(f"git reads the time `{shown}` as this very moment: nothing would be shown", _SINCE_HINT)
     epoch = int(out)
     if epoch > time.time() + _FUTURE_SLACK_S:

@@ -317,8 +317,9 @@ def test_a_branch_with_unicode_line_breaks_is_found_and_every_note_is_escaped(cl
     ("2026-13-45", "`2026-13-45` is not a date: 2026-13-45 does not exist"),
     ("2026-02-30", "2026-02-30 does not exist"),
     ("2099-01-01", "is in the future"),
-    # what git cannot place it places at this moment, silently: each would show nothing
-    *[(when, f"git reads the time `{when}` as this very moment") for when in ("0", "-1", "1e400", "999999999999", "now")],
+    # what git cannot place it places at this moment, silently: each would show nothing (not `-1` or
+    # `1e400`, which git reads as the 1st of this month, this moment only on the 1st: see the test below)
+    *[(when, f"git reads the time `{when}` as this very moment") for when in ("0", "999999999999", "now")],
     ("@\uff10", "git cannot read the time"),  # a full-width digit is no digit of a time
     ("@99999999999", "is in the future"),
 ])
@@ -327,6 +328,21 @@ def test_since_that_git_would_read_as_now_or_that_does_not_exist_is_a_usage_erro
     assert cli("checkpoint", input="one").exit_code == 0
     result = assert_refused(cli, repo, ("log", "--since", when), 2, words)
     assert result.stderr.splitlines()[1].startswith("hint: try `yesterday`")
+
+
+@pytest.mark.parametrize("when", ["-1", "1e400"])
+def test_a_time_git_reads_as_a_day_of_this_month_is_read_so(cli, repo, when):
+    """`-1` and `1e400` are the 1st of this month to git, at this time of day: on the 1st that is this very
+    moment (a usage error, as above), on any other day the timeline since then, which holds today's entry."""
+    import time
+
+    start_task(cli, "t1")
+    assert cli("checkpoint", input="one").exit_code == 0
+    result = cli("log", "--since", when)
+    if time.localtime().tm_mday == 1:  # git reads the day in local time
+        assert result.exit_code == 2 and "as this very moment" in result.stderr, result
+    else:
+        assert result.exit_code == 0 and "checkpoint" in result.stdout, result
 
 
 def test_one_past_since_a_real_date_and_a_relative_time_still_work(cli, repo):

@@ -286,3 +286,37 @@ def test_a_remote_claim_is_held_to_the_field_grammars(cli, tmp_path, remote, cha
     [line] = [line for line in result.stderr.splitlines() if line.startswith(f"  tasks/held.yaml ({MALLORY}): ")]
     assert reason in line and "\x1b" not in result.stderr, line
     assert sorted(p.name for p in (state_dir(b) / "tasks").iterdir()) == ["fine.yaml"]
+
+
+@pytest.mark.parametrize(("setting", "args"), [
+    ("uploadpack", ("sync", "pull", "origin")), ("uploadpack", ("sync", "status", "origin")),
+    ("uploadpack", ("sync", "push", "origin", "--checkpoints", "--timeout", "1")),
+    ("receivepack", ("sync", "push", "origin", "--checkpoints")),
+])
+def test_a_remote_that_never_answers_is_exit_12_within_the_bound_never_a_hang(cli, repo, remote, monkeypatch,
+                                                                              setting, args):
+    """A remote whose server never answers (here its `uploadpack` or `receivepack` sleeps) holds no sync for
+    ever: each git call to a remote is bounded (`REMOTE_SECONDS`, 1 s here), and the command says which
+    call got no answer, with what to look at; what it had not done is not done. One past the edge: the
+    same commands against the remote when it answers."""
+    import time
+
+    from helpers import run_here
+
+    from majordomus.git import run as git_run
+
+    monkeypatch.setattr(git_run, "REMOTE_SECONDS", 1.0)
+    assert cli("task", "start", "t1").exit_code == 0
+    assert cli("checkpoint", input="a note").exit_code == 0
+    assert cli("sync", "push", "origin", "--checkpoints").exit_code == 0
+    assert cli("checkpoint", input="a second note").exit_code == 0  # something for the push to send
+    git(repo, "config", f"remote.origin.{setting}", "sh -c 'sleep 30' stalled")
+    before = snapshot(remote)
+    began = time.monotonic()
+    done = run_here(*args, cwd=repo, text=True)
+    assert time.monotonic() - began < 10, "waited on the remote"
+    assert done.exit_code == 12 and "got no answer from the remote within 1 s" in done.stderr, done
+    assert "git ls-remote origin" in done.stderr.splitlines()[-1]
+    assert snapshot(remote) == before
+    git(repo, "config", "--unset", f"remote.origin.{setting}")
+    assert run_here(*args, cwd=repo).returncode == 0

@@ -86,6 +86,11 @@ OPTIONS = ("--no-optional-locks",)
 deadline: float | None = None
 _until: float | None = None  # the monotonic moment the deadline ends
 
+# How long one git command that talks to a remote (`ls-remote`, `fetch`, `push`) may take: a remote that
+# never answers must not hold `sync` for ever (design §2a: a remote is untrusted input). The records are
+# small text; two minutes is far more than a fetch of them needs, and a slower one says so (exit 12).
+REMOTE_SECONDS = 120.0
+
 
 def limit(seconds: float | None) -> None:
     """From now on, every git command of this process ends within `seconds` from now, all of them together."""
@@ -105,15 +110,18 @@ def environment(where: Where) -> dict[str, str] | None:
     return env
 
 
-def run(where: Where, *args: str, cwd: str | None = None) -> Ran:
-    """Run `git ARGS` and return what it did, whatever its exit code; exit 12 only when git cannot run."""
+def run(where: Where, *args: str, cwd: str | None = None, within: float | None = None,
+        remote: str | None = None) -> Ran:
+    """Run `git ARGS` and return what it did, whatever its exit code; exit 12 only when git cannot run, or
+    when it has not ended within `within` seconds (a call to a remote: `REMOTE_SECONDS`) or the time left
+    to this process's git commands (`limit`). `remote`: the remote it talks to, for what the error says."""
     from majordomus.lite import spawn
 
-    left = None
+    left = within
     if _until is not None:
         import time
 
-        left = _until - time.monotonic()
+        left = min(_until - time.monotonic(), within if within is not None else float("inf"))
     try:
         if left is not None and left <= 0:
             raise TimeoutError  # the time given to git is spent: not one more command
@@ -123,6 +131,13 @@ def run(where: Where, *args: str, cwd: str | None = None) -> Ran:
                                  "a git that prints without end (a wrapper on PATH, a hook)? "
                                  + hint(args, where.worktree)) from None
     except TimeoutError:
+        if within is not None and (deadline is None or within <= deadline):
+            raise EnvironmentProblem(f"`git {' '.join(args[:2])}` got no answer from the remote within {within:g} s; "
+                                     f"it was stopped, in {where.worktree}",
+                                     "a remote that does not answer (a stalled connection, or a server, "
+                                     "`uploadpack` or `receivepack` that never returns)? See what "
+                                     f"`git ls-remote {remote or 'REMOTE'}` does there, then run the same command "
+                                     "again") from None
         raise EnvironmentProblem(f"`git {' '.join(args[:2])}` did not answer within the {deadline:g} s given to git, "
                                  f"in {where.worktree}",
                                  "a git that does not return: a stuck `core.fsmonitor` or a hung network mount? "

@@ -82,7 +82,7 @@ def said(text: str) -> list[str]:
 
 def list_refs(place: Place, remote: str) -> dict[str, str]:
     """The remote's refs under refs/majordomus/ and the ids they point at (one round trip, no objects)."""
-    done = run.run(place, "ls-remote", remote, f"{NAMESPACE}*")
+    done = run.run(place, "ls-remote", remote, f"{NAMESPACE}*", within=run.REMOTE_SECONDS, remote=remote)
     if done.returncode != 0:
         raise EnvironmentProblem(f"cannot reach {remote}:", detail=said(_said(done)), hint=
                                  f"check the remote and your access to it: {run.hint(('ls-remote', remote), place.worktree)}")
@@ -97,14 +97,15 @@ def list_refs(place: Place, remote: str) -> dict[str, str]:
 def fetch_all(place: Place, remote: str) -> Outcome:
     """Fetch every ref under refs/majordomus/ in one fetch; refs gone from the remote go here too."""
     done = run.run(place, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--prune",
-                remote, f"+{NAMESPACE}*:{tracking_prefix(remote)}*")
+                   remote, f"+{NAMESPACE}*:{tracking_prefix(remote)}*", within=run.REMOTE_SECONDS, remote=remote)
     return Outcome(ok=done.returncode == 0, detail=_said(done))
 
 
 def fetch_refs(place: Place, remote: str, names: list[str]) -> Outcome:
     """Fetch the named refs (that exist on the remote) into their tracking refs."""
     done = run.run(place, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
-                remote, *(f"+{name}:{tracking(remote, name)}" for name in names))
+                   remote, *(f"+{name}:{tracking(remote, name)}" for name in names), within=run.REMOTE_SECONDS,
+                   remote=remote)
     return Outcome(ok=done.returncode == 0, detail=_said(done))
 
 
@@ -115,7 +116,8 @@ def push(place: Place, remote: str, updates: list[Update]) -> Pushed:
     if len(updates) > 1:
         args.append("--atomic")
     args += [f"--force-with-lease={u.dst}:{u.expect}" for u in updates if u.expect is not None]
-    done = run.run(place, *args, remote, *(f"{u.src}:{u.dst}" for u in updates))
+    done = run.run(place, *args, remote, *(f"{u.src}:{u.dst}" for u in updates), within=run.REMOTE_SECONDS,
+                   remote=remote)
     # --porcelain prints one `<flag>\t<from>:<to>\t<summary>` line per ref; `!` is a rejection.
     result = Pushed(ok=done.returncode == 0, detail=_said(done))
     seen, races, refusals = False, 0, 0

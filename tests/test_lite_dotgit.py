@@ -55,3 +55,35 @@ def test_head_is_read_as_git_reads_it_whatever_space_follows_ref(repo, head):
     assert dotgit.locate(str(repo)).branch == "main"
     (repo / ".git" / "HEAD").write_text("ref: refs/heads/\n")
     assert dotgit.locate(str(repo)).branch is None
+
+
+def test_a_head_that_is_a_link_naming_a_ref_is_that_branch_and_one_naming_anything_else_is_refused(repo):
+    """Under `core.preferSymlinkRefs` git writes HEAD as a symbolic link to `refs/heads/BRANCH` and reads it
+    as that branch: so does majordomus, without following it. One past the edge: a link to anything else
+    is exit 12 naming it, and the hint never says to move HEAD away (the repository would break)."""
+    import os
+
+    git(repo, "config", "core.preferSymlinkRefs", "true")
+    git(repo, "checkout", "-q", "-b", "other")
+    head = repo / ".git" / "HEAD"
+    assert head.is_symlink() and os.readlink(head) == "refs/heads/other"
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    assert run_here("checkpoint", cwd=repo, input="a note\n").returncode == 0
+    assert json.loads(run_here("task", "show", "--json", cwd=repo).stdout)["branch"] == "other"
+    head.unlink()
+    head.symlink_to("/etc/hostname")
+    done = run_here("checkpoint", cwd=repo, input="a note\n", text=True)
+    assert done.returncode == 12 and "is a symbolic link to /etc/hostname, which names no ref" in done.stderr
+    assert "mv " not in done.stderr and "git symbolic-ref HEAD" in done.stderr
+
+
+def test_git_dir_naming_a_linked_worktrees_git_file_is_followed_as_git_follows_it(repo, tmp_path, monkeypatch):
+    """`GIT_DIR=../wt/.git`, where that `.git` is the file a linked worktree has (`gitdir: …`): git reads
+    the worktree's own git directory, so the commands stand in that worktree's branch."""
+    git(repo, "worktree", "add", "-q", "-b", "wtb", str(tmp_path / "wt"))
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "wt" / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(tmp_path / "wt"))
+    place = dotgit.locate(str(repo))
+    assert place is not None and place.branch == "wtb" and place.worktree == str(tmp_path / "wt")
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    assert json.loads(run_here("task", "show", "--json", cwd=repo).stdout)["branch"] == "wtb"

@@ -21,9 +21,15 @@ def _at_once(dirs: list[Path], *args: str, go: Path) -> list[subprocess.Complete
     wait = f'while [ ! -e "{go}" ]; do sleep 0.005; done; exec "{MAJORDOMUS}" "$@"'
     procs = [subprocess.Popen(["sh", "-c", wait, "sh", *args], cwd=d, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE) for d in dirs]
-    time.sleep(0.2)  # every shell is waiting
-    go.touch()
-    outs = [p.communicate(timeout=240) for p in procs]
+    try:
+        time.sleep(0.2)  # every shell is waiting
+        go.touch()
+        outs = [p.communicate(timeout=240) for p in procs]
+    finally:  # a failure here leaves no shell polling for a file that never comes
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     return [subprocess.CompletedProcess(p.args, p.returncode, o, e) for p, (o, e) in zip(procs, outs)]
 
 

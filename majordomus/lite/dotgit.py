@@ -105,7 +105,22 @@ def _head_branch(head: str) -> str | None:
 
 def _head(path: str) -> str:
     """HEAD's text. A HEAD that cannot be read (an I/O error, a link) is exit 12 naming it: taken for a
-    detached HEAD, every command would say that no task is active, and an agent would start a second one."""
+    detached HEAD, every command would say that no task is active, and an agent would start a second one.
+    A symbolic link whose target names a ref (`refs/heads/main`: git writes HEAD so under
+    `core.preferSymlinkRefs`) is that symbolic ref, as git reads it; the link is not followed."""
+    try:
+        target: str | None = os.readlink(path)
+    except OSError:
+        target = None  # a file (or nothing): read below
+    if target is not None:
+        if target.startswith("refs/") and ".." not in target.split("/"):
+            return "ref: " + target
+        from majordomus.errors import EnvironmentProblem
+        from majordomus.lite.textrules import escape
+
+        raise EnvironmentProblem(f"{escape(path)} is a symbolic link to {escape(target)}, which names no ref",
+                                 "git reads a link there only as a ref (`refs/heads/BRANCH`): check the repository "
+                                 "with `git status`; `git symbolic-ref HEAD refs/heads/BRANCH` points HEAD at a branch")
     try:
         data = safeio.read_optional(path, _SMALL)
     except OSError as exc:
@@ -127,7 +142,8 @@ def _gitdir_of(dotgit: str) -> str | None:
             return None
         gitdir = os.path.join(os.path.dirname(dotgit), text[len("gitdir:"):].strip())
     gitdir = os.path.realpath(gitdir)
-    return gitdir if os.path.isfile(os.path.join(gitdir, "HEAD")) else None
+    head = os.path.join(gitdir, "HEAD")
+    return gitdir if os.path.isfile(head) or os.path.islink(head) else None  # a link: `core.preferSymlinkRefs`
 
 
 def core_config(common_dir: str) -> dict[str, str]:
@@ -199,11 +215,9 @@ def locate(start: str, environ: dict[str, str] | None = None) -> Place | None:
     start = os.path.realpath(start)
     env_dir, env_tree = env.get("GIT_DIR"), env.get("GIT_WORK_TREE")
     if env_dir:
-        found = os.path.realpath(os.path.join(start, env_dir))
-        gitdir: str | None = found
+        # a directory, or a `.git` file naming one (a linked worktree's), which git follows too
+        gitdir: str | None = _gitdir_of(os.path.realpath(os.path.join(start, env_dir)))
         top: str | None = start  # git: with GIT_DIR and nothing else said, the current directory is the top
-        if not os.path.isfile(os.path.join(found, "HEAD")):
-            return None
     else:
         gitdir, top = _discover(start)
     if gitdir is None:

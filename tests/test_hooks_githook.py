@@ -197,3 +197,22 @@ def test_a_hooks_path_that_is_not_utf8_installs_and_uninstalls_and_is_shown_esca
     assert not (repo / "hk\udcff" / "post-commit").exists()
     assert {k: v for k, v in snapshot(repo).items() if not k.startswith(".ai/")} == {
         k: v for k, v in before.items() if not k.startswith(".ai/")}
+
+
+def test_a_hooks_directory_reached_through_a_link_in_the_work_tree_is_never_written_through(repo, tmp_path):
+    """A committed `.husky` that is a symbolic link to a directory elsewhere (Husky's `_/h` there, and
+    core.hooksPath `.husky/_`): install is exit 12 naming the link, and nothing is written there or here.
+    One past the edge: core.hooksPath naming that same directory outside the work tree is the user's choice,
+    and install writes there."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "_").mkdir(parents=True)
+    (elsewhere / "_" / "h").write_text("#!/usr/bin/env sh\n")
+    (repo / ".husky").symlink_to(elsewhere)
+    git(repo, "config", "core.hooksPath", ".husky/_")
+    before, outside = snapshot(repo), snapshot(elsewhere)
+    done = run_here("hooks", "install", "--runtime", "git", cwd=repo, text=True)
+    assert done.exit_code == 12 and "is a symbolic link" in done.stderr and "nothing was written" in done.stderr
+    assert snapshot(repo) == before and snapshot(elsewhere) == outside
+    git(repo, "config", "core.hooksPath", str(elsewhere / "_"))
+    assert run_here("hooks", "install", "--runtime", "git", cwd=repo).returncode == 0
+    assert snapshot(elsewhere) != outside

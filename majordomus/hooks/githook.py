@@ -198,8 +198,27 @@ def _plain_uninstall(ws: Any, hooks_dir: str, plan: Plan) -> installers.Result:
 # ---------------------------------------------------------------- install and uninstall, every hook
 
 
+def _refuse_links_in_the_work_tree(ws: Any, hooks_dir: str) -> None:
+    """A hooks directory reached through a symbolic link in the work tree (a committed `.husky` that links
+    elsewhere) is never written through: the link could lead anywhere on this machine. One that
+    core.hooksPath names outside the work tree, or under `.git`, is where the user or git put it."""
+    rel = os.path.relpath(os.path.abspath(hooks_dir), ws.worktree)
+    parts = rel.split(os.sep)
+    if parts[0] in ("..", ".git", "."):
+        return
+    path = ws.worktree
+    for part in parts:
+        path = os.path.join(path, part)
+        if os.path.islink(path):
+            raise EnvironmentProblem(
+                f"{path} is a symbolic link: the hooks directory {hooks_dir} is reached through it, and majordomus "
+                "does not write through a link in the work tree (it could lead anywhere); nothing was written",
+                "replace the link with a real directory, or point core.hooksPath at the real one")
+
+
 def install(ws: Any, hooks_dir: str) -> list[installers.Result]:
     """Install every hook of `HOOKS`; each is checked before any is written, so a refusal writes nothing."""
+    _refuse_links_in_the_work_tree(ws, hooks_dir)
     committed = husky.husky_dir(hooks_dir)
     if committed is not None:
         plans = [husky.plan(committed, hook, True) for hook in HOOKS]

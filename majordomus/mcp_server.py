@@ -101,7 +101,11 @@ class Place:
             where = await self.resolve(ctx)
         except MajordomusError as exc:
             raise (error or ToolError)(_message(exc)) from exc
-        return _call(Workspace.open, where, error=error)
+        ws = _call(Workspace.open, where, error=error)
+        from majordomus.lite.statepaths import refuse_shared
+
+        _call(refuse_shared, ws.paths, error=error)  # a state no one here wrote is given to no agent
+        return ws
 
 
 async def _first_root(ctx: Context | None) -> str | None:  # type: ignore[type-arg]

@@ -66,6 +66,13 @@ def open_session() -> Session:
         if isinstance(exc, RepositoryRefused):  # nothing from this repository reaches the agent (design §2a)
             session.refused = refused_line(exc)
         return session  # not a git work tree: nothing of ours here, and nothing to say
+    from majordomus.lite.statepaths import refuse_shared
+
+    try:
+        refuse_shared(session.ws.paths)
+    except MajordomusError as exc:  # a state no one here wrote: one line, nothing from it (nor written to it)
+        session.refused, session.ws = refused_line(exc), None
+        return session
     problem = session.ws.config_problem
     if problem is not None:
         session.problems.append(f"majordomus: {problem.message} ({problem.hint}); the defaults apply meanwhile.")

@@ -284,7 +284,8 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
         m = latest_handoff.meta
         text = (f"\n# Latest handoff: {esc(m.get('timestamp'))} · {_where(m)} · {esc(m.get('owner'))}\n"
                 f"{quoted(latest_handoff.body)}\n")
-        parts.append(budget.Block("", [budget.Entry(text, "the latest handoff", whole=True)]))
+        cut = f"> … (cut here to fit: `majordomus handoff --show {task.id}` prints the whole handoff)\n"
+        parts.append(budget.Block("", [budget.Entry(text, "the latest handoff", whole=True, cut_note=cut)]))
         handoff_unit = [(len(parts) - 1, 0)]
         keyed[f"record:{latest_handoff.rel}"] = ("", text)
     else:

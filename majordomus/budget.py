@@ -110,13 +110,17 @@ def render_closing(room: Room) -> Callable[[list[str]], str]:
 
 
 class Entry:
-    __slots__ = ("plural", "singular", "text", "whole")
+    __slots__ = ("cut_note", "plural", "singular", "text", "whole")
 
-    def __init__(self, text: str, singular: str, plural: str = "", whole: bool = False) -> None:
+    def __init__(self, text: str, singular: str, plural: str = "", whole: bool = False,
+                 cut_note: str | None = None) -> None:
         self.text = text
         self.singular = singular  # what the closing line calls one dropped entry, e.g. "next action"
         self.plural = plural  # "" means singular + "s"; "the objective" style labels use `whole=True`
         self.whole = whole  # a label that is never counted ("the objective", "the latest handoff")
+        # An entry too long for the room is shown cut at a line, ending with this note, rather than
+        # dropped whole (the latest handoff): the closing line then names "the end of" it.
+        self.cut_note = cut_note
 
     def label(self, count: int) -> str:
         if self.whole:
@@ -164,6 +168,11 @@ class Tally:
         self.counts[entry.singular] = self.counts.get(entry.singular, 0) + count
         self.first.setdefault(entry.singular, entry)
 
+    def remove(self, entry: Entry) -> None:
+        self.counts[entry.singular] -= 1
+        if not self.counts[entry.singular]:
+            del self.counts[entry.singular], self.first[entry.singular]
+
     def labels(self) -> list[str]:
         return [self.first[key].label(count) for key, count in self.counts.items()]
 
@@ -199,6 +208,7 @@ def fit(
     dropped = Tally()
     if already is not None and already[1]:
         dropped.add(*already)
+    gone: list[tuple[int, int]] = []  # the entries dropped, in the order they went
 
     def over() -> bool:
         tail_b, tail_u = measure(closing(dropped.labels()))
@@ -220,13 +230,42 @@ def fit(
         total_b += after[0] - before[0]
         total_u += after[1] - before[1]
         dropped.add(part.entries[j])
+        gone.append((i, j))
+    texts = [[e.text for e in p.entries] if isinstance(p, Block) else [] for p in parts]
+    # An entry that may be cut (the handoff, last in the order) is shown cut to the room that is left
+    # rather than dropped whole: it still goes only after everything before it in the order went.
+    for i, j in reversed(gone):
+        entry = parts[i].entries[j]  # type: ignore[union-attr]
+        if entry.cut_note is None:
+            continue
+        label = Entry("", f"the end of {entry.singular}", whole=True)
+        dropped.remove(entry)
+        dropped.add(label)
+        heading = fixed[i] if not kept_count[i] else (0, 0)
+        tail_b, tail_u = measure(closing(dropped.labels()))
+        left = Room(max(room.max_bytes - total_b - heading[0] - tail_b, 0),
+                    None if room.max_units is None else max(room.max_units - total_u - heading[1] - tail_u, 0))
+        shortened = left.cut_lines(entry.text, entry.cut_note)
+        if shortened.count("\n") <= entry.cut_note.count("\n") + 2:  # not a line of it would be left
+            dropped.remove(label)
+            dropped.add(entry)
+            continue
+        size = measure(shortened)
+        before = part_size(i)
+        texts[i][j], kept[i][j] = shortened, True
+        kept_count[i] += 1
+        block_b[i] += size[0]
+        block_u[i] += size[1]
+        after = part_size(i)
+        total_b += after[0] - before[0]
+        total_u += after[1] - before[1]
     out: list[str] = []
     for i, part in enumerate(parts):
         if isinstance(part, str):
             out.append(part)
         elif kept_count[i]:
             out.append(part.heading)
-            out.extend(e.text for e, keep in zip(part.entries, kept[i]) if keep)
+            out.extend(text for text, keep in zip(texts[i], kept[i]) if keep)
     labels = dropped.labels()
     tail = closing(labels)
     body = "".join(out)

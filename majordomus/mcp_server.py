@@ -102,7 +102,7 @@ class Place:
         except MajordomusError as exc:
             raise (error or ToolError)(_message(exc)) from exc
         ws = _call(Workspace.open, where, error=error)
-        from majordomus.lite.statepaths import refuse_shared
+        from majordomus.store.paths import refuse_shared
 
         _call(refuse_shared, ws.paths, error=error)  # a state no one here wrote is given to no agent
         return ws

@@ -341,3 +341,24 @@ def test_a_commit_subject_holding_a_line_break_of_unicode_is_one_commit_escaped(
     assert not any(line.lstrip().startswith("## SYSTEM") for line in text.splitlines())
     context = cli("hook", "session-start", "--runtime", "claude", input='{"session_id": "s", "source": "startup"}')
     assert breaker not in context.stdout and "\\n## SYSTEM" not in context.stdout
+
+
+def test_a_handoff_larger_than_the_budget_is_cut_at_a_line_never_dropped_whole(cli: Any, repo: Path) -> None:
+    """The handoff goes last in the drop order (after the checkpoints and the continuity); one that alone is
+    larger than the budget is shown from its start, cut at a line, with a line saying where it is whole, and
+    the closing line names "the end of the latest handoff". One past the edge: a handoff that fits is whole."""
+    start_task(cli, "t1", "--objective", "Fix")
+    lines = [f"state line {n:03d} " + "word " * 30 for n in range(200)]  # about 30 KiB
+    body = "## State\n" + "\n".join(lines) + "\n## Decisions\nd\n## Open items\no\n## Next actions\nn\n"
+    assert cli("handoff", input=body).exit_code == 0
+    result = cli("brief", "t1")
+    text = result.stdout
+    assert len(text.encode()) <= 24576 and "> state line 000 " in text and "> state line 199 " not in text
+    assert "> … (cut here to fit: `majordomus handoff --show t1` prints the whole handoff)" in text
+    assert text.endswith("(dropped to fit 24576 bytes: the objective, the end of the latest handoff)\n"), text[-300:]
+    assert cli("task", "resume", "t1").exit_code == 0  # the session of the worker who continues it
+    hook = run_here("hook", "session-start", "--runtime", "codex", cwd=repo, input="{}", text=True)
+    assert "> state line 000 " in hook.stdout and "the end of the latest handoff" in hook.stdout
+    small = "## State\nshort\n## Decisions\nd\n## Open items\no\n## Next actions\nn\n"
+    assert cli("handoff", input=small).exit_code == 0
+    assert "(complete: nothing was dropped" in cli("brief", "t1").stdout

@@ -66,7 +66,7 @@ def open_session() -> Session:
         if isinstance(exc, RepositoryRefused):  # nothing from this repository reaches the agent (design §2a)
             session.refused = refused_line(exc)
         return session  # not a git work tree: nothing of ours here, and nothing to say
-    from majordomus.lite.statepaths import refuse_shared
+    from majordomus.store.paths import refuse_shared
 
     try:
         refuse_shared(session.ws.paths)

@@ -267,27 +267,6 @@ def readable_dir(paths: StatePaths, directory: str) -> bool:
     return True
 
 
-def refuse_shared(paths: StatePaths) -> None:
-    """For what an agent is given (the session hooks, the MCP tools): the state directory must be one
-    majordomus made for this user, mode 0700 and theirs. A state committed to git and checked out (its
-    directory made by git, 0755), or another user's, holds text no one here wrote: nothing of it is given
-    to an agent (design §2a), exit 12 naming it. Absent, or a link (which every reader refuses in its own
-    words): nothing to say here."""
-    try:
-        st = os.lstat(paths.root)
-    except OSError:
-        return
-    if stat.S_ISLNK(st.st_mode):
-        return
-    mode = stat.S_IMODE(st.st_mode)
-    if mode & 0o077 or st.st_uid != os.getuid():
-        raise EnvironmentProblem(
-            f"the state directory {paths.root} is not private (mode {mode:04o}, owner {st.st_uid}; majordomus makes "
-            "it 0700 and yours): it was not made here (committed to git and checked out?), so nothing from it is "
-            "given to the agent",
-            f"run `majordomus doctor`; if the records are yours, `chmod 700 {paths.root}`")
-
-
 def state_exists(paths: StatePaths) -> bool:
     """True when the state directory exists; a link (or a file) on the way to it is refused, exit 12."""
     return all(is_real_dir(path) for path in (os.path.dirname(paths.local), paths.local, paths.root))

@@ -7,6 +7,7 @@ creates what a write needs.
 from __future__ import annotations
 
 import os
+import stat
 
 from majordomus.errors import EnvironmentProblem
 from majordomus.lite.ignorefile import ignore_missing, refuse_special, write_ignore
@@ -97,3 +98,24 @@ def ensure(paths: StatePaths, *subdirs: str) -> None:
         ensure_dir(os.path.join(paths.root, sub))
     if not os.access(paths.root, os.W_OK | os.X_OK):
         raise EnvironmentProblem(f"the state directory {paths.root} is not writable", unwritable_hint(paths.root))
+
+
+def refuse_shared(paths: StatePaths) -> None:
+    """For what an agent is given (the session hooks, the MCP tools): the state directory must be one
+    majordomus made for this user, mode 0700 and theirs. A state committed to git and checked out (its
+    directory made by git, 0755), or another user's, holds text no one here wrote: nothing of it is given
+    to an agent (design §2a), exit 12 naming it. Absent, or a link (which every reader refuses in its own
+    words): nothing to say here."""
+    try:
+        st = os.lstat(paths.root)
+    except OSError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        return
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077 or st.st_uid != os.getuid():
+        raise EnvironmentProblem(
+            f"the state directory {paths.root} is not private (mode {mode:04o}, owner {st.st_uid}; majordomus makes "
+            "it 0700 and yours): it was not made here (committed to git and checked out?), so nothing from it is "
+            "given to the agent",
+            f"run `majordomus doctor`; if the records are yours, `chmod 700 {paths.root}`")

@@ -44,38 +44,21 @@ class Choice:
         return click.Choice(list(self.choices))
 
 
-def _plain_number(value: str, point: bool) -> bool:
-    """Digits, and with `point` one `.` between digits: the spellings int() and float() read one way only."""
-    whole, dot, fraction = value.partition(".")
-    return whole.isdigit() and whole.isascii() and (not dot or (point and fraction.isdigit() and fraction.isascii()))
-
-
 class IntRange:
-    def __init__(self, min: int | None = None, max: int | None = None) -> None:
-        self.min, self.max = min, max
+    """A whole number within [min, max] (click's IntRange): read here only in plain digits."""
 
-    def fast(self, value: str) -> int:
-        if not _plain_number(value, point=False):
-            raise _Declined
-        number = int(value)
-        if (self.min is not None and number < self.min) or (self.max is not None and number > self.max):
-            raise _Declined
-        return number
+    point = False  # whether one `.` between digits is read too (FloatRange)
 
-    def to_click(self) -> Any:
-        import click
-
-        return click.IntRange(min=self.min, max=self.max)
-
-
-class FloatRange:
     def __init__(self, min: float | None = None, max: float | None = None) -> None:
         self.min, self.max = min, max
 
-    def fast(self, value: str) -> float:
-        if not _plain_number(value, point=True):
+    def fast(self, value: str) -> Any:
+        """The spellings int() and float() read one way only: digits, and for a float one `.` between them."""
+        whole, dot, fraction = value.partition(".")
+        if not (whole.isdigit() and whole.isascii() and (not dot or (self.point and fraction.isdigit()
+                                                                      and fraction.isascii()))):
             raise _Declined
-        number = float(value)
+        number = float(value) if self.point else int(value)
         if (self.min is not None and number < self.min) or (self.max is not None and number > self.max):
             raise _Declined
         return number
@@ -83,7 +66,15 @@ class FloatRange:
     def to_click(self) -> Any:
         import click
 
-        return click.FloatRange(self.min, self.max)
+        if self.point:
+            return click.FloatRange(self.min, self.max)
+        return click.IntRange(None if self.min is None else int(self.min), None if self.max is None else int(self.max))
+
+
+class FloatRange(IntRange):
+    """A number within [min, max] (click's FloatRange)."""
+
+    point = True
 
 
 class Directory:

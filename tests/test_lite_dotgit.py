@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import git, run_here
+from helpers import git, run_here, snapshot
 
 from majordomus.lite import dotgit
 
@@ -72,9 +72,11 @@ def test_a_head_that_is_a_link_naming_a_ref_is_that_branch_and_one_naming_anythi
     assert json.loads(run_here("task", "show", "--json", cwd=repo).stdout)["branch"] == "other"
     head.unlink()
     head.symlink_to("/etc/hostname")
+    before = snapshot(repo)
     done = run_here("checkpoint", cwd=repo, input="a note\n", text=True)
     assert done.returncode == 12 and "is a symbolic link to /etc/hostname, which names no ref" in done.stderr
     assert "mv " not in done.stderr and "git symbolic-ref HEAD" in done.stderr
+    assert snapshot(repo) == before
 
 
 def test_git_dir_naming_a_linked_worktrees_git_file_is_followed_as_git_follows_it(repo, tmp_path, monkeypatch):

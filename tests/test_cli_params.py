@@ -35,7 +35,8 @@ def declared() -> dict[str, params.Command]:
 
 
 DECLARED = declared()
-NUMBERS = ["0", "5", "007", "20", "1.5", "+5", "-1", "1e3", "nan", "inf", "5_0", " 5", "１", "0.1", "86400.5"]
+NUMBERS = ["0", "5", "007", "20", "1.5", "+5", "-1", "1e3", "nan", "inf", "5_0", " 5", "１", "0.1", "86400.5",
+           "9" * 5000]  # more digits than int() converts
 WORDS = ["x", "alpha", "a b", "", "-", "--", "-h", "--help", "-Z", "--nope", "é", "t1", "--=x"]
 
 

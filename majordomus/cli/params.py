@@ -58,7 +58,10 @@ class IntRange:
         if not (whole.isdigit() and whole.isascii() and (not dot or (self.point and fraction.isdigit()
                                                                       and fraction.isascii()))):
             raise _Declined
-        number = float(value) if self.point else int(value)
+        try:
+            number = float(value) if self.point else int(value)
+        except ValueError:  # more digits than int() converts (4300): click says what is wrong
+            raise _Declined from None
         if (self.min is not None and number < self.min) or (self.max is not None and number > self.max):
             raise _Declined
         return number

@@ -68,8 +68,10 @@ def internal_error(exc: BaseException) -> int:
         import traceback
 
         traceback.print_exception(type(exc), exc, exc.__traceback__)
+    from majordomus.lite.textrules import escape
+
     sys.stderr.write(
-        f"majordomus: internal error: {type(exc).__name__}: {exc}\n"
+        f"majordomus: internal error: {escape(f'{type(exc).__name__}: {exc}')}\n"
         "hint: rerun with MAJORDOMUS_DEBUG=1 for the traceback, and report it\n"
     )
     return 70

@@ -185,5 +185,5 @@ def main(argv: list[str]) -> int:
         if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.ENOSPC, errno.ELOOP):
             sys.stderr.write(f"majordomus: hook compact: not recorded: {exc.strerror}\n")
         else:
-            sys.stderr.write(f"majordomus: hook compact: not recorded: {getattr(exc, 'message', type(exc).__name__)}\n")
+            sys.stderr.write(f"majordomus: hook compact: not recorded: {escape(str(getattr(exc, 'message', type(exc).__name__)))}\n")
     return 0

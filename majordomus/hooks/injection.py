@@ -106,7 +106,7 @@ def _identity(session: Session) -> str:
     try:
         return read_identity(ws, task.profile if task is not None else ws.config.profile)
     except Exception as exc:
-        return f"majordomus: identity not loaded: {type(exc).__name__}: {exc}. Run `majordomus doctor`."
+        return f"majordomus: identity not loaded: {escape(f'{type(exc).__name__}: {exc}')}. Run `majordomus doctor`."
 
 
 PROFILE_CUT = "[majordomus: the profile was cut to fit the context limit]"

@@ -127,7 +127,7 @@ def session_start(stdin: BinaryIO | None, runtime: str = "claude") -> str | None
         except RepositoryRefused:
             raise
         except Exception as exc:
-            sys.stderr.write(f"majordomus: session bookkeeping skipped: {exc}\n")
+            sys.stderr.write(f"majordomus: session bookkeeping skipped: {escape(str(exc))}\n")
             context = build_context(session, runtime)
     except RepositoryRefused as exc:  # found only once git ran: the profile read before it goes unsaid too
         context = refused_line(exc)
@@ -135,7 +135,7 @@ def session_start(stdin: BinaryIO | None, runtime: str = "claude") -> str | None
         _record(session, "session.start", session_id=short(payload.get("session_id")),
                 source=short(payload.get("source")))
     except Exception as exc:
-        sys.stderr.write(f"majordomus: session.start not recorded: {exc}\n")
+        sys.stderr.write(f"majordomus: session.start not recorded: {escape(str(exc))}\n")
     if other is not None:
         return _shaped(other, context, short(payload.get("source")))
     return _output(context)
@@ -171,7 +171,7 @@ def stop(stdin: BinaryIO | None) -> None:
         _record(session, "session.stop", session_id=short(payload.get("session_id")),
                 message_length=final_message_length(payload))
     except Exception as exc:
-        sys.stderr.write(f"majordomus: session.stop not recorded: {exc}\n")
+        sys.stderr.write(f"majordomus: session.stop not recorded: {escape(str(exc))}\n")
     session_id = short(payload.get("session_id"))
     if session.ws is not None and session_id:
         import time
@@ -181,7 +181,7 @@ def stop(stdin: BinaryIO | None) -> None:
         try:
             conversations.remember_stop(session.ws, session_id, time.time())
         except Exception as exc:
-            sys.stderr.write(f"majordomus: the time of this answer not kept: {exc}\n")
+            sys.stderr.write(f"majordomus: the time of this answer not kept: {escape(str(exc))}\n")
 
 
 def run(name: str, runtime: str = "claude") -> None:

@@ -76,3 +76,15 @@ def seconds_of(text: str) -> int:
     of_year = (153 * (month - 3 if month > 2 else month + 9) + 2) // 5 + day - 1
     days = era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468  # 1970-01-01 is day 0
     return days * 86400 + int(text[11:13]) * 3600 + int(text[14:16]) * 60 + int(text[17:19])
+
+
+_FIRST, _LAST = -62135596800, 253402300799  # 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z
+
+
+def iso_of(seconds: int) -> str:
+    """Seconds since the epoch as a stamp, held to the years 1 to 9999: a time git or a remote gives may be
+    any number (a commit dated `@300000000000`), and what cannot be shown as a stamp is shown as the first
+    or the last one there is, never an error."""
+    moment = time.gmtime(min(max(int(seconds), _FIRST), _LAST))
+    return (f"{moment.tm_year:04d}-{moment.tm_mon:02d}-{moment.tm_mday:02d}T"
+            f"{moment.tm_hour:02d}:{moment.tm_min:02d}:{moment.tm_sec:02d}Z")

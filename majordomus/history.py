@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 import heapq
 import os
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from majordomus import clock, continuity, continuity_doc, tasks
@@ -116,7 +116,7 @@ def since_iso(ws: Workspace, when: str) -> str:
 
 
 def _iso(epoch: int) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime(clock.ISO)
+    return clock.iso_of(epoch)
 
 
 def build(ws: Workspace, selected: list[tasks.Task], *, limit: int | None = DEFAULT_LIMIT,

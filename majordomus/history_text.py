@@ -12,14 +12,14 @@ YELLOW, GREEN, RED, RESET = "\x1b[33m", "\x1b[32m", "\x1b[31m", "\x1b[0m"
 def text_line(entry: Entry, colour: bool = False, with_task: bool = False) -> str:
     """`time  kind  head  summary`, escaped (and coloured as git colours ids when asked)."""
     head = escape(entry.head or NO_HEAD)
-    kind = f"{entry.kind:<10}"
+    kind = f"{escape(entry.kind):<10}"  # an event's name and time are the ledger's text too
     summary = escape(entry.summary)
     if colour:
         head = YELLOW + head + RESET
         if entry.kind == "run":
             kind = (GREEN if " passed" in entry.summary else RED) + kind + RESET
     task = f"{escape(entry.task or '-'):<16}  " if with_task else ""
-    return f"{entry.at}  {task}{kind}  {head}  {summary}".rstrip()
+    return f"{escape(entry.at)}  {task}{kind}  {head}  {summary}".rstrip()
 
 
 def markdown(timeline: Timeline) -> str:
@@ -33,6 +33,6 @@ def markdown(timeline: Timeline) -> str:
     out = [f"### majordomus log: {title}", "", "| Time | Task | Kind | Head | Summary |",
            "| --- | --- | --- | --- | --- |"]
     for e in timeline.entries:
-        out.append(f"| {e.at} | {cell(e.task or '-')} | {e.kind} | {cell(e.head or NO_HEAD)} | {cell(e.summary)} |")
+        out.append(f"| {cell(e.at)} | {cell(e.task or '-')} | {cell(e.kind)} | {cell(e.head or NO_HEAD)} | {cell(e.summary)} |")
     out.extend(f"\n_{cell(note)}_" for note in timeline.notes)
     return "\n".join(out) + "\n"

@@ -168,6 +168,12 @@ class _Server(_ServerBase):  # type: ignore[misc, valid-type]
         return _escaped(await super().call_tool(name, *args, **kwargs))
 
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        known = sorted(str(resource.uri) for resource in await self.list_resources())
+        if str(uri) not in known:  # the SDK's own error would repeat the client's URI raw
+            from majordomus.output import escape
+
+            raise ResourceError(f"majordomus has no resource `{escape(str(uri))}`\nhint: its resources are "
+                                f"{', '.join(known)}")
         token = _REQUEST.set(context if context is not None else _current_context(self))
         try:
             read = await (super().read_resource(uri, context) if context is not None else super().read_resource(uri))
@@ -179,6 +185,16 @@ class _Server(_ServerBase):  # type: ignore[misc, valid-type]
             if isinstance(getattr(part, "content", None), str):
                 part.content = escape(part.content, body=True)
         return read
+
+
+    async def get_prompt(self, name: Any, *args: Any, **kwargs: Any) -> Any:
+        known = sorted(prompt.name for prompt in await self.list_prompts())
+        if name not in known:  # as for a tool: the client's name escaped, never repeated raw
+            from majordomus.output import escape
+
+            raise ValueError(f"majordomus has no prompt `{escape(str(name))}`"
+                             + (f"\nhint: its prompts are {', '.join(known)}" if known else " (it offers none)"))
+        return await super().get_prompt(name, *args, **kwargs)
 
 
 def _escaped(result: Any) -> Any:

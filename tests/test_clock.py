@@ -44,3 +44,12 @@ def test_seconds_of_refuses_what_is_no_stamp_and_the_cutoff_keeps_it(text):
     with pytest.raises(ValueError):
         clock.seconds_of(text)
     assert lookback.search_cutoff(text) == text
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [(0, "1970-01-01T00:00:00Z"), (253402300799, "9999-12-31T23:59:59Z"),
+                                                (300000000000, "9999-12-31T23:59:59Z"), (10**17, "9999-12-31T23:59:59Z"),
+                                                (-62135596800, "0001-01-01T00:00:00Z"), (-10**17, "0001-01-01T00:00:00Z")])
+def test_iso_of_holds_any_number_of_seconds_to_the_stamps_there_are(seconds, shown):
+    """A time from git or a remote may be any number (a commit dated `@300000000000`): shown as a stamp held
+    to the years 1 to 9999, never an OverflowError or `Value too large` (exit 70)."""
+    assert clock.iso_of(seconds) == shown and clock.is_iso(shown)

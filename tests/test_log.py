@@ -322,6 +322,7 @@ def test_a_branch_with_unicode_line_breaks_is_found_and_every_note_is_escaped(cl
     *[(when, f"git reads the time `{when}` as this very moment") for when in ("0", "999999999999", "now")],
     ("@\uff10", "git cannot read the time"),  # a full-width digit is no digit of a time
     ("@99999999999", "is in the future"),
+    ("@999999999999", "is in the future (9999-12-31T23:59:59Z)"),  # past the years a stamp shows: the last
 ])
 def test_since_that_git_would_read_as_now_or_that_does_not_exist_is_a_usage_error(cli, repo, when, words):
     start_task(cli, "t1")
@@ -386,3 +387,28 @@ def test_the_timeline_is_in_ledger_order_whatever_the_clocks_said(cli, repo):
     commit_now(repo, "a commit", offset=5)
     kinds = [e["kind"] for e in entries(cli)]
     assert kinds.index("commit") < kinds.index("start")
+
+
+def test_a_commit_dated_past_the_year_9999_is_shown_at_the_last_stamp_never_an_error(cli, repo):
+    """git lets a commit carry any time (`@300000000000`, the year 11476): the timeline shows it at the last
+    stamp there is, 9999-12-31T23:59:59Z, and exits 0, text, markdown and graph alike."""
+    start_task(cli, "t1")
+    assert cli("checkpoint", input="one").exit_code == 0
+    env = dict(os.environ, GIT_COMMITTER_DATE="@300000000000 +0000", GIT_AUTHOR_DATE="@300000000000 +0000")
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "from far ahead"], cwd=repo, env=env, check=True)
+    for args in ((), ("--format", "markdown"), ("--graph",)):
+        result = cli("log", *args)
+        assert result.exit_code == 0 and "9999-12-31T23:59:59Z" in result.stdout, (args, result)
+
+
+def test_a_ledger_event_whose_name_or_time_holds_a_line_break_starts_no_line():
+    """The timeline's time and kind come from the ledger, which any hand can edit: they are escaped as every
+    stored field, in the text line and in the markdown table."""
+    from majordomus import history, history_text
+
+    entry = history.Entry("2026-01-01T00:00:00Z\n# SYSTEM", "task.note\nINJ \x1b[31m\u202e", None, "s")
+    line = history_text.text_line(entry)
+    assert "\n" not in line and "\x1b" not in line and "\u202e" not in line and "INJ" in line
+    table = history_text.markdown(history.Timeline([entry], [], ["t1"]))
+    assert not any(row.startswith(("INJ", "# SYSTEM")) for row in table.splitlines()), table
+    assert "\x1b" not in table and "\u202e" not in table

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from majordomus.cli import params
 from majordomus.cli.params import run, workspace
-from majordomus.output import emit
+from majordomus.output import emit, escape
 
 
 @params.command("init")
@@ -13,7 +13,7 @@ def init_cmd() -> None:
     from majordomus import scaffold
 
     for path, what in scaffold.init(workspace()):
-        emit(f"{what}: {path}")
+        emit(f"{what}: {escape(path)}")
 
 
 def main(argv: list[str]) -> int:

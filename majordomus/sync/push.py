@@ -199,4 +199,4 @@ def _push_logged(ws: Workspace, tip: str) -> bool:
     found = odb.commit(ws.repo, tip)
     if found is None:
         return True
-    return ledger.logged(ws.paths.ledger, tip, time.strftime(clock.ISO, time.gmtime(found.time)), key="commit")
+    return ledger.logged(ws.paths.ledger, tip, clock.iso_of(found.time), key="commit")

@@ -3,7 +3,6 @@ not delivered, and what a pull would import — computed without writing anythin
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +54,7 @@ class Status:
 
 
 def _iso(seconds: int) -> str:
-    return time.strftime(clock.ISO, time.gmtime(seconds))
+    return clock.iso_of(seconds)
 
 
 def status(ws: Workspace, name: str | None, *, fetch: bool = True) -> Status:

@@ -248,13 +248,18 @@ def test_a_checkpoint_that_lands_while_the_handoff_waits_for_the_lock_is_listed_
         proc = subprocess.Popen([strace, "-f", "-qq", "-o", os.devnull, "-e", "trace=flock", "-e",
                                  "inject=flock:delay_enter=1500000:when=1", str(MAJORDOMUS), "handoff"], cwd=repo,
                                 stdin=body, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    end = time.monotonic() + 20  # until the handoff sits at its lock, held back
-    while not _in_flock(proc.pid) and time.monotonic() < end and proc.poll() is None:
-        time.sleep(0.005)
-    assert _in_flock(proc.pid), "the handoff never reached its lock"
-    landed = run_here("checkpoint", cwd=repo, input="landed while the handoff waited\n")
-    assert landed.returncode == 0, landed.stderr
-    out, err = proc.communicate(timeout=30)
+    try:
+        end = time.monotonic() + 20  # until the handoff sits at its lock, held back
+        while not _in_flock(proc.pid) and time.monotonic() < end and proc.poll() is None:
+            time.sleep(0.005)
+        assert _in_flock(proc.pid), "the handoff never reached its lock"
+        landed = run_here("checkpoint", cwd=repo, input="landed while the handoff waited\n")
+        assert landed.returncode == 0, landed.stderr
+        out, err = proc.communicate(timeout=30)
+    finally:  # a failure here leaves no traced handoff behind
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 0, err
     meta = front_matter(repo / out.decode().strip())
     listed = [p.split("/", 1)[1] for p in meta["checkpoints"]]

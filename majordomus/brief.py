@@ -207,7 +207,7 @@ def _facts(ws: Workspace, task: tasks.Task, last: reading.Record | None,
 
 def _title(ws: Workspace, task: tasks.Task) -> str:
     title = f" ({esc(task.title)})" if task.title and task.title != task.id else ""
-    line = f"Briefing for task `{task.id}`{title}: {task.status}, profile {task.profile}, owner {esc(task.owner)}.\n"
+    line = f"Briefing for task `{task.id}`{title}: {esc(task.status)}, profile {esc(task.profile)}, owner {esc(task.owner)}.\n"
     where, branch = esc(task.worktree), esc(task.branch or "(detached)")
     held = tasks.where_active(ws, task)
     if held == "orphaned":

@@ -313,3 +313,18 @@ def test_an_mcp_tool_refuses_a_state_majordomus_did_not_make(repo):
     with pytest.raises(ToolError) as raised:
         asyncio.run(place.workspace(None))
     assert "is not private (mode 0755" in str(raised.value) and "Ignore" not in str(raised.value)
+
+
+def test_a_task_records_profile_holding_a_line_break_starts_no_line(repo):
+    """The task record is a state file any hand can edit: a `profile` holding a line break and an ESC is
+    shown escaped in the briefing's first line and in the hook's "identity not loaded" line, never as a
+    line of its own."""
+    init(repo)
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    record = state_dir(repo) / "tasks" / "t1.yaml"
+    record.write_text(record.read_text().replace('profile: "default"', 'profile: "pp\\nINJECTED line\\e[31mred"'))
+    shown = run_here("brief", cwd=repo, text=True).stdout
+    context = session_start(repo)
+    for text in (shown, context):
+        assert not any(line.startswith("INJECTED") for line in text.splitlines()), text
+        assert "\x1b" not in text and "pp\\x0aINJECTED line\\x1b[31mred" in text, text

@@ -47,7 +47,7 @@ def read_identity(ws: Any, name: str) -> str:
     A committed profile is untrusted (design §2a): a link (to /proc/self/environ, say), a FIFO or a huge
     file is never read."""
     if not names.is_profile_name(name):
-        return (f"majordomus: identity not loaded: `{name}` is not a valid profile name. "
+        return (f"majordomus: identity not loaded: `{escape(str(name))}` is not a valid profile name. "
                 "Fix `profile:` in .ai/config.yaml (or the task's profile) to a plain name such as `default`.")
     candidates = profile_paths(ws, name)
     for path in candidates:

@@ -110,12 +110,8 @@ def since_iso(ws: Workspace, when: str) -> str:
             raise UsageError(f"git reads the time `{shown}` as this very moment: nothing would be shown", _SINCE_HINT)
     epoch = int(out)
     if epoch > time.time() + _FUTURE_SLACK_S:
-        raise UsageError(f"the time `{shown}` is in the future ({_iso(int(out))}): nothing would be shown",
+        raise UsageError(f"the time `{shown}` is in the future ({clock.iso_of(int(out))}): nothing would be shown",
                          _SINCE_HINT)
-    return _iso(epoch)
-
-
-def _iso(epoch: int) -> str:
     return clock.iso_of(epoch)
 
 
@@ -328,7 +324,7 @@ def _commits(ws: Workspace, selected: list[tasks.Task], limit: int | None, since
     for line in out.decode("utf-8", "replace").split("\n"):
         full, short, epoch, subject = (line.split("\0", 3) + ["", "", ""])[:4]
         if epoch.isdigit():
-            entries.append(Entry(_iso(int(epoch)), "commit", short[:7], subject, None, task, order=0,
+            entries.append(Entry(clock.iso_of(int(epoch)), "commit", short[:7], subject, None, task, order=0,
                                  commit=full))
     return entries
 
@@ -362,7 +358,7 @@ def graph(ws: Workspace, selected: list[tasks.Task], *, limit: int | None = DEFA
             out.append(escape(prefix))
             continue
         _full, short, epoch, subject = (rest.split("\0", 3) + ["", "", ""])[:4]
-        at = _iso(int(epoch)) if epoch.isdigit() else "?"
+        at = clock.iso_of(int(epoch)) if epoch.isdigit() else "?"
         out.append(escape(f"{prefix}{short[:7]} {at} {subject}"))
         under = escape(prefix.replace("*", "|"))
         for entry in by_head.get(short[:7], []):

@@ -162,18 +162,13 @@ class _Server(_ServerBase):  # type: ignore[misc, valid-type]
     async def call_tool(self, name: Any, *args: Any, **kwargs: Any) -> Any:
         known = sorted(tool.name for tool in await self.list_tools())
         if name not in known:  # the SDK's own error would repeat the client's name raw ("Unknown tool: …")
-            from majordomus.output import escape
-
-            raise ToolError(f"majordomus has no tool `{escape(str(name))}`\nhint: its tools are {', '.join(known)}")
+            raise ToolError(_unknown("tool", name, known))
         return _escaped(await super().call_tool(name, *args, **kwargs))
 
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
         known = sorted(str(resource.uri) for resource in await self.list_resources())
-        if str(uri) not in known:  # the SDK's own error would repeat the client's URI raw
-            from majordomus.output import escape
-
-            raise ResourceError(f"majordomus has no resource `{escape(str(uri))}`\nhint: its resources are "
-                                f"{', '.join(known)}")
+        if str(uri) not in known:
+            raise ResourceError(_unknown("resource", uri, known))
         token = _REQUEST.set(context if context is not None else _current_context(self))
         try:
             read = await (super().read_resource(uri, context) if context is not None else super().read_resource(uri))
@@ -186,15 +181,20 @@ class _Server(_ServerBase):  # type: ignore[misc, valid-type]
                 part.content = escape(part.content, body=True)
         return read
 
-
     async def get_prompt(self, name: Any, *args: Any, **kwargs: Any) -> Any:
         known = sorted(prompt.name for prompt in await self.list_prompts())
-        if name not in known:  # as for a tool: the client's name escaped, never repeated raw
-            from majordomus.output import escape
-
-            raise ValueError(f"majordomus has no prompt `{escape(str(name))}`"
-                             + (f"\nhint: its prompts are {', '.join(known)}" if known else " (it offers none)"))
+        if name not in known:
+            raise ValueError(_unknown("prompt", name, known))
         return await super().get_prompt(name, *args, **kwargs)
+
+
+def _unknown(kind: str, name: Any, known: list[str]) -> str:
+    """A tool, resource or prompt the server does not have, named as the client gave it, escaped: the SDK's
+    own error would repeat it raw, a line of its own for the model to read as an instruction."""
+    from majordomus.output import escape
+
+    there = f"\nhint: its {kind}s are {', '.join(known)}" if known else f" (it offers no {kind}s)"
+    return f"majordomus has no {kind} `{escape(str(name))}`{there}"
 
 
 def _escaped(result: Any) -> Any:

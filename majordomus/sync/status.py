@@ -53,9 +53,6 @@ class Status:
         }
 
 
-def _iso(seconds: int) -> str:
-    return clock.iso_of(seconds)
-
 
 def status(ws: Workspace, name: str | None, *, fetch: bool = True) -> Status:
     """Compare this machine's state with the remote's (fetched first unless `fetch` is False)."""
@@ -67,7 +64,7 @@ def status(ws: Workspace, name: str | None, *, fetch: bool = True) -> Status:
     own = machine.read(ws)
     result = Status(remote=remote, fetched=fetch, machine=own, refused=list(found.refused), broken=found.broken)
     for ref in found.refs:
-        result.machines.append(MachineSeen(ref.machine, ref.name, ref.commit.oid, _iso(ref.commit.time), ref.fmt,
+        result.machines.append(MachineSeen(ref.machine, ref.name, ref.commit.oid, clock.iso_of(ref.commit.time), ref.fmt,
                                            this=ref.machine is not None and ref.machine == own))
     mine = found.mine(own)
     result.ahead = {d: [] for d in DIRS}

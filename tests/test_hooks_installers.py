@@ -155,6 +155,41 @@ def test_refuses_a_settings_file_it_cannot_merge_into(repo, content, message):
     assert snapshot(repo) == before
 
 
+ALL_FILES = {**FILES, "gemini": Path(".gemini") / "settings.json", "copilot": Path(".github") / "hooks" / "majordomus.json"}
+
+
+@pytest.mark.parametrize("runtime", sorted(ALL_FILES))
+@pytest.mark.parametrize("value", ["null", "[]", "1", '"x"', "true"])
+def test_a_hooks_key_that_is_not_an_object_is_refused_null_included(repo, runtime, value):
+    """`"hooks": null` is no table of hooks, like `[]`: exit 10 naming it, and nothing written anywhere
+    (not the settings file, not a receipt under the state directory). An object one past it installs."""
+    path = repo / ALL_FILES[runtime]
+    path.parent.mkdir(parents=True)
+    path.write_text('{"hooks": %s}' % value)
+    before = snapshot(repo)
+    for action in ("install", "uninstall"):
+        result = run_here("hooks", action, "--runtime", runtime, cwd=repo)
+        if action == "uninstall" and result.returncode == 0:
+            continue  # nothing of ours there: left as it is
+        assert result.returncode == 10, (action, result.stderr)
+        assert f"`hooks` in {path} must be an object; nothing was written".encode() in result.stderr
+        assert snapshot(repo) == before
+    path.write_text('{"hooks": {}}')
+    assert run_here("hooks", "install", "--runtime", runtime, cwd=repo).returncode == 0
+
+
+@pytest.mark.parametrize("value", ["null", "[]", '"x"'])
+def test_an_mcp_servers_key_that_is_not_an_object_is_refused_before_the_hooks_are_installed(repo, value):
+    (repo / ".mcp.json").write_text('{"mcpServers": %s}' % value)
+    before = snapshot(repo)
+    result = run_here("hooks", "install", "--runtime", "claude", "--mcp", cwd=repo)
+    assert result.returncode == 10, result.stderr
+    assert f"`mcpServers` in {repo / '.mcp.json'} must be an object; nothing was written".encode() in result.stderr
+    assert snapshot(repo) == before  # the settings file's half was not written either
+    (repo / ".mcp.json").write_text('{"mcpServers": {}}')
+    assert run_here("hooks", "install", "--runtime", "claude", "--mcp", cwd=repo).returncode == 0
+
+
 def test_refuses_a_symlinked_settings_file(repo, tmp_path):
     target = tmp_path / "shared.json"
     target.write_text("{}")

@@ -121,16 +121,12 @@ class HooksFileLayout:
 
     def check(self, doc: dict[str, Any], path: str) -> None:
         from majordomus.errors import Refused
+        from majordomus.hooks import installers
 
         if doc.get("version", FILE_VERSION) != FILE_VERSION:
             raise Refused(f"{path} is a version {doc['version']!r} hooks file; majordomus writes version "
                           f"{FILE_VERSION} only; nothing was written", "move that file away, or add the hooks by hand")
-        table = doc.get("hooks")
-        if table is None:
-            return
-        if not isinstance(table, dict):
-            raise Refused(f"`hooks` in {path} must be an object; nothing was written", "fix the file, then try again")
-        for event, entries in table.items():
+        for event, entries in installers.table_of(doc, "hooks", path).items():
             if not isinstance(entries, list):
                 raise Refused(f"`hooks.{event}` in {path} must be a list; nothing was written",
                               "fix the file, then try again")

@@ -113,13 +113,9 @@ class SettingsLayout:
 
     def check(self, doc: dict[str, Any], path: str) -> None:
         from majordomus.errors import Refused
+        from majordomus.hooks import installers
 
-        table = doc.get("hooks")
-        if table is None:
-            return
-        if not isinstance(table, dict):
-            raise Refused(f"`hooks` in {path} must be an object; nothing was written", "fix the file, then try again")
-        for event, groups in table.items():
+        for event, groups in installers.table_of(doc, "hooks", path).items():
             if event not in CONFIG_FIELDS and not isinstance(groups, list):
                 raise Refused(f"`hooks.{event}` in {path} must be a list; nothing was written",
                               "fix the file, then try again")

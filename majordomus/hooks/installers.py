@@ -77,14 +77,22 @@ def _parse(data: bytes | None, path: str) -> dict[str, Any]:
                       "fix the syntax, then run the command again") from exc
     if not isinstance(doc, dict):
         raise Refused(f"{path} must hold a JSON object; nothing was written", "fix the file, then try again")
-    hooks = doc.get("hooks")
-    if hooks is not None and not isinstance(hooks, dict):
-        raise Refused(f"`hooks` in {path} must be an object; nothing was written", "fix the file, then try again")
-    for event, groups in (hooks or {}).items():
+    for event, groups in table_of(doc, "hooks", path).items():
         if not isinstance(groups, list):
             raise Refused(f"`hooks.{event}` in {path} must be a list; nothing was written",
                           "fix the file, then try again")
     return doc
+
+
+def table_of(doc: dict[str, Any], key: str, path: str) -> dict[str, Any]:
+    """The object at `key` of a settings document: {} when the key is absent; refused when it is there and
+    not an object (`null` included: it would be replaced, and the file's own word for it lost)."""
+    if key not in doc:
+        return {}
+    table = doc[key]
+    if not isinstance(table, dict):
+        raise Refused(f"`{key}` in {path} must be an object; nothing was written", "fix the file, then try again")
+    return table
 
 
 def _style(data: bytes | None) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from majordomus.errors import Refused
 from majordomus.hooks import installers
 from majordomus.store import files
 
@@ -25,10 +24,7 @@ def path_of(ws: Any) -> str:
 
 
 def _servers(doc: dict[str, Any], path: str) -> dict[str, Any]:
-    servers = doc.get("mcpServers")
-    if servers is not None and not isinstance(servers, dict):
-        raise Refused(f"`mcpServers` in {path} must be an object; nothing was written", "fix the file, then try again")
-    return servers or {}
+    return installers.table_of(doc, "mcpServers", path)
 
 
 def check(ws: Any) -> None:

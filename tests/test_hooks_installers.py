@@ -165,7 +165,7 @@ def test_a_hooks_key_that_is_not_an_object_is_refused_null_included(repo, runtim
     (not the settings file, not a receipt under the state directory). An object one past it installs."""
     path = repo / ALL_FILES[runtime]
     path.parent.mkdir(parents=True)
-    path.write_text('{"hooks": %s}' % value)
+    path.write_text(f'{{"hooks": {value}}}')
     before = snapshot(repo)
     for action in ("install", "uninstall"):
         result = run_here("hooks", action, "--runtime", runtime, cwd=repo)
@@ -180,7 +180,7 @@ def test_a_hooks_key_that_is_not_an_object_is_refused_null_included(repo, runtim
 
 @pytest.mark.parametrize("value", ["null", "[]", '"x"'])
 def test_an_mcp_servers_key_that_is_not_an_object_is_refused_before_the_hooks_are_installed(repo, value):
-    (repo / ".mcp.json").write_text('{"mcpServers": %s}' % value)
+    (repo / ".mcp.json").write_text(f'{{"mcpServers": {value}}}')
     before = snapshot(repo)
     result = run_here("hooks", "install", "--runtime", "claude", "--mcp", cwd=repo)
     assert result.returncode == 10, result.stderr

@@ -26,6 +26,19 @@ def test_chain_and_sequence(tmp_path):
     assert ledger.verify(path).ok
 
 
+def test_a_field_holding_a_lone_surrogate_is_an_ascii_line_and_the_others_stay_readable_utf8(tmp_path):
+    """A byte git gave that is not UTF-8 (a remote ref's name, kept by surrogateescape) cannot be UTF-8 text:
+    that one line is ASCII JSON, the same value read back; the lines around it stay readable UTF-8."""
+    path = str(tmp_path / "ledger.jsonl")
+    for value in ("café", "refs/majordomus/machines/bad\udcff\udcfe", "naïve"):
+        ledger.append(path, "sync.refused", {"task": None, "path": value}, "2026-01-01T00:00:00Z")
+    lines = Path(path).read_bytes().splitlines()
+    assert "café".encode() in lines[0] and "naïve".encode() in lines[2]
+    assert lines[1].isascii() and b"bad\\udcff\\udcfe" in lines[1]
+    assert [json.loads(line)["path"] for line in lines] == ["café", "refs/majordomus/machines/bad\udcff\udcfe", "naïve"]
+    assert ledger.verify(path).ok
+
+
 def test_torn_line_is_counted_and_the_chain_continues(tmp_path):
     path = str(tmp_path / "ledger.jsonl")
     ledger.append(path, "a", {}, "2026-01-01T00:00:00Z")

@@ -213,6 +213,46 @@ def test_a_ref_under_a_name_that_is_no_machine_id_is_refused(cli, tmp_path, remo
     assert (state_dir(b) / "tasks" / "honest.yaml").exists()
 
 
+def test_a_ref_whose_name_is_not_utf8_is_refused_and_logged_never_exit_70(cli, tmp_path, remote, repo):
+    """git keeps a ref name's bytes as they are: `bad\\xff\\xfe` is refused by name like any other (exit 10,
+    named escaped), the rest imported, and its `sync.refused` event lands (the ledger line is ASCII JSON
+    there: the same value read back), pull after pull."""
+    cli("task", "start", "honest")
+    cli("sync", "push")
+    commit = git(remote, "rev-parse", f"refs/majordomus/machines/{(state_dir(repo) / 'machine-id').read_text().strip()}")
+    git(remote, "update-ref", "refs/majordomus/machines/bad\udcff\udcfe", commit)  # the bytes ff fe
+    b = clone(tmp_path, remote, "b")
+    for _ in range(2):
+        result = cli("sync", "pull", cwd=b)
+        assert result.exit_code == 10, result.output
+        assert "refs/majordomus/machines/bad\\xff\\xfe (origin): not a machine id" in result.stderr
+    assert (state_dir(b) / "tasks" / "honest.yaml").exists()
+    first, second = events(b, "sync.refused")  # one a pull
+    assert first["refused"] == second["refused"]
+    assert first["refused"][0]["path"] == "refs/majordomus/machines/bad\udcff\udcfe" and first["count"] == 1
+    assert cli("ledger", "--verify", cwd=b).exit_code == 0
+    shown = cli("log", "--all", cwd=b)
+    assert shown.exit_code == 0 and "bad\\xff\\xfe" in shown.stdout
+
+
+@pytest.mark.parametrize("command", ["push", "pull", "status"])
+def test_a_remote_whose_name_is_not_utf8_is_exit_12_before_anything_is_fetched_or_pushed(cli, repo, remote, command):
+    """The remote's name goes into the ledger's events: a name git keeps that is not UTF-8 is refused first,
+    as a branch name that is not (one past: renamed, it syncs)."""
+    cli("task", "start", "t1")
+    git(repo, "remote", "rename", "origin", "o\udcff")
+    before, refs = snapshot(repo), git(remote, "for-each-ref")
+    result = cli("sync", command, "o\udcff")
+    assert result.exit_code == 12, result.output
+    assert "the remote name o\\xff holds a byte that is not UTF-8 (\\xff) at character 2" in result.stderr
+    assert "nothing was fetched or pushed" in result.stderr and "git remote rename" in result.stderr
+    assert snapshot(repo) == before and git(remote, "for-each-ref") == refs
+    git(repo, "remote", "rename", "o\udcff", "origin")
+    if command == "pull":
+        assert cli("sync", "push", "origin").exit_code == 0
+    assert cli("sync", command, "origin").exit_code == 0
+
+
 @pytest.mark.parametrize("bad", [20, 21, 45])
 def test_a_pull_shows_at_most_twenty_refusals_and_counts_the_rest(cli, tmp_path, remote, bad):
     """A remote with thousands of bad entries must not print thousands of lines: 20, then a count; `--json`

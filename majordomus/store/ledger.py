@@ -50,6 +50,18 @@ class Verification:
         return not self.breaks
 
 
+def event_line(record: dict[str, Any]) -> bytes:
+    """One event as its ledger line: compact JSON, readable UTF-8; where a field holds a lone surrogate (a
+    byte git gave that is not UTF-8: a ref's name from a remote, say), which UTF-8 cannot hold, the whole
+    line is ASCII JSON, `\\udcff` and all: the same value, read back as it was, and never a failed write
+    after the work it logs was done."""
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
 def line_hash(line: bytes) -> str:
     if line.endswith(b"\n"):
         return hexdigest(memoryview(line)[:-1])
@@ -201,7 +213,7 @@ def append_many(path: str, items: list[tuple[str, dict[str, Any]]], at: str) -> 
             record: dict[str, Any] = {"v": 1, "seq": seq, "at": at, "event": event}
             record.update(fields)
             record["prev"] = line_hash(last_line) if last_line is not None else None
-            last_line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            last_line = event_line(record)
             lines.append(last_line)
             written.append(record)
         size = os.fstat(fd).st_size

@@ -22,11 +22,13 @@ FIELD_CHARS = 256  # of a path or a reason: a remote's tree path can be long
 
 
 def digest(refused: Sequence[Any]) -> str:
-    """The sha256 of the whole list: each entry as `--json` lists it, compact JSON with sorted keys, one a line."""
+    """The sha256 of the whole list: each entry as `--json` lists it, compact JSON with sorted keys, one a line;
+    a lone surrogate (a ref name's byte that is not UTF-8, as `surrogateescape` keeps it) is hashed in its
+    `surrogatepass` form, so that no name a remote can hold stops the digest."""
     import hashlib
 
     lines = (json.dumps(vars(r), sort_keys=True, separators=(",", ":"), ensure_ascii=False) for r in refused)
-    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def fields(remote: str, refused: Sequence[Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from majordomus.errors import EnvironmentProblem, NotFound
 from majordomus.git import odb
+from majordomus.lite import textrules
 from majordomus.sync import layout, machine, transport
 from majordomus.sync.layout import Refusal
 from majordomus.workspace import Workspace
@@ -44,15 +45,27 @@ def resolve_remote(ws: Workspace, name: str | None) -> str:
         if name not in names:
             raise NotFound(f"no remote named `{name}` in this repository",
                            "list the remotes with `git remote -v`, or add one with `git remote add NAME URL`")
-        return name
+        return _utf8(name)
     candidate = odb.upstream_remote(ws.repo) or "origin"
     if candidate in names:
-        return candidate
+        return _utf8(candidate)
     if not names:
         raise NotFound("this repository has no remote to sync with",
                        "add one with `git remote add origin URL`, then run the command again")
     raise NotFound(f"no remote `{candidate}` (the default) in this repository; it has: {', '.join(names)}",
                    "name the remote: `majordomus sync push REMOTE`")
+
+
+def _utf8(name: str) -> str:
+    """A remote's name goes into the ledger's events, which are UTF-8 text: a name git keeps that is not
+    UTF-8 is exit 12 before anything is fetched or pushed (as a branch name that is not)."""
+    problem = textrules.not_utf8(name)
+    if problem is not None:
+        raise EnvironmentProblem(f"the remote name {textrules.escape(name)} {problem}, and majordomus keeps it as "
+                                 "UTF-8 text in its ledger; nothing was fetched or pushed",
+                                 "rename the remote to a UTF-8 name (`git remote rename OLD NEW`), then run the "
+                                 "command again")
+    return name
 
 
 def fetch(ws: Workspace, remote: str) -> None:

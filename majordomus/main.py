@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from typing import NoReturn, TextIO
 
 
+HOOK_LOCK_SECONDS = 2.0  # the longest an agent-runtime hook waits for any one lock (a stopped holder's)
 HOOK_GIT_SECONDS = 10.0  # the longest an agent-runtime hook waits on git, all its commands together (design §12)
 USAGE_LINE = "usage: majordomus [-C DIR] [--version] [--help] COMMAND [ARGS]..."
 
@@ -194,8 +195,10 @@ def _run(args: list[str]) -> int:
                 raise UsageError(f"cannot change to {escape(directory)}: {exc.strerror}",
                                  "pass an existing directory to -C") from exc
         from majordomus.git import run as git_run
+        from majordomus.lite import lockwait
 
         git_run.limit(HOOK_GIT_SECONDS if name in FAIL_OPEN else None)  # a hook never waits on git for long
+        lockwait.limit(HOOK_LOCK_SECONDS if name in FAIL_OPEN else None)  # nor on a lock
         if os.environ.get("MAJORDOMUS_FAULT") == "internal-error":  # test-only, see store/fault.py
             raise RuntimeError("injected by MAJORDOMUS_FAULT=internal-error")
         code = lookup(name)(rest)
@@ -208,8 +211,10 @@ def _run(args: list[str]) -> int:
     finally:
         if name in FAIL_OPEN:  # what runs in this process next (the Python API, a test) has no deadline
             from majordomus.git import run as git_run
+            from majordomus.lite import lockwait
 
             git_run.limit(None)
+            lockwait.limit(None)
 
 
 class _ClosedStdin:

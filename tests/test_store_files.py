@@ -27,7 +27,9 @@ from helpers import (
     HANDOFF_BODY,
     MAJORDOMUS,
     events_named,
+    git,
     ledger_bytes,
+    ledger_events,
     records_in,
     run,
     run_here,
@@ -630,3 +632,94 @@ def test_a_state_lock_held_for_longer_than_a_write_takes_is_exit_75_not_a_wait_f
     finally:
         os.close(fd)
     assert run_here("checkpoint", cwd=repo, input="a note\n").returncode == 0
+
+
+class _Held:
+    """An exclusive flock on `path` from another open file description: as another process holding it."""
+
+    def __init__(self, path: Path) -> None:
+        import fcntl
+
+        self.fd = os.open(path, os.O_RDWR)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        os.close(self.fd)
+
+
+def test_a_ledger_lock_held_by_a_stopped_writer_is_a_bounded_wait_then_an_honest_exit_12(repo, monkeypatch):
+    """Hooks and sync append to the ledger outside the state lock: one stopped while it holds the ledger's
+    lock would hold every checkpoint for as long. The append waits `ledger.LOCK_WAIT`, then the checkpoint
+    says what is stored and what is not (exit 12, the holder's `fuser`), and the same command completes it."""
+    from majordomus.store import ledger
+
+    start_task_at(repo)
+    monkeypatch.setattr(ledger, "LOCK_WAIT", 0.3)
+    held = _Held(state_dir(repo) / "ledger.jsonl")
+    try:
+        before = len(ledger_events(repo))
+        done = run_here("checkpoint", cwd=repo, input="a note\n", timeout=10)
+        err = done.stderr.decode()
+        assert done.returncode == 12, err
+        assert "is stored, but its ledger event was not written" in err and "held the ledger's lock" in err, err
+        assert "fuser" in err and err.count("run the same command again") == 1, err
+        assert len(ledger_events(repo)) == before
+    finally:
+        held.release()
+    stored = re.search(r"the checkpoint \.ai/local/state/(checkpoints/\S+\.md) is stored", err)
+    assert stored is not None, err
+    again = run_here("checkpoint", cwd=repo, input="a note\n")
+    assert again.returncode == 0, again.stderr
+    # the record named above has its event now (a retry in a later second also stores its own record)
+    assert stored.group(1) in [e.get("path") for e in ledger_events(repo)[before:]]
+    assert run_here("ledger", "--verify", cwd=repo).returncode == 0
+
+
+@pytest.mark.parametrize("command", ["push", "pull", "compact"])
+def test_a_sync_lock_held_by_a_stopped_sync_is_exit_75_within_the_bound(repo, remote, monkeypatch, command):
+    """A sync stopped while it holds the sync lock (a suspended job, a debugger) held every later sync of
+    the machine for ever, silently: the wait is `--timeout` (push, compact) or the push's default (pull),
+    then exit 75 naming the lock, nothing pushed and nothing imported. One past: released, it runs."""
+    from majordomus.sync import pull as pulling
+
+    start_task_at(repo)
+    assert run_here("sync", "push", cwd=repo).returncode == 0
+    monkeypatch.setattr(pulling, "TIMEOUT", 0.3)
+    args = {"push": ["--timeout", "0.3"], "pull": [], "compact": ["--machine", "other-0001", "--timeout", "0.3"]}
+    held = _Held(state_dir(repo) / ".sync-lock")
+    try:
+        before, refs = snapshot(repo), git(remote, "for-each-ref")
+        done = run_here("sync", command, *args[command], cwd=repo, timeout=10)
+        err = done.stderr.decode()
+        assert done.returncode == 75, err
+        assert "another sync has held the sync lock" in err and "for 0.3 s; this one did not wait on" in err, err
+        assert "a stopped one may hold it (`fuser " in err and err.count("run the same command again") == 1
+        assert snapshot(repo) == before and git(remote, "for-each-ref") == refs
+    finally:
+        held.release()
+    if command != "compact":  # no other machine to fold: compact is refused once it runs
+        assert run_here("sync", command, cwd=repo).returncode == 0
+
+
+@pytest.mark.parametrize("hook, lock", [("session-start", "ledger.jsonl"), ("stop", "ledger.jsonl"),
+                                        ("compact", "journal")])
+def test_a_hook_waits_for_a_held_lock_at_most_the_hooks_bound_and_exits_0(repo, hook, lock):
+    """A hook never blocks the session: whatever lock a stopped command holds (the ledger's, the compaction
+    journal's; no hook takes the state lock), it waits at most `main.HOOK_LOCK_SECONDS` for it and goes on without
+    that write (exit 0). `timeout` is what fails the test where it would wait longer (the ledger's bound is
+    10 s; the journal's lock was waited for without end)."""
+    start_task_at(repo)
+    assert run_here("checkpoint", cwd=repo, input="a note\n").returncode == 0
+    argv = {"session-start": ["hook", "session-start"], "stop": ["hook", "stop"],
+            "compact": ["hook", "compact", "--phase", "pre", "--runtime", "claude"]}[hook]
+    if lock == "journal":
+        assert run_here(*argv, cwd=repo, input=b"{}").returncode == 0
+        path = next((state_dir(repo) / "context").rglob("*.jsonl"))
+    else:
+        path = state_dir(repo) / lock
+    held = _Held(path)
+    try:
+        done = run_here(*argv, cwd=repo, input=b'{"session_id": "s1"}', timeout=6)
+        assert done.returncode == 0, done.stderr
+    finally:
+        held.release()

@@ -9,12 +9,14 @@ line does not join. A short write is a failed write (design §2b).
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import stat
 
-from majordomus.lite import safeio
+from majordomus.lite import lockwait, safeio
 from majordomus.lite.statepaths import FILE_MODE
+
+# A hook appends here: it waits for another hook's line a short while, and never holds the session.
+LOCK_WAIT = 1.0
 
 
 def append_line(path: str, line: bytes, rotated: str | None = None, rotate_bytes: int = 0) -> str:
@@ -28,7 +30,7 @@ def append_line(path: str, line: bytes, rotated: str | None = None, rotate_bytes
                 raise OSError(errno.EINVAL, "not a regular file", path)
             if safeio.linked_elsewhere(st):  # appended to in place: another file would change too
                 raise OSError(errno.EMLINK, "a hard link to another file (it has more than one name)", path)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            lockwait.take(fd, path, LOCK_WAIT, "the compaction journal's lock")
             st = os.fstat(fd)
             try:
                 current = os.lstat(path)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import stat
 
 from majordomus.errors import EnvironmentProblem
-from majordomus.lite import stopsignals
+from majordomus.lite import lockwait, stopsignals
 from majordomus.store import fault
 from majordomus.store.paths import FILE_MODE
 
@@ -262,52 +261,25 @@ def _not_a_lock(path: str, what: str) -> EnvironmentProblem:
 held_back = stopsignals.from_first_write  # a change of several locked steps: the stop signals wait from its first
 
 
-def _take_within(fd: int, path: str, wait: float) -> None:
-    """The exclusive lock on `fd`, waited for at most `wait` seconds (exit 75 after, nothing written)."""
-    import time
-
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return
-    except BlockingIOError:
-        pass
-    ends, pause = time.monotonic() + wait, 0.002
-    while True:
-        time.sleep(pause)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= ends:
-                from majordomus.errors import BUSY, rerun
-
-                # An environment problem, as a failed write is: a change of several steps whose first landed
-                # says what is stored (`store.commit.incomplete`), and the same command again completes it.
-                raise EnvironmentProblem(
-                    f"another command has held the state lock ({path}) for {wait:g} s, longer than a write takes; "
-                    "this one did not wait on",
-                    f"{rerun(None)}; if it says so again while no majordomus command runs, a stopped one holds the "
-                    f"lock (`fuser '{path}'` names it)", code=BUSY) from None
-            pause = min(pause * 2, 0.05)
-
-
 class locked:
     """Hold the exclusive lock that serialises changes to mutable state (a plain class: contextlib is
     not free on the hot paths). While it is held, the signals that ask a command to stop wait (`whole`,
     the state lock): the changes made under it all land before the command stops. The sync lock, held
     over network round trips, lets them through."""
 
-    __slots__ = ("fd", "held", "path")
+    __slots__ = ("fd", "held", "path", "wait")
 
     # How long a change waits for the state lock another command holds. A healthy writer holds it for
     # milliseconds (twenty at once wait well under a second); one that holds it longer is stopped or stuck,
     # and waiting for ever would hang the agent's command or its MCP server: exit 75, nothing written.
     WAIT = 10.0
 
-    def __init__(self, path: str, *, whole: bool = True) -> None:
+    def __init__(self, path: str, *, whole: bool = True, wait: float | None = None) -> None:
+        """`whole`: the state lock; else the sync lock, waited for `wait` seconds (the sync's `--timeout`)."""
         self.path = path
         self.fd = -1
         self.held = stopsignals.held() if whole else None
+        self.wait = self.WAIT if wait is None else wait
 
     def __enter__(self) -> locked:
         try:
@@ -329,11 +301,10 @@ class locked:
             from majordomus.lite.safeio import one_name
 
             one_name(self.path, st)  # its notes are written in place
-            if self.held is None:
-                fcntl.flock(self.fd, fcntl.LOCK_EX)  # the sync lock: held over network round trips, waited for
+            if self.held is None:  # the sync lock: held over a sync's network round trips
+                lockwait.take(self.fd, self.path, self.wait, "the sync lock", held_by="another sync", longer="")
             else:
-                _take_within(self.fd, self.path, self.WAIT)
-            if self.held is not None:
+                lockwait.take(self.fd, self.path, self.wait, "the state lock")
                 self.held.__enter__()
         except BaseException as exc:
             os.close(self.fd)

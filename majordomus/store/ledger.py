@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
 import stat
 
 from majordomus.errors import EnvironmentProblem
-from majordomus.lite import jsonbound, safeio
+from majordomus.lite import jsonbound, lockwait, safeio
 from majordomus.lite.sha import hexdigest
 from majordomus.store import fault
 from majordomus.store.lookback import ends_search, search_cutoff
@@ -21,6 +20,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 _TAIL_CHUNK = 65536
+# How long an append waits for the ledger's lock: an append holds it for milliseconds; a holder that keeps it
+# longer is stopped (a hook, a sync, which append outside the state lock): exit 75, as for the state lock.
+LOCK_WAIT = 10.0
 MAX_BYTES = 1 << 40  # the ledger only grows and its reads stream: no bound but a sane one
 # No event of ours comes near this (its fields are ids, paths and digests); a longer line is a torn tail or
 # not ours, and it is one dropped line, never read into memory (design §2a: memory is bounded).
@@ -203,7 +205,7 @@ def append_many(path: str, items: list[tuple[str, dict[str, Any]]], at: str) -> 
         if not stat.S_ISREG(st.st_mode):
             raise safeio.UnsafeFile(path, f"is {safeio.kind_of(st.st_mode)} where a file belongs")
         safeio.one_name(path, st)
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        lockwait.take(fd, path, LOCK_WAIT, "the ledger's lock")
         last, last_line, ends_clean = _last_valid(fd, os.fstat(fd).st_size)
         seq = last["seq"] if last else 0
         written: list[dict[str, Any]] = []

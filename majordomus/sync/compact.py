@@ -111,7 +111,7 @@ def compact(ws: Workspace, name: str | None, ids: list[str], idle_days: float | 
     own = machine.read(ws)
     ws.ensure_state()
     started, delay = time.monotonic(), FIRST_DELAY
-    with files.locked(lock_path(ws), whole=False):
+    with files.locked(lock_path(ws), whole=False, wait=timeout):
         done = _unlogged(ws, remote)
         if done is not None:  # complete it first: its event, then the tracking refs (fetched below)
             result.commit, result.folded, result.completed = done[0], done[1], True

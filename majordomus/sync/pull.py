@@ -14,7 +14,7 @@ from majordomus.sync import remote as remotes
 from majordomus.sync.apply import Imported
 from majordomus.sync.layout import Refusal
 from majordomus.sync.plan import Conflict
-from majordomus.sync.push import lock_path
+from majordomus.sync.push import TIMEOUT, lock_path
 from majordomus.workspace import Workspace
 
 
@@ -48,7 +48,7 @@ def pull(ws: Workspace, name: str | None, full: bool = False) -> PullResult:
     result.problem = remotes.refs_problem(found)
     mine = found.mine(machine.read(ws))
     ws.ensure_state()
-    with files.locked(lock_path(ws), whole=False):
+    with files.locked(lock_path(ws), whole=False, wait=TIMEOUT):
         plan, restore = union.plan(ws, found.refs, mine, full)
         at = clock.now_iso()
         with files.held_back():  # what came lands whole: records, task records, their events, the settled ref

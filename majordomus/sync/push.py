@@ -127,7 +127,7 @@ def push(ws: Workspace, name: str | None, *, checkpoints: bool = False, timeout:
     result.machine = machine.ensure(ws)
     ref = result.ref = machine.ref(result.machine)
     repo = ws.repo
-    with files.locked(lock_path(ws), whole=False):
+    with files.locked(lock_path(ws), whole=False, wait=timeout):
         base = odb.ref_target(repo, ref)
         tip = _commit_snapshot(ws, ref, checkpoints, result)
         started, delay = time.monotonic(), FIRST_DELAY

@@ -723,3 +723,14 @@ def test_a_hook_waits_for_a_held_lock_at_most_the_hooks_bound_and_exits_0(repo, 
         assert done.returncode == 0, done.stderr
     finally:
         held.release()
+
+
+def test_every_lock_is_taken_through_the_one_bounded_wait():
+    """A plain `fcntl.flock(fd, LOCK_EX)` waits without end for a stopped holder (the ledger's and the sync
+    lock's did): every lock of the package is taken by `lite.lockwait.take`, the one bounded wait."""
+    package = Path(__file__).resolve().parent.parent / "majordomus"
+    found = [f"{path.relative_to(package)}:{number}"
+             for path in sorted(package.rglob("*.py")) if path.name != "lockwait.py"
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"\bflock\(|\blockf\(", line)]
+    assert found == [], found

@@ -200,3 +200,28 @@ def test_a_history_with_no_root_commit_is_exit_12_with_nothing_written(repo, com
     assert files() == before
     git(repo, "replace", "-d", first)
     assert run_here(*command, cwd=repo, input=stdin).returncode == 0
+
+
+@pytest.mark.parametrize("fifo", [".gitignore", ".ai/.gitignore", "deep/er/.gitignore", ".git/info/exclude"])
+def test_a_fifo_where_git_reads_an_ignore_file_ends_within_the_bound_never_a_hang(cli, repo, monkeypatch, fifo):
+    """git opens every ignore file it reads and waits there for ever on a FIFO (its own `git status` does):
+    each local git command ends within `run.LOCAL_SECONDS`, then exit 12 naming the command and the likely
+    cause, nothing written. One past: a regular file there, the same command lands."""
+    start_task(cli, "t1")
+    assert run_here("checkpoint", cwd=repo, input="first\n").returncode == 0
+    monkeypatch.setattr(run, "LOCAL_SECONDS", 0.3)
+    path = repo / fifo
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    before = snapshot(repo)
+    for args, stdin in ((("checkpoint",), "a note\n"), (("doctor",), None), (("brief",), None)):
+        done = run_here(*args, cwd=repo, input=stdin, timeout=10)  # what waits longer fails the test here
+        err = done.stderr.decode()
+        assert done.returncode in ((12,) if args == ("checkpoint",) else (0, 1, 12)), (args, err)
+        if done.returncode == 12:  # it asked git something that reads the ignore files (git status)
+            assert "did not answer within 0.3 s; it was stopped" in err and "a FIFO where git reads a file" in err
+        assert snapshot(repo) == before
+    path.unlink()
+    path.write_text("")
+    assert run_here("checkpoint", cwd=repo, input="a note\n").returncode == 0

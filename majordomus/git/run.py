@@ -91,6 +91,16 @@ _until: float | None = None  # the monotonic moment the deadline ends
 # small text; two minutes is far more than a fetch of them needs, and a slower one says so (exit 12).
 REMOTE_SECONDS = 120.0
 
+# How long any other git command may take. git itself waits without end where it opens a FIFO in the place
+# of a file it reads (an ignore file: any `.gitignore`, `.git/info/exclude`), and behind a stuck
+# `core.fsmonitor` or a hung network mount: a command must not wait with it (design §2b). A `git status` of
+# a very large work tree on a cold disk takes seconds; a minute is far more than any local command needs.
+LOCAL_SECONDS = 60.0
+
+
+_STUCK = ("a git that does not return: a FIFO where git reads a file (an ignore file: a `.gitignore`, "
+          "`.git/info/exclude`), a stuck `core.fsmonitor`, or a hung network mount? ")
+
 
 def limit(seconds: float | None) -> None:
     """From now on, every git command of this process ends within `seconds` from now, all of them together."""
@@ -117,13 +127,14 @@ def run(where: Where, *args: str, cwd: str | None = None, within: float | None =
     to this process's git commands (`limit`). `remote`: the remote it talks to, for what the error says."""
     from majordomus.lite import spawn
 
-    left = within
+    bound = within if within is not None else LOCAL_SECONDS
+    left = bound
     if _until is not None:
         import time
 
-        left = min(_until - time.monotonic(), within if within is not None else float("inf"))
+        left = min(_until - time.monotonic(), bound)
     try:
-        if left is not None and left <= 0:
+        if left <= 0:
             raise TimeoutError  # the time given to git is spent: not one more command
         code, out, err = spawn.run(["git", *OPTIONS, *args], cwd or where.worktree, environment(where), left)
     except spawn.TooMuch as exc:
@@ -131,6 +142,9 @@ def run(where: Where, *args: str, cwd: str | None = None, within: float | None =
                                  "a git that prints without end (a wrapper on PATH, a hook)? "
                                  + hint(args, where.worktree)) from None
     except TimeoutError:
+        if deadline is None and within is None:
+            raise EnvironmentProblem(f"`git {' '.join(args[:2])}` did not answer within {bound:g} s; it was stopped, "
+                                     f"in {where.worktree}", _STUCK + hint(args, where.worktree)) from None
         if within is not None and (deadline is None or within <= deadline):
             raise EnvironmentProblem(f"`git {' '.join(args[:2])}` got no answer from the remote within {within:g} s; "
                                      f"it was stopped, in {where.worktree}",
@@ -139,9 +153,7 @@ def run(where: Where, *args: str, cwd: str | None = None, within: float | None =
                                      f"`git ls-remote {remote or 'REMOTE'}` does there, then run the same command "
                                      "again") from None
         raise EnvironmentProblem(f"`git {' '.join(args[:2])}` did not answer within the {deadline:g} s given to git, "
-                                 f"in {where.worktree}",
-                                 "a git that does not return: a stuck `core.fsmonitor` or a hung network mount? "
-                                 + hint(args, where.worktree)) from None
+                                 f"in {where.worktree}", _STUCK + hint(args, where.worktree)) from None
     except OSError as exc:
         why = ("install git, or put it on PATH" if isinstance(exc, (FileNotFoundError, PermissionError))
                else "no process or descriptor left to run it (`ulimit -n`, `ulimit -u`), or arguments too long")

@@ -156,6 +156,16 @@ def mine(ws: Workspace) -> dict[str, dict[str, Any]]:
     return _load(ws)[0]
 
 
+def held_here_unindexed(task: Any, mine: dict[str, dict[str, Any]]) -> bool:
+    """Whether `task`, which the active index does not name where its record says it is active, is held
+    there by this machine's own live claim (`mine`, from `claims.mine`): a `task start` or `resume` that
+    failed after the task's record (design §10), which the same command run again completes."""
+    ours = mine.get(task.id)
+    if ours is None or (ours["worktree"], ours["branch"]) != (task.worktree, task.branch):
+        return False
+    return ours["id"] in {c["id"] for c in live(task.claims)}
+
+
 def remember(ws: Workspace, task_id: str, claim: dict[str, Any] | None, *, ended: dict[str, Any] | None = None) -> None:
     """Set (or with None, forget) this machine's live claim on `task_id`, and remember a claim it gave
     up (`ended`) so that no merge brings it back to life. The caller holds the state lock."""

@@ -310,3 +310,35 @@ def test_the_worktree_a_task_was_taken_from_neither_writes_to_it_nor_pauses_it(r
         {json.dumps([str(repo), "main"]): "t2", json.dumps([str(other), "other"]): "t3"}.items())
     assert run_here("checkpoint", cwd=repo, input="here, where it was taken\n").returncode == 0
     assert _not_ok(repo) == []
+
+
+def test_a_start_that_failed_part_way_is_listed_as_not_finished_here_never_as_another_machines(cli, repo, tmp_path):
+    """A `task start` failing after the new task's record (a full disk) leaves it active by its record and
+    this machine's claim, the index not naming it (design §10; doctor's `active.not-active`): `task list`
+    says to run it again, never that another machine holds it. Each write of the start failed in turn."""
+    import shutil
+
+    from majordomus.store.fault import Faults
+
+    start_task(cli, "t1")
+    saved = tmp_path / "saved"
+    shutil.copytree(repo / ".ai", saved, symlinks=True)
+    unfinished = 0
+    for nth in range(1, 16):
+        shutil.rmtree(repo / ".ai")
+        shutil.copytree(saved, repo / ".ai", symlinks=True)
+        with Faults(repo, "write", nth, "ENOSPC").active() as faults:
+            failed = run_here("task", "start", "s", cwd=repo)
+        if not faults.fired:
+            break  # past the last write
+        if failed.returncode == 0:
+            continue  # a best-effort write (a cache): the start landed
+        assert failed.returncode == 12, failed.stderr
+        listed = run_here("task", "list", cwd=repo).stdout.decode()
+        row = next((line for line in listed.splitlines() if line.startswith("s ")), "")
+        assert "another machine" not in row, (nth, listed)
+        if row.split()[1:2] == ["active"] and "main" not in row.split()[2:3]:
+            unfinished += 1
+            assert "not finished" in row and "run its `task start` or `resume` again" in row, (nth, row)
+        assert run_here("task", "start", "s", cwd=repo).returncode == 0  # the rerun completes
+    assert unfinished >= 1 and nth > 3  # the walk reached the state it is about

@@ -104,6 +104,10 @@ def _where(ws: Any, task: Any) -> str:
         return escape(f"{task.worktree or '?'} ({branch})")
     if held == "orphaned":  # this machine's, in a worktree that is gone (`git worktree remove`)
         return escape(f"gone worktree: {task.worktree or '?'} ({branch})")
+    from majordomus import claims
+
+    if claims.held_here_unindexed(task, claims.mine(ws)):  # a start or resume here that failed part way
+        return escape(f"not finished: {task.worktree or '?'} ({branch}): run its `task start` or `resume` again")
     return escape(f"another machine: {task.worktree or '?'} ({branch})")
 
 

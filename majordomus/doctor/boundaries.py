@@ -241,14 +241,11 @@ def check_branches(ws: Workspace, task_ids: list[str]) -> list[Finding]:
 def check_unindexed(ws: Workspace, task_ids: list[str]) -> list[Finding]:
     """A task active by its record in a worktree of this machine, under this machine's live claim, that the
     index does not name there: a `task start` or `resume` that failed after the task's record (design
-    §10). `task list` shows it as active on another machine; the same command run again completes it."""
+    §10). `task list` says so too; the same command run again completes it."""
     found = []
     mine = claims.mine(ws)
     for task_id, task, held in _held(ws, task_ids):
-        ours = mine.get(task_id)
-        if held != "remote" or ours is None or (ours["worktree"], ours["branch"]) != (task.worktree, task.branch):
-            continue
-        if ours["id"] not in {c["id"] for c in claims.live(task.claims)}:
+        if held != "remote" or not claims.held_here_unindexed(task, mine):
             continue
         where = f"{escape(task.worktree or '')} on " + (f"branch {escape(task.branch)}" if task.branch
                                                         else "a detached HEAD")

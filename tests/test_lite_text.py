@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -617,6 +618,36 @@ def test_a_doctor_hint_names_a_file_with_any_byte_as_a_shell_reads_it(cli, repo)
         subprocess.run(["bash", "-c", hint], cwd=repo, check=True)
     for name in names:
         assert os.stat(os.path.join(store, name)).st_mode & 0o777 == 0o600, name
+
+
+def test_an_error_hint_names_a_file_as_a_shell_reads_it_a_quote_in_the_path_included(tmp_path):
+    """An error's hint command (`mv '…' '…bad'`) pasted into a shell acts on the file that is there: a
+    worktree whose path holds `'` was put inside single quotes as it was, and the pasted command named
+    another file."""
+    repo = tmp_path / "it's here"
+    git(tmp_path, "init", "-q", str(repo))
+    git(repo, "commit", "-q", "--allow-empty", "-m", "i")
+    assert run_here("task", "start", "t1", cwd=repo).returncode == 0
+    ledger = state_dir(repo) / "ledger.jsonl"
+    ledger.unlink()
+    os.mkfifo(ledger)
+    done = run_here("checkpoint", cwd=repo, input="a note\n")
+    assert done.returncode == 12, done.stderr
+    hint = done.stderr.decode().split("\nhint: ", 1)[1]
+    command = re.search(r"`(mv [^`]+)`", hint)
+    assert command is not None and "it'\\''s here" in command.group(1), hint
+    subprocess.run(["bash", "-c", command.group(1)], cwd=repo, check=True)
+    assert not os.path.lexists(ledger) and stat.S_ISFIFO(os.lstat(f"{ledger}.bad").st_mode)
+
+
+def test_no_hint_puts_a_path_inside_single_quotes_as_it_is():
+    """`textrules.shell_quoted` names a path in a hint's command; `'{path}'` in an f-string would not quote a
+    `'`, a line break or ESC in it (doctor's templates are filled with `shell_quoted` by `doctor.scan`)."""
+    found = [f"{path.relative_to(PACKAGE)}:{number}"
+             for path in sorted(PACKAGE.rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"""f["'].*`[^`]*'\{""", line)]
+    assert found == [], found
 
 
 @given(message=hostile_text, hint=hostile_text, detail=st.lists(hostile_text, max_size=3),

@@ -12,7 +12,7 @@ from majordomus.doctor.findings import FAIL, OK, WARN, Finding
 from majordomus.errors import MajordomusError
 from majordomus.lite import active, safeio
 from majordomus.lite.names import is_profile_name
-from majordomus.lite.textrules import escape
+from majordomus.lite.textrules import escape, shell_quoted
 from majordomus.workspace import Workspace
 
 
@@ -117,7 +117,7 @@ def _committed_temps(ws: Workspace) -> list[Finding]:
             shown = ws.display(os.path.join(directory, name))
             found.append(Finding(WARN, "config.temp-file", f"{shown} is a temporary file left by an interrupted "
                                  "write: `git add -A` would commit it", shown,
-                                 f"when no majordomus command is running, remove it: `rm '{shown}'`"))
+                                 f"when no majordomus command is running, remove it: `rm {shell_quoted(shown)}`"))
     return found
 
 

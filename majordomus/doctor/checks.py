@@ -10,7 +10,7 @@ from majordomus.doctor.findings import FAIL, OK, WARN, Finding, exit_code
 from majordomus.doctor.scan import CHECKED_DIRS, RECORD_DIRS, Scan, scan_state
 from majordomus.errors import MajordomusError
 from majordomus.git import held
-from majordomus.lite import ignorefile
+from majordomus.lite import ignorefile, textrules
 from majordomus.output import escape
 from majordomus.store import ledger
 from majordomus.workspace import Workspace
@@ -46,7 +46,8 @@ def check_git(ws: Workspace, state_exists: bool) -> list[Finding]:
     found = []
     for path, kind in sorted(held.held_under(ws.place, STATE_PREFIX).items()):
         hint = ("commit the staged removal; if it was pushed, the record is in the shared history"
-                if kind == "committed" else f"`git rm --cached -- '{path}'` and commit; the file stays on disk")
+                if kind == "committed"
+                else f"`git rm --cached -- {textrules.shell_quoted(path)}` and commit; the file stays on disk")
         found.append(Finding(FAIL, "state.in-git", f"{path} {how[kind]}: local state must never be shared "
                              "through the work tree", path, hint))
     main = ws.place.main_worktree

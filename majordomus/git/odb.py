@@ -16,6 +16,7 @@ import pygit2
 from majordomus.errors import BUSY, EnvironmentProblem, MajordomusError
 from majordomus.git import run
 from majordomus.git.query import Repo, config_value
+from majordomus.lite import textrules
 
 BLOB_MODES = (int(pygit2.enums.FileMode.BLOB), int(pygit2.enums.FileMode.BLOB_EXECUTABLE))
 BLOB = int(pygit2.enums.FileMode.BLOB)
@@ -119,7 +120,8 @@ def _get(repo: Repo, oid: str) -> Any:
             whole = False
         if not whole:
             raise EnvironmentProblem(f"cannot read git object {oid}: its file {path} is cut short or not zlib data",
-                                     f"a crash while git wrote it? remove it (`rm '{path}'`) and fetch it again "
+                                     "a crash while git wrote it? remove it "
+                                     f"(`rm {textrules.shell_quoted(path)}`) and fetch it again "
                                      "from the remote it was pushed to (`majordomus sync pull`), then run the same "
                                      "command again; `git fsck` says what else is damaged")
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from majordomus.errors import EnvironmentProblem
+from majordomus.lite import textrules
 from majordomus.lite.lazyre import LazyRe
 
 TYPE_CHECKING = False
@@ -71,7 +72,7 @@ def lock_left(said: str) -> str | None:
     if found is None:
         return None
     return (f"a git command that was stopped left {found.group(1)}: when no git command runs in this repository, "
-            f"remove it (`rm '{found.group(1)}'`), then run the same command again")
+            f"remove it (`rm {textrules.shell_quoted(found.group(1))}`), then run the same command again")
 
 
 # Before every git command: never take a lock git calls optional (`git status` refreshing the index takes

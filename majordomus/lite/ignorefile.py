@@ -8,6 +8,7 @@ import os
 import stat
 
 from majordomus.errors import EnvironmentProblem
+from majordomus.lite import textrules
 from majordomus.lite.safeio import kind_of
 from majordomus.lite.statepaths import FILE_MODE, unwritable_hint
 
@@ -40,7 +41,7 @@ def special(path: str) -> str | None:
 
 
 def removal_hint(path: str) -> str:
-    return f"remove it (`rm -r -- '{path}'`): the next majordomus command writes it again"
+    return f"remove it (`rm -r -- {textrules.shell_quoted(path)}`): the next majordomus command writes it again"
 
 
 def refuse_special(path: str) -> None:

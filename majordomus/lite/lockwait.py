@@ -13,6 +13,7 @@ import fcntl
 import time
 
 from majordomus.errors import BUSY, EnvironmentProblem
+from majordomus.lite import textrules
 
 # The longest any one wait of this process may be, whatever the lock's own bound; None: the lock's bound.
 # The agent-runtime hooks set it (`majordomus.main`): a hook never blocks the session, and a bookkeeping
@@ -44,7 +45,8 @@ def take(fd: int, path: str, wait: float, what: str, *, held_by: str = "another 
             # says what is stored (`store.commit.incomplete`), and the same command again completes it.
             raise EnvironmentProblem(
                 f"{held_by} has held {what} ({path}) for {wait:g} s{longer}; this one did not wait on",
-                f"a stopped one may hold it (`fuser '{path}'` names the holder); once it has ended, "
+                f"a stopped one may hold it (`fuser {textrules.shell_quoted(path)}` names the holder); "
+                "once it has ended, "
                 "run the same command again", code=BUSY)
         time.sleep(min(pause, max(ends - time.monotonic(), 0)))
         try:

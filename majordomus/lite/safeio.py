@@ -13,6 +13,7 @@ import os
 import stat
 
 from majordomus.errors import EnvironmentProblem as EnvironmentProblem  # re-exported: callers catch it here
+from majordomus.lite import textrules
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +28,8 @@ class UnsafeFile(EnvironmentProblem):
 
     def __init__(self, path: str, what: str, hint: str = "") -> None:
         super().__init__(f"{path} {what}; majordomus does not read it",
-                         hint or f"move it away (`mv '{path}' '{path}.bad'`), then run the same command again; "
+                         hint or f"move it away (`mv {textrules.shell_quoted(path)} "
+                                 f"{textrules.shell_quoted(path + '.bad')}`), then run the same command again; "
                                  "`majordomus doctor` lists what else is wrong")
         self.path = path
         self.what = what
@@ -44,7 +46,8 @@ def one_name(path: str, st: os.stat_result) -> None:
     if linked_elsewhere(st):
         raise EnvironmentProblem(f"{path} has {st.st_nlink} names (a hard link to another file): majordomus "
                                  "writes it in place, and would change that file too; nothing was written",
-                                 f"remove this name (`rm '{path}'`): the next command makes a file of its own")
+                                 f"remove this name (`rm {textrules.shell_quoted(path)}`): the next command makes "
+                                 "a file of its own")
 
 
 def kind_of(mode: int) -> str:

@@ -7,7 +7,7 @@ import os
 import stat
 
 from majordomus.errors import EnvironmentProblem
-from majordomus.lite import lockwait, stopsignals
+from majordomus.lite import lockwait, stopsignals, textrules
 from majordomus.store import fault
 from majordomus.store.paths import FILE_MODE
 
@@ -254,7 +254,8 @@ def _write_derived(path: str, data: bytes) -> None:
 
 def _not_a_lock(path: str, what: str) -> EnvironmentProblem:
     return EnvironmentProblem(f"the lock file {path} is {what}, not a regular file",
-                              f"remove it (`{'rmdir' if what == 'a directory' else 'rm'} '{path}'`) and run the same "
+                              f"remove it (`{'rmdir' if what == 'a directory' else 'rm'} "
+                              f"{textrules.shell_quoted(path)}`) and run the same "
                               "command again: majordomus creates the lock file")
 
 

@@ -160,9 +160,15 @@ def _call(fn: Any, *args: Any, error: Any = None) -> Any:
 
 class _Server(_ServerBase):  # type: ignore[misc, valid-type]
     async def call_tool(self, name: Any, *args: Any, **kwargs: Any) -> Any:
-        known = sorted(tool.name for tool in await self.list_tools())
-        if name not in known:  # the SDK's own error would repeat the client's name raw ("Unknown tool: …")
-            raise ToolError(_unknown("tool", name, known))
+        tools = {tool.name: tool for tool in await self.list_tools()}
+        if name not in tools:  # the SDK's own error would repeat the client's name raw ("Unknown tool: …")
+            raise ToolError(_unknown("tool", name, sorted(tools)))
+        arguments = args[0] if args else kwargs.get("arguments")
+        schema = getattr(tools[name], "input_schema", None) or getattr(tools[name], "inputSchema", None)  # 2.x, 1.x
+        takes = sorted((schema or {}).get("properties") or {})
+        extra = sorted(set(arguments) - set(takes)) if isinstance(arguments, dict) else []
+        if extra:  # the SDK drops them unsaid: a `limit` the tool does not have would seem to have been applied
+            raise ToolError(_unknown("argument", extra[0], takes, of=f"`{name}`"))
         return _escaped(await super().call_tool(name, *args, **kwargs))
 
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
@@ -188,13 +194,15 @@ class _Server(_ServerBase):  # type: ignore[misc, valid-type]
         return await super().get_prompt(name, *args, **kwargs)
 
 
-def _unknown(kind: str, name: Any, known: list[str]) -> str:
-    """A tool, resource or prompt the server does not have, named as the client gave it, escaped: the SDK's
-    own error would repeat it raw, a line of its own for the model to read as an instruction."""
+def _unknown(kind: str, name: Any, known: list[str], of: str = "majordomus") -> str:
+    """A tool, resource, prompt or tool argument the server does not have, named as the client gave it,
+    escaped: the SDK's own error would repeat it raw, a line of its own for the model to read as an
+    instruction (an argument it would drop without a word)."""
     from majordomus.output import escape
 
-    there = f"\nhint: its {kind}s are {', '.join(known)}" if known else f" (it offers no {kind}s)"
-    return f"majordomus has no {kind} `{escape(str(name))}`{there}"
+    verb = "takes" if kind == "argument" else "offers"
+    there = f"\nhint: its {kind}s are {', '.join(known)}" if known else f" (it {verb} no {kind}s)"
+    return f"{of} has no {kind} `{escape(str(name))}`{there}"
 
 
 def _escaped(result: Any) -> Any:

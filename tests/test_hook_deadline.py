@@ -9,6 +9,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from majordomus.lite import stdin
 
 TICK = 1 / os.sysconf("SC_CLK_TCK")  # the resolution of a process's start time in /proc
@@ -146,12 +148,17 @@ def test_the_hook_s_git_deadline_is_for_all_its_git_commands_together(repo, tmp_
     assert fine.returncode == 0 and b"did not answer" not in fine.stdout and b"a commit since the record" in fine.stdout
 
 
-def test_a_git_that_closed_its_output_but_does_not_end_is_stopped_at_the_deadline(repo, tmp_path, monkeypatch):
+@pytest.mark.parametrize("pidfd", [True, False])
+def test_a_git_that_closed_its_output_but_does_not_end_is_stopped_at_the_deadline(repo, tmp_path, monkeypatch, pidfd):
     """Its output closed is not its end: a git that closes stdout and stderr and goes on (a wrapper, an exit
-    stuck on a hung mount) is waited for until the deadline only, then stopped with what it started."""
+    stuck on a hung mount) is waited for until the deadline only, then stopped with what it started; its end
+    polled through a pidfd, or, on a kernel without one, by waitpid now and then."""
     from helpers import git_first_on_path, gone, run_here, start_task_at
 
     from majordomus import main
+
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
 
     start_task_at(repo)
     assert run_here("checkpoint", cwd=repo, input="a note: the briefing asks git what changed since\n").returncode == 0

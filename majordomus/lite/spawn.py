@@ -175,6 +175,24 @@ def _reaped(pid: int, ends: float | None) -> int | None:
 
     if ends is None:
         return os.waitpid(pid, 0)[1]
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        return status
+    try:  # Linux 5.3 and later: its end as a descriptor to poll, woken the moment it exits
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        fd = -1
+    if fd >= 0:
+        import select
+
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            if not poller.poll(max(0, int((ends - time.monotonic()) * 1000) + 1)):
+                return None
+        finally:
+            os.close(fd)
+        return os.waitpid(pid, 0)[1]
     pause = 0.001
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)

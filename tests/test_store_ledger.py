@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from helpers import ledger_bytes, ledger_events, start_task, state_dir
 
 from majordomus.store import ledger
@@ -191,3 +192,26 @@ def test_a_line_holding_nan_or_infinity_is_no_event(cli, repo):
         out = cli("ledger", "--json")
         data = json.loads(out.stdout, parse_constant=lambda name: math.nan)  # what any JSON reader takes
         assert out.exit_code == 0 and constant not in out.stdout and data["dropped_lines"] == 1, out.stdout
+
+
+@pytest.mark.parametrize("field, value", [("task", ["t1"]), ("task", {"x": 1}), ("task", 7), ("task", True),
+                                          ("at", 1764640800), ("at", ["2026"]), ("at", None)])
+def test_an_event_whose_task_or_time_is_not_text_is_no_event_for_any_reader(cli, repo, field, value):
+    """Readers key and order events by `task` and `at`: a line whose `task` is a list was no key of a set,
+    and `log` exited 70. Such a line is no event (counted as an invalid line, as a torn one) for every
+    reader; the edge: a string, or a `task` of null (an event of no task), is one."""
+    cli("task", "start", "t1")
+    cli("checkpoint", input="x\n")
+    path = state_dir(repo) / "ledger.jsonl"
+    good = len(path.read_text().splitlines())
+    event = {"v": 1, "seq": good + 1, "at": "2026-12-02T02:20:00Z", "event": "task.note", "task": "t1"}
+    event[field] = value
+    with path.open("a") as f:
+        f.write(json.dumps(event) + "\n")
+    is_event = value is None and field == "at"  # an `at` of null: an event all the same
+    for args in (["log"], ["log", "--all"], ["ledger"], ["brief"], ["doctor"], ["watch", "--once"], ["search", "x"]):
+        done = cli(*args)
+        assert done.exit_code in (0, 1), (args, done.output)
+    listed = json.loads(cli("ledger", "--json").stdout)
+    assert (len(listed["events"]) == good + 1) is is_event and listed["dropped_lines"] == (0 if is_event else 1)
+    assert "torn or invalid ledger lines skipped" in cli("log").stderr or is_event

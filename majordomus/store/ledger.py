@@ -323,9 +323,14 @@ def parse_line(line: bytes) -> dict[str, Any] | None:
         obj = jsonbound.loads_object_line(line.decode("utf-8"))
     except ValueError:  # UnicodeDecodeError and JSONDecodeError (too deep included)
         return None
-    if isinstance(obj, dict) and isinstance(obj.get("seq"), int) and isinstance(obj.get("event"), str):
-        return obj
-    return None
+    if not (isinstance(obj, dict) and isinstance(obj.get("seq"), int) and isinstance(obj.get("event"), str)):
+        return None
+    # The fields every reader keys and orders by hold what the writer writes, or the line is no event: a
+    # `task` that is a list would be no key of a set, an `at` that is a number no time to compare.
+    task, at = obj.get("task"), obj.get("at")
+    if (task is not None and not isinstance(task, str)) or (at is not None and not isinstance(at, str)):
+        return None
+    return obj
 
 
 def verify(path: str) -> Verification:

@@ -12,6 +12,7 @@ from typing import Any
 
 from majordomus.lite import jsonbound
 from majordomus.mcp_server import build
+from majordomus.output import json_text
 from majordomus.store.records import MAX_RECORD_BYTES
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
@@ -209,6 +210,10 @@ class _Wire:
             await asyncio.sleep(0.01)
 
     async def write(self, text: str) -> None:
+        # Every answer, the SDK's own included (its errors' `data` repeats a method name or a URI as the client
+        # sent it, and every answer echoes the request's id), through the text rule of every output: in JSON
+        # these characters stand only inside strings, where `\uNNNN` is the same value (design §2a).
+        text = json_text(text)
         with self._lock:
             self._out.write(text.encode("utf-8", "replace"))
             self._out.flush()

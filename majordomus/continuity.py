@@ -316,7 +316,7 @@ def _gone_unlogged(ws: Workspace, task_id: str, pin_id: str) -> list[tuple[str, 
         if not full.startswith(pin_id) or any(e["event"] == "context.unpin" for e in named):
             continue
         pinned = [e for e in named if e["event"] == "context.pin" and e.get("task") == task_id
-                  and e.get("kind") in KINDS]
+                  and isinstance(e.get("kind"), str) and e["kind"] in KINDS]
         if pinned:
             hits.append((str(pinned[0]["kind"]), {"id": full}))
     exact = [h for h in hits if h[1]["id"] == pin_id]

@@ -544,3 +544,22 @@ def test_an_objective_over_the_continuity_bound_is_refused_with_the_hint_that_fi
     while (pinned := cli("context", "pin", "decision", "--", "p" * 200)).exit_code == 0:
         pass
     assert pinned.exit_code == 10 and "unpin what no longer holds" in pinned.stderr
+
+
+@pytest.mark.parametrize("kind", [["decision"], {"a": 1}, 7, None])
+def test_a_pin_event_whose_kind_is_not_text_is_no_pin_to_unpin(cli: Any, repo: Path, kind: Any) -> None:
+    """`unpin` looks for a pin the document no longer holds in the ledger's `context.pin` events, by kind: a
+    kind that is a list or an object was no key of the table of kinds (exit 70). Such an event names no pin:
+    the id is unknown (exit 2), nothing written; one past it, a pin with a kind, unpins."""
+    assert cli("task", "start", "t1").exit_code == 0
+    path = state_dir(repo) / "ledger.jsonl"
+    event = {"v": 1, "seq": 99, "at": "2026-12-02T02:20:00Z", "event": "context.pin", "task": "t1",
+             "kind": kind, "pin": "abcdef0123456789"}
+    with path.open("a") as f:
+        f.write(json.dumps(event) + "\n")
+    before = snapshot(repo)
+    result = cli("context", "unpin", "abcdef01")
+    assert result.exit_code == 2, result.output
+    assert snapshot(repo) == before
+    pinned = cli("context", "pin", "decision", "keep it")
+    assert pinned.exit_code == 0 and cli("context", "unpin", pinned.stdout.split()[-1]).exit_code == 0

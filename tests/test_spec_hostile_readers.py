@@ -257,8 +257,9 @@ def test_the_matrix_names_every_file_the_state_holds(walked):
     assert sum(p.startswith(state + "hooks/") for p in found) == 3  # the receipts
 
 
-def test_every_reader_under_every_hostile_shape(walked, tmp_path):
-    """The whole matrix, each failure named; one test so that its cost is one state and one walk."""
+def test_every_reader_under_every_hostile_shape_and_every_field_under_every_type(walked, tmp_path):
+    """The whole matrix, each failure named — every file in every shape, then every JSON field in every type
+    (`type_walk`) —; one test so that its cost is one state and one audit of who reads what."""
     save(walked, tmp_path / "saved")
     seen = readers(walked, tmp_path / "saved")
     cases, wrong = 0, []
@@ -266,8 +267,10 @@ def test_every_reader_under_every_hostile_shape(walked, tmp_path):
         walked_here, found = walk(walked, tmp_path, rel, seen)
         cases += walked_here
         wrong += found
-    print(f"reader matrix: {cases} cases walked, {len(wrong)} wrong")
-    assert cases >= 20 * len(SHAPES) * 5
+    typed, mistyped = type_walk(walked, tmp_path, seen)
+    print(f"reader matrix: {cases} cases walked, {len(wrong)} wrong; type walk: {typed} cases, {len(mistyped)} wrong")
+    assert cases >= 20 * len(SHAPES) * 5 and typed > 500
+    wrong += mistyped
     assert not wrong, "\n".join(wrong[:60]) + (f"\n… and {len(wrong) - 60} more" if len(wrong) > 60 else "")
 
 
@@ -537,3 +540,66 @@ def test_every_state_directory_as_a_link_is_refused_by_every_reader(walked, tmp_
     print(f"directory links: {cases} cases walked, {len(wrong)} wrong")
     assert cases >= 40
     assert not wrong, "\n".join(wrong[:60]) + (f"\n… and {len(wrong) - 60} more" if len(wrong) > 60 else "")
+
+
+# ---------------------------------------------------------------- every field under every type
+
+# What a JSON value of the wrong type looks like to a reader that looks it up in a table (a list or an object
+# is no key of a set: the ledger's `task`, a pin's `kind`, the journal's `runtime` were exit 70), compares it
+# (a number is no time) or walks it.
+TYPES = (["x"], {"x": 1}, 7)
+# The fields without which a line of a line log is no entry at all: changed one at a time, the others together.
+CORE = {"ledger.jsonl": ("v", "seq", "event", "prev", "task", "at"), "compact-events.jsonl": ("v", "at", "phase", "runtime")}
+
+
+def _variants(rel: str, data: bytes) -> list[tuple[str, bytes]]:
+    """(what changed, the file's new bytes) for each field × each type: a JSON document's every value at
+    depth one and two (a cache's at depth one: it is taken whole or rebuilt), one at a time; a line log's
+    core fields one at a time and all its other fields at once."""
+    out = []
+    if rel.endswith(".jsonl"):
+        lines = [json.loads(line) for line in data.splitlines() if line.strip()]
+        core = CORE.get(Path(rel).name, ())
+        for value in TYPES:
+            changes = [(f"{key}={value!r}", {key}) for key in sorted({k for line in lines for k in line} & set(core))]
+            changes.append((f"every other field={value!r}", {k for line in lines for k in line} - set(core)))
+            for what, keys in changes:
+                new = [{k: (value if k in keys else v) for k, v in line.items()} for line in lines]
+                out.append((what, b"".join(json.dumps(line).encode() + b"\n" for line in new)))
+        return out
+    doc = json.loads(data)
+    paths = [(k,) for k in doc] if isinstance(doc, dict) else []
+    if "/cache/" not in rel:
+        paths += [(k, k2) for k in (doc if isinstance(doc, dict) else ()) if isinstance(doc[k], dict) for k2 in doc[k]]
+    for path in paths:
+        for value in TYPES:
+            new = json.loads(data)
+            holder = new
+            for key in path[:-1]:
+                holder = holder[key]
+            holder[path[-1]] = value
+            out.append((f"{'.'.join(path)}={value!r}", json.dumps(new).encode()))
+    return out
+
+
+def type_walk(walked: Path, tmp_path: Path, seen: dict[tuple[str, ...], set[str]]) -> tuple[int, list[str]]:
+    """Every JSON file and line log the state holds, each field set in turn to a list, an object and a
+    number, × every command that reads that file: no exit 70, the hooks exit 0 (design §2a: one grammar per
+    field, a wrong one refused or left out, never a crash). (cases walked, what went wrong)"""
+    cases, wrong = 0, []
+    for rel in targets(walked):
+        if not rel.endswith((".json", ".jsonl")):
+            continue
+        original = (tmp_path / "saved" / rel).read_bytes()
+        commands = [(args, stdin) for args, stdin in COMMANDS if reads(seen[args], walked / rel)]
+        for what, data in _variants(rel, original):
+            for args, stdin in commands:
+                restore(walked, tmp_path / "saved")
+                (walked / rel).write_bytes(data)
+                cases += 1
+                result = run_here(*args, cwd=walked, input=stdin, timeout=WAIT * 5)
+                if result.returncode == 70 or (args[0] == "hook" and result.returncode != 0):
+                    said = result.stderr.decode("utf-8", "replace").strip().splitlines()[:1]
+                    wrong.append(f"{rel} {what}: `{' '.join(args)}` exit {result.returncode}: {said}")
+    restore(walked, tmp_path / "saved")
+    return cases, wrong

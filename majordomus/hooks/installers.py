@@ -255,7 +255,22 @@ def load_receipt(ws: Any, runtime: str, path: str) -> dict[str, Any] | None:
         data = jsonbound.loads(safeio.read(receipt_path(ws, runtime, path), SETTINGS_MAX_BYTES * 2 + 4096))
     except (OSError, ValueError, safeio.UnsafeFile):
         return None
-    return data if isinstance(data, dict) and data.get("path") == path else None
+    return data if isinstance(data, dict) and data.get("path") == path and _receipt_fields_hold(data) else None
+
+
+# A receipt's fields and what each holds: a receipt any of whose fields is of another type (a list where a
+# flag belongs, a number where the list of commands added belongs) is no receipt, as a torn one is: the
+# uninstall then takes out only the hooks that are recognisably ours.
+_RECEIPT_FIELDS: dict[str, tuple[type, ...]] = {
+    "version": (int,), "exact": (bool,), "created_file": (bool,), "before": (str, type(None)),
+    "after_sha256": (str,), "added": (list,), "created_dirs": (list,)}
+
+
+def _receipt_fields_hold(data: dict[str, Any]) -> bool:
+    for key, kinds in _RECEIPT_FIELDS.items():
+        if key in data and not isinstance(data[key], kinds):
+            return False
+    return all(isinstance(item, str) for key in ("added", "created_dirs") for item in data.get(key, []))
 
 
 def save_receipt(ws: Any, runtime: str, path: str, receipt: dict[str, Any]) -> None:

@@ -26,7 +26,9 @@ def _event(line: bytes) -> dict[str, Any] | None:
         obj = jsonbound.loads(line)
     except ValueError:
         return None
-    if not isinstance(obj, dict) or obj.get("phase") not in PHASES or obj.get("runtime") not in WHITELIST:
+    if not (isinstance(obj, dict) and isinstance(obj.get("phase"), str) and isinstance(obj.get("runtime"), str)):
+        return None  # what follows looks them up in tables: a list or an object is no key
+    if obj["phase"] not in PHASES or obj["runtime"] not in WHITELIST:
         return None
     if not isinstance(obj.get("at"), str):
         return None

@@ -237,7 +237,7 @@ def compose(ws: Workspace, task_id: str | None = None, budget_bytes: int | budge
             task: tasks.Task | None = None) -> Briefing:
     """The briefing of `task_id` (the active task without one; `task`: that task, already loaded)."""
     if task is None:
-        task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
+        task = tasks.named_or_active(ws, task_id)
     if budget_bytes is None:
         room = budget.Room(ws.config.get("continuity", "render_max_bytes"))
     else:

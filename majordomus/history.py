@@ -70,7 +70,7 @@ def select(ws: Workspace, task_id: str | None, every: bool) -> list[tasks.Task]:
         if task_id is not None:
             raise UsageError("give a TASK or --all, not both", "`majordomus log --all` pictures every task")
         return tasks.all_tasks(ws)
-    return [tasks.load(ws, tasks.validate_id(task_id))] if task_id else [tasks.active(ws)]
+    return [tasks.named_or_active(ws, task_id)]
 
 
 _SINCE_HINT = "try `yesterday`, `2 weeks ago`, 2026-11-30 or 2026-11-30T09:00:00Z"

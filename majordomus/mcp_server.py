@@ -289,7 +289,7 @@ def build(repo: str | None = None) -> Any:
         ws = await place.workspace(ctx)
 
         def status() -> dict[str, Any]:
-            found = tasks.load(ws, tasks.validate_id(task)) if task else tasks.active(ws)
+            found = tasks.named_or_active(ws, task)
             return dict(found.to_dict(), where=tasks.where_active(ws, found))
 
         return dict(_call(status))

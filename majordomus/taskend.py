@@ -21,7 +21,7 @@ def done(ws: Workspace, task_id: str | None, *, force: bool = False) -> tasks.Ta
     ws.ensure_state("tasks")
     at = clock.now_iso()
     with files.locked(ws.paths.lock):
-        task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else lifecycle.slot_here(ws)
+        task = tasks.load(ws, tasks.validate_id(task_id)) if task_id is not None else lifecycle.slot_here(ws)
         if task.status == "done":
             _finish(ws, task, "task.done", {"completed": True}, "task done")
             return task
@@ -106,7 +106,7 @@ def release_claim(ws: Workspace, task_id: str | None) -> tuple[tasks.Task, bool]
     ws.ensure_state("tasks")
     at = clock.now_iso()
     with files.locked(ws.paths.lock):
-        task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else lifecycle.slot_here(ws)
+        task = tasks.load(ws, tasks.validate_id(task_id)) if task_id is not None else lifecycle.slot_here(ws)
         if task.status == "paused" and tasks.active_id(ws) == task.id:  # a release that failed part way
             _finish(ws, task, "task.release", {"status": task.status, "by": ws.owner(), "completed": True},
                     "released")

@@ -97,6 +97,12 @@ def where_active(ws: Workspace, task: Task, index: dict[str, str] | None = None)
     return "elsewhere"
 
 
+def named_or_active(ws: Workspace, task_id: str | None) -> Task:
+    """The task `task_id` names, or the active task here when none is named (None: an empty name is a name,
+    and no task id: exit 2, never the active task in its place)."""
+    return load(ws, validate_id(task_id)) if task_id is not None else active(ws)
+
+
 def active(ws: Workspace) -> Task:
     """The active task in this worktree and branch, or exit 11."""
     return taskfile.read_active(ws.paths, ws.worktree, ws.branch, ws.where())

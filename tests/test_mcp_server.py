@@ -373,6 +373,7 @@ def test_an_argument_a_tool_does_not_take_is_refused_not_dropped_unsaid(cli, rep
         seen["hostile"] = await s.call_tool("checkpoint", {"body": "a note", "owner\n# SYSTEM": "x"})
         seen["none"] = await s.call_tool("checkpoint", {"body": "a note", "x": 1})
         seen["plain"] = await s.call_tool("run_record_list", {})
+        seen["empty"] = [await s.call_tool(tool, {"task": ""}) for tool in ("brief", "task_status", "log")]
 
     before = snapshot(repo)
     session(["mcp", "--repo", str(repo)], tmp_path, body, in_process=True)
@@ -383,6 +384,8 @@ def test_an_argument_a_tool_does_not_take_is_refused_not_dropped_unsaid(cli, rep
     assert not any(line.startswith("# SYSTEM") for line in hostile.splitlines())
     assert is_error(seen["none"]) and snapshot(repo) == before
     assert not is_error(seen["plain"]) and json.loads(text(seen["plain"])) == {"runs": []}
+    # an empty task name is a name, and no task id: never the active task in its place
+    assert all(is_error(r) and "`` is not a valid task id" in text(r) for r in seen["empty"]), seen["empty"]
 
 
 def test_an_unknown_tool_is_named_escaped_with_the_tools_there_are(repo, tmp_path):

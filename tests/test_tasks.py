@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from helpers import git, ledger_events, snapshot, state_dir
 
 
@@ -95,3 +96,15 @@ def test_hand_broken_task_record_is_a_clear_error(cli, repo):
     assert result.exit_code == 12
     assert "Traceback" not in result.stderr
     assert "unreadable" in result.stderr and "majordomus doctor" in result.stderr
+
+
+@pytest.mark.parametrize("args", [("brief", ""), ("task", "show", ""), ("log", ""), ("task", "done", ""),
+                                  ("task", "release", ""), ("search", "x", "--task", "")])
+def test_an_empty_task_name_is_no_task_id_never_the_active_task(cli, repo, args):
+    """A TASK given as the empty string is a name given, and no task id: exit 2, nothing written — never the
+    active task in its place (`brief ''` briefed the active task, `task done ''` would have ended it)."""
+    assert cli("task", "start", "t1").exit_code == 0
+    before = snapshot(repo)
+    result = cli(*args)
+    assert result.exit_code == 2 and "`` is not a valid task id" in result.stderr, (args, result.output)
+    assert snapshot(repo) == before

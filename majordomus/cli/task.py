@@ -63,7 +63,7 @@ def task_show(task_id: str | None, as_json: bool) -> None:
     from majordomus import tasks
 
     ws = workspace()
-    task = tasks.load(ws, tasks.validate_id(task_id)) if task_id else tasks.active(ws)
+    task = tasks.named_or_active(ws, task_id)
     if as_json:
         emit_json(task.to_dict())
     else:

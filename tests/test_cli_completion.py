@@ -87,6 +87,11 @@ def test_bash_completes_task_ids_pin_ids_and_remotes(cli: Any, tasks: Path, remo
     assert bash_complete(tasks, "context", "unpin", "") == [pin.stdout.strip()]
     git(tasks, "remote", "add", "backup", str(remote))
     assert bash_complete(tasks, "sync", "push", "") == ["backup", "origin"]
+    # git keeps a remote name holding U+2028 or NEL: never cut into pieces offered as remotes
+    # (`splitlines` did: `r` and `x`), and never offered whole either (a terminal would act on it)
+    for name in ("r\u2028x", "n\u0085l"):
+        git(tasks, "remote", "add", name, str(remote))
+    assert bash_complete(tasks, "sync", "push", "") == ["backup", "origin"]
 
 
 def test_bash_follows_dash_c_and_completes_its_directory(tasks: Path, tmp_path: Path) -> None:

@@ -218,7 +218,10 @@ def state_values(kind: str, dirs: list[str]) -> list[tuple[str, str]]:
     except Exception:
         return []
     # a value goes onto the command line as it is: nothing a shell or a terminal would act on
-    return [(v, d) for v, d in found if v.isprintable() and not any(c.isspace() for c in v)]
+    # (a name that is not printable is left out, as one a shell would split); its description is escaped
+    from majordomus.lite.textrules import escape
+
+    return [(v, escape(d)) for v, d in found if v.isprintable() and not any(c.isspace() for c in v)]
 
 
 def _tasks(ws: Any, inner: Any) -> list[tuple[str, str]]:

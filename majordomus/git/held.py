@@ -75,4 +75,4 @@ def ignored(place: Place, paths: list[str]) -> set[str]:
     done = run.run(where, *repository, "check-ignore", "--no-index", "--", *paths)  # -z needs --stdin
     if done.returncode not in (0, 1):
         return set()
-    return {line for line in done.stdout.decode("utf-8", "surrogateescape").splitlines() if line in paths}
+    return {line for line in done.stdout.decode("utf-8", "surrogateescape").split("\n") if line in paths}

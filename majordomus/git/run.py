@@ -50,7 +50,7 @@ class Ran:
 
     def reason(self) -> str:
         """git's own reason in one line: its `fatal:`/`error:` line, else its last line, else the exit code."""
-        lines = [line.strip() for line in self.err.splitlines() if line.strip()]
+        lines = [line.strip() for line in self.err.split("\n") if line.strip()]
         for line in lines:
             if line.startswith(("fatal:", "error:")):
                 return line

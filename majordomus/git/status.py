@@ -205,7 +205,8 @@ def is_tracked(place: Place, path: str) -> bool:
 
 def remotes(place: Place) -> list[str]:
     """The names of this repository's remotes, as `git remote` lists them."""
-    return [name for name in git(place, "remote").decode("utf-8", "replace").splitlines() if name]
+    # one a line, split at "\n" only: git keeps a name holding U+2028 or VT, which `splitlines` would cut
+    return [name for name in git(place, "remote").decode("utf-8", "replace").split("\n") if name]
 
 
 def branch_exists(place: Place, name: str) -> bool:

@@ -56,7 +56,7 @@ class Pushed:
 
 
 def _said(done: run.Ran) -> str:
-    lines = [line.rstrip() for line in (done.err + done.out).splitlines()]
+    lines = [line.rstrip() for line in (done.err + done.out).split("\n")]
     kept = [line for line in lines if line.strip() and line.strip() != "Done" and not line.startswith("To ")]
     return "\n".join(kept[-12:])
 
@@ -87,7 +87,7 @@ def list_refs(place: Place, remote: str) -> dict[str, str]:
         raise EnvironmentProblem(f"cannot reach {remote}:", detail=said(_said(done)), hint=
                                  f"check the remote and your access to it: {run.hint(('ls-remote', remote), place.worktree)}")
     found: dict[str, str] = {}
-    for line in done.out.splitlines():
+    for line in done.out.split("\n"):  # at "\n" only: a ref name may hold U+2028, which `splitlines` cuts
         oid, _, name = line.partition("\t")
         if name.startswith(NAMESPACE):
             found[name] = oid
@@ -121,7 +121,7 @@ def push(place: Place, remote: str, updates: list[Update]) -> Pushed:
     # --porcelain prints one `<flag>\t<from>:<to>\t<summary>` line per ref; `!` is a rejection.
     result = Pushed(ok=done.returncode == 0, detail=_said(done))
     seen, races, refusals = False, 0, 0
-    for line in done.out.splitlines():
+    for line in done.out.split("\n"):
         parts = line.split("\t")
         if len(parts) < 3 or ":" not in parts[1]:
             continue

@@ -94,6 +94,19 @@ def test_a_users_husky_post_commit_keeps_its_lines(repo: Path) -> None:
     assert hook.read_text() == "echo theirs"  # byte for byte
 
 
+def test_a_users_husky_hook_with_a_byte_that_is_not_utf8_keeps_it_byte_for_byte(repo: Path) -> None:
+    """A team's `.husky/post-commit` with a Latin-1 comment (`# café` in ISO-8859-1): the install keeps that
+    byte, and the uninstall puts back the very bytes there were; the byte was U+FFFD after the round trip."""
+    npx_husky(repo)
+    hook = repo / ".husky" / "post-commit"
+    theirs = b"# caf\xe9: the team's hook\necho theirs\n"
+    hook.write_bytes(theirs)
+    assert run_here("hooks", "install", "--runtime", "git", cwd=repo).returncode == 0
+    assert hook.read_bytes().endswith(theirs) and b"\xef\xbf\xbd" not in hook.read_bytes()
+    assert run_here("hooks", "uninstall", "--runtime", "git", cwd=repo).returncode == 0
+    assert hook.read_bytes() == theirs
+
+
 def test_a_husky_hook_that_exits_early_still_runs_ours_and_doctor_checks_the_block_is_reached(repo: Path) -> None:
     """Husky runs `.husky/post-commit` with `sh -e`: lines after a user's `exit 0` never run. Our block goes
     first; one an earlier version appended after such an exit is moved up by install, and doctor calls it

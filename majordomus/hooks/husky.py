@@ -91,12 +91,18 @@ def _stale_chained(hooks_dir: str, hook: Hook) -> str | None:
     return chained
 
 
+def _text(data: bytes | None) -> str:
+    """A user's hook file as text, each byte that is not UTF-8 kept (`surrogateescape`): written back, the
+    file's own bytes are there again, a Latin-1 comment included, never U+FFFD in their place."""
+    return (data or b"").decode("utf-8", "surrogateescape")
+
+
 def plan(husky: str, hook: Hook, installing: bool) -> Plan:
     target = os.path.join(husky, hook.name)
     kind, data = lread(target)
     if installing and kind not in ("absent", "file"):
         raise Refused(f"{target} is not a file; nothing was written", "move it away, then try again")
-    text = (data or b"").decode("utf-8", "replace")
+    text = _text(data)
     if hook.husky_begin in text and _without_ours(text, hook) == text:
         raise edited(target)
     return Plan(hook, target, "", kind, data)
@@ -105,7 +111,7 @@ def plan(husky: str, hook: Hook, installing: bool) -> Plan:
 def install(ws: Any, hooks_dir: str, plan: Plan) -> installers.Result:
     hook, target, kind, data = plan.hook, plan.target, plan.kind, plan.data
     stale = _stale_chained(hooks_dir, hook)
-    text = (data or b"").decode("utf-8", "replace")
+    text = _text(data)
     stub = _missing_stub(hooks_dir, hook)
     if husky_reachable(text, hook) and stub is None:
         if stale is not None:
@@ -115,7 +121,7 @@ def install(ws: Any, hooks_dir: str, plan: Plan) -> installers.Result:
     rest = _without_ours(text, hook)  # an earlier install's block at the end (after a user's exit: moved)
     at = _top(rest)
     joined = rest[:at] + ("\n" if at and not rest[:at].endswith("\n") else "") + husky_block(hook) + rest[at:]
-    replace(os.path.dirname(target), target, joined.encode("utf-8"),
+    replace(os.path.dirname(target), target, joined.encode("utf-8", "surrogateescape"),
              (os.lstat(target).st_mode & 0o7777) if kind == "file" else 0o755)
     if stub is not None:  # git runs `.husky/_/<hook>` only: Husky's own dispatcher stub, as `husky` writes it
         replace(hooks_dir, stub, _HUSKY_STUB_FILE, 0o755)
@@ -150,7 +156,7 @@ def uninstall(ws: Any, hooks_dir: str, plan: Plan) -> installers.Result:
     stale = _stale_chained(hooks_dir, hook)
     if stale is not None:
         remove(stale)
-    text = (data or b"").decode("utf-8", "replace")
+    text = _text(data)
     rest = _without_ours(text, hook)
     receipt = installers.load_receipt(ws, "git", target) or {}
     stub = receipt.get("created_stub")
@@ -162,7 +168,7 @@ def uninstall(ws: Any, hooks_dir: str, plan: Plan) -> installers.Result:
     if not rest.strip() and receipt.get("created_file"):
         remove(target)
     else:
-        replace(os.path.dirname(target), target, rest.encode("utf-8"), os.lstat(target).st_mode & 0o7777)
+        replace(os.path.dirname(target), target, rest.encode("utf-8", "surrogateescape"), os.lstat(target).st_mode & 0o7777)
     installers.drop_receipt(ws, "git", target)
     return installers.Result(target, [hook.name], "removed")
 

@@ -229,3 +229,25 @@ def test_a_hooks_directory_reached_through_a_link_in_the_work_tree_is_never_writ
     git(repo, "config", "core.hooksPath", str(elsewhere / "_"))
     assert run_here("hooks", "install", "--runtime", "git", cwd=repo).returncode == 0
     assert snapshot(elsewhere) != outside
+
+
+def test_an_empty_core_hooks_path_runs_no_hook_so_install_refuses_and_doctor_says_it(repo: Path) -> None:
+    """`core.hooksPath` set to "" makes git run no hook at all, while `rev-parse --git-path hooks` answers
+    `./`: the install wrote post-commit into the work tree, said "installed", and git never ran it. It is
+    exit 12 naming the setting, nothing written; a hook installed before the setting is doctor's
+    `hooks.missing`; one past the edge, unset, the install lands."""
+    assert run_here("hooks", "install", "--runtime", "git", cwd=repo).returncode == 0
+    git(repo, "config", "core.hooksPath", "")
+    doctor = json.loads(run_here("doctor", "--json", cwd=repo).stdout)
+    assert "hooks.missing" in {f["code"] for f in doctor["findings"]}
+    before = snapshot(repo)
+    for action in ("install", "uninstall"):
+        done = run_here("hooks", action, "--runtime", "git", cwd=repo)
+        assert done.returncode == 12, done.stderr
+        assert b"core.hooksPath is set to the empty string, and git runs no hook then" in done.stderr
+        assert b"git config --unset core.hooksPath" in done.stderr and snapshot(repo) == before
+    assert not (repo / "post-commit").exists()
+    git(repo, "config", "--unset", "core.hooksPath")
+    assert run_here("hooks", "install", "--runtime", "git", cwd=repo).returncode == 0
+    doctor = json.loads(run_here("doctor", "--json", cwd=repo).stdout)
+    assert "hooks.missing" not in {f["code"] for f in doctor["findings"]}

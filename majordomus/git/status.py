@@ -193,8 +193,20 @@ def _is_short_id(text: str) -> bool:
     return 4 <= len(text) <= 64 and all(c in "0123456789abcdef" for c in text)
 
 
+def hooks_disabled(place: Place) -> bool:
+    """Whether `core.hooksPath` is set to the empty string: git then runs no hook at all, not even from
+    `.git/hooks` (while `rev-parse --git-path hooks` answers `./`, the work tree)."""
+    done = run.run(place, "config", "--get", "core.hooksPath")
+    return done.returncode == 0 and not done.stdout.strip()
+
+
 def hooks_dir(place: Place) -> str:
-    """Where git runs this repository's hooks from (`core.hooksPath` when set)."""
+    """Where git runs this repository's hooks from (`core.hooksPath` when set); exit 12 when it runs none."""
+    if hooks_disabled(place):
+        raise EnvironmentProblem("core.hooksPath is set to the empty string, and git runs no hook then (not from "
+                                 ".git/hooks either); nothing was written",
+                                 "unset it (`git config --unset core.hooksPath`), or set it to the directory git "
+                                 "should run hooks from, then run the same command again")
     return git_path(place, "hooks")
 
 

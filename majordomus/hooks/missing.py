@@ -40,6 +40,7 @@ def _receipted(ws: Any) -> list[tuple[str, str]]:
     except (OSError, EnvironmentProblem):  # a link where `hooks/` belongs: doctor's walk names it
         return []
     out = []
+    disabled: list[bool] = []  # asked of git once, and only when a git hook was installed
     for name in names:
         runtime = name.split("-", 1)[0]
         try:
@@ -50,7 +51,11 @@ def _receipted(ws: Any) -> list[tuple[str, str]]:
         if not isinstance(path, str) or runtime not in ("git", "claude", "codex"):
             continue
         if runtime == "git":
-            runs = githook.runs_majordomus(path)
+            if not disabled:
+                from majordomus.git import status
+
+                disabled.append(status.hooks_disabled(ws.place))
+            runs = not disabled[0] and githook.runs_majordomus(path)  # an empty core.hooksPath: git runs none
         else:
             try:
                 runs = b"majordomus hook session-start" in (installers._read(path) or b"")

@@ -239,7 +239,9 @@ def test_an_empty_core_hooks_path_runs_no_hook_so_install_refuses_and_doctor_say
     assert run_here("hooks", "install", "--runtime", "git", cwd=repo).returncode == 0
     git(repo, "config", "core.hooksPath", "")
     doctor = json.loads(run_here("doctor", "--json", cwd=repo).stdout)
-    assert "hooks.missing" in {f["code"] for f in doctor["findings"]}
+    said = [f["message"] for f in doctor["findings"] if f["code"] == "hooks.missing"]
+    assert len(said) == 2 and all(m.endswith(": core.hooksPath is set to the empty string, and git runs no hook then")
+                                  for m in said), said
     before = snapshot(repo)
     for action in ("install", "uninstall"):
         done = run_here("hooks", action, "--runtime", "git", cwd=repo)

@@ -18,10 +18,10 @@ if TYPE_CHECKING:
 
 def missing(ws: Any) -> list[tuple[str, str, str, str]]:
     """(runtime, path, message, hint) of each installed hook that went missing."""
-    out = [(runtime, path, f"the {runtime} hook that `hooks install` wrote no longer runs majordomus",
+    out = [(runtime, path, f"the {runtime} hook that `hooks install` wrote no longer runs majordomus{why}",
             f"run `majordomus hooks install --runtime {runtime}` again to keep it, or `majordomus hooks uninstall "
             f"--runtime {runtime}` to finish removing it (an uninstall that stopped before its receipt)")
-           for runtime, path in _receipted(ws)]
+           for runtime, path, why in _receipted(ws)]
     for module in (gemini, copilot):
         for gone in module.missing(ws):
             message, hint = gone.message(ws.display(gone.path), module.NAME)
@@ -29,9 +29,10 @@ def missing(ws: Any) -> list[tuple[str, str, str, str]]:
     return out
 
 
-def _receipted(ws: Any) -> list[tuple[str, str]]:
-    """(runtime, path) of each hook an install receipt lists that no longer runs majordomus: a hook manager
-    regenerated its directory (Husky's `npx husky`), or someone edited it out (doctor's `hooks.missing`)."""
+def _receipted(ws: Any) -> list[tuple[str, str, str]]:
+    """(runtime, path, why when it is not the file) of each hook an install receipt lists that no longer runs
+    majordomus: a hook manager regenerated its directory (Husky's `npx husky`), someone edited it out, or
+    git runs no hook at all (doctor's `hooks.missing`)."""
     directory = ws.paths.receipts
     try:
         if not statepaths.readable_dir(ws.paths, directory):
@@ -55,12 +56,15 @@ def _receipted(ws: Any) -> list[tuple[str, str]]:
                 from majordomus.git import status
 
                 disabled.append(status.hooks_disabled(ws.place))
-            runs = not disabled[0] and githook.runs_majordomus(path)  # an empty core.hooksPath: git runs none
+            if disabled[0]:
+                out.append((runtime, path, ": core.hooksPath is set to the empty string, and git runs no hook then"))
+                continue
+            runs = githook.runs_majordomus(path)
         else:
             try:
                 runs = b"majordomus hook session-start" in (installers._read(path) or b"")
             except (OSError, EnvironmentProblem):
                 runs = False
         if not runs:
-            out.append((runtime, path))
+            out.append((runtime, path, ""))
     return out

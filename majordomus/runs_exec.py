@@ -100,26 +100,38 @@ def body_line(raw: bytes) -> str:
 
 
 class Outcome:
-    __slots__ = ("duration_ms", "signal", "status", "tail")
+    __slots__ = ("duration_ms", "output_error", "signal", "status", "tail")
 
-    def __init__(self, status: int, signum: int | None, duration_ms: int, tail: Tail) -> None:
+    def __init__(self, status: int, signum: int | None, duration_ms: int, tail: Tail,
+                 output_error: OSError | None = None) -> None:
         self.status = status  # what majordomus exits with: CMD's status, 128+N for signal N
         self.signal = signum
         self.duration_ms = duration_ms
         self.tail = tail
+        # Why the output could not all be passed on (a full disk, a terminal gone), when it was not that its
+        # reader went away (`| head`), which is no failure
+        self.output_error = output_error
 
 
-def _write_all(fd: int, data: bytes) -> bool:
-    """Pass output on; False once the reader went away (the output is still captured)."""
+def _write_all(fd: int, data: bytes) -> OSError | None:
+    """Pass output on; the error that ended it (its reader went away, a full disk, a terminal gone), or None.
+    A descriptor left non-blocking by the parent (node and ssh leave one so) is waited on, as a blocking
+    write waits for a slow reader."""
+    import select
+
     view = memoryview(data)
     while view:
         try:
             view = view[os.write(fd, view):]
-        except BrokenPipeError:
-            return False
+        except BlockingIOError:
+            poller = select.poll()
+            poller.register(fd, select.POLLOUT)
+            poller.poll()
         except InterruptedError:
             continue
-    return True
+        except OSError as exc:
+            return exc
+    return None
 
 
 def execute(argv: list[str]) -> Outcome:
@@ -161,6 +173,8 @@ def execute(argv: list[str]) -> Outcome:
         # the background (`server &`), as with `| tee` — but the run lasted until CMD's own end: its pidfd
         # says when (Linux); elsewhere, when it is reaped.
         ended: float | None = None
+        output_error: OSError | None = None
+        pipes = {child.stdout.fileno(): child.stdout, child.stderr.fileno(): child.stderr}  # type: ignore[union-attr]
         exit_fd = _pidfd(child.pid)
         if exit_fd is not None:
             sel.register(exit_fd, selectors.EVENT_READ)
@@ -181,7 +195,18 @@ def execute(argv: list[str]) -> Outcome:
                     continue
                 tail.feed(targets[fd], data)
                 if alive[targets[fd]]:
-                    alive[targets[fd]] = _write_all(targets[fd], data)
+                    failed = _write_all(targets[fd], data)
+                    if failed is not None:
+                        # What reads CMD's output here is gone, or takes no more: CMD's pipe closes, as a
+                        # pipeline's does, so that CMD ends at its next write (SIGPIPE), never writing on
+                        # without end into majordomus (`run -- yes | head -1`); what it wrote until then is
+                        # in the record.
+                        alive[targets[fd]] = False
+                        if not isinstance(failed, BrokenPipeError) and output_error is None:
+                            output_error = failed
+                        sel.unregister(fd)
+                        del targets[fd]
+                        pipes[fd].close()  # type: ignore[union-attr]
         sel.close()
         if exit_fd is not None:
             os.close(exit_fd)
@@ -201,8 +226,8 @@ def execute(argv: list[str]) -> Outcome:
                     pipe.close()
     duration = int(((ended if ended is not None else time.monotonic()) - started) * 1000)
     if code < 0:
-        return Outcome(128 - code, -code, duration, tail)
-    return Outcome(code, None, duration, tail)
+        return Outcome(128 - code, -code, duration, tail, output_error)
+    return Outcome(code, None, duration, tail, output_error)
 
 
 def _pidfd(pid: int) -> int | None:

@@ -266,3 +266,56 @@ def test_an_identical_run_in_the_same_second_says_it_is_that_record(repo, task):
     assert b"identical run record" not in first.stderr
     assert b"an identical run record" in second.stderr and b"recorded as that one" in second.stderr, second.stderr
     assert len(list((state_dir(repo) / "runs").iterdir())) == 1 and len(events_named(repo, "task.run")) == 1
+
+
+def test_a_reader_that_goes_away_ends_a_command_that_writes_without_end_as_a_pipeline_does(repo, task):
+    """`run -- yes | head -1`: once the reader left, majordomus read on and threw the output away, so `yes`
+    never met a closed pipe and the pipeline never ended. CMD's pipe closes with its reader's, as in a
+    pipeline without majordomus: CMD ends at its next write (SIGPIPE, 141 as a shell says), recorded so."""
+    shell = subprocess.Popen(["bash", "-c", f"'{MAJORDOMUS}' run --label yes -- yes | head -1; "
+                                            'echo "${PIPESTATUS[0]}" >&2'],
+                             cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = shell.communicate(timeout=30)
+    finally:  # a pipeline that never ends is stopped whole, not left writing
+        if shell.poll() is None:
+            os.killpg(shell.pid, signal.SIGKILL)
+            shell.wait()
+    assert out == b"y\n" and err.strip() == str(128 + signal.SIGPIPE).encode(), err
+    meta, _, _ = one_record(repo)
+    assert meta["label"] == "yes" and meta["signal"] == signal.SIGPIPE
+
+
+@pytest.mark.parametrize("status", [3, 0])
+def test_an_output_that_cannot_be_written_still_records_the_run_and_exits_with_its_status(repo, task, status):
+    """Output to a full disk (`/dev/full`): `run` exited 12 at the first write, left CMD running on its own
+    and stored no record. CMD's pipe closes (as its reader's end), CMD runs to its own end, its record is
+    stored, and `run` says what could not be written: CMD's status when it failed, else 12."""
+    script = f"echo first; sleep 0.2; echo done > '{repo}/after'; exit {status}"
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([MAJORDOMUS, "run", "--label", "full", "--", "sh", "-c", script],
+                              cwd=repo, stdout=full, stderr=subprocess.PIPE, timeout=30, check=False)
+    assert done.returncode == (status or 12), done.stderr
+    assert b"its run record is stored, but its output could not all be passed on: No space left on device" in done.stderr
+    assert (repo / "after").read_text() == "done\n"  # CMD ran to its end, as majordomus waited for it
+    meta, body, _ = one_record(repo)
+    assert meta["exit_status"] == status and body == "| first"
+    assert [e["event"] for e in events_named(repo, "task.run")] == ["task.run"]
+
+
+def test_a_stdout_left_non_blocking_by_the_parent_is_waited_on_not_an_error(repo, task):
+    """node and ssh hand their children a pipe set O_NONBLOCK: a reader slower than CMD made `os.write` raise
+    EAGAIN, and `run` exited 12 with 64 KiB of a megabyte passed on. It waits for the reader instead."""
+    code = ("import fcntl, os, subprocess, sys, time\n"
+            "r, w = os.pipe()\n"
+            "fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)\n"
+            f"p = subprocess.Popen([{str(MAJORDOMUS)!r}, 'run', '--', sys.executable, '-c', "
+            "'import sys; sys.stdout.write(\"x\" * 1000000)'], stdout=w)\n"
+            "os.close(w)\n"
+            "time.sleep(0.3)\n"
+            "got = b''\n"
+            "while chunk := os.read(r, 65536):\n"
+            "    got += chunk\n"
+            "print(p.wait(), len(got))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, timeout=60, check=False)
+    assert done.stdout.split() == [b"0", b"1000000"], done.stderr

@@ -47,6 +47,17 @@ def run_command(label: str | None, listing: bool, task_id: str | None, as_json: 
 
         sys.stderr.write(render_error(exc.error) + "\n")
         return exc.status or exc.error.code
+    if outcome.output_error is not None:  # stored whole, but what CMD printed did not all reach its reader
+        from majordomus.errors import EnvironmentProblem
+        from majordomus.lite.textrules import render_error
+
+        problem = EnvironmentProblem(
+            f"the command ran (exit status {outcome.status}) and its run record is stored, but its output could "
+            f"not all be passed on: {outcome.output_error.strerror or outcome.output_error}; the command's pipe "
+            "was closed then, as a pipeline's is", "free space where the output goes (or see where it went); "
+            "`majordomus run --list` shows the record, its output's tail included")
+        sys.stderr.write(render_error(problem) + "\n")
+        return outcome.status or problem.code
     return outcome.status
 
 

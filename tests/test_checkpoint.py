@@ -11,6 +11,7 @@ import pytest
 from freezegun import freeze_time
 from helpers import (
     BIN,
+    HANDOFF_BODY,
     assert_refused,
     commit_file,
     events_named,
@@ -86,6 +87,25 @@ def test_byte_cap_refused(cli, repo):
     assert "16384" in refused.stderr and "write a handoff instead" in refused.stderr
     assert snapshot(repo) == before
     assert cli("checkpoint", input="y" * 16384).exit_code == 0
+
+
+@pytest.mark.parametrize("kind", ["checkpoint", "handoff"])
+def test_a_record_over_what_any_reader_reads_is_refused_whatever_the_configured_cap(cli, repo, kind, monkeypatch):
+    """The configured caps go up to 2**31, every reader stops at a record's bound (16 MiB): an 18 MB checkpoint
+    was stored (exit 0) and then unreadable by `--show`, `--list`, `brief` and sync. The write holds the
+    whole record, front matter included, to that bound: over it, exit 10 and nothing written; at it, stored.
+    (The bound made 4 KiB here, under the configured caps, so that the walk reads no 16 MiB body.)"""
+    from majordomus.store import records
+
+    monkeypatch.setattr(records, "MAX_RECORD_BYTES", 4096)
+    start_task(cli)
+    extra = HANDOFF_BODY + "\n" if kind == "handoff" else ""
+    before = snapshot(repo)
+    refused = cli(kind, input=extra + ("x" * 200 + "\n") * 25)  # 5 KiB: under the caps of lines and bytes
+    assert refused.exit_code == 10, refused.output
+    assert "bytes with its front matter, over the 4,096 a record can be; nothing was written" in refused.stderr
+    assert snapshot(repo) == before
+    assert cli(kind, input=extra + "a short note\n").exit_code == 0
 
 
 def test_configured_cap_of_five(cli, repo):

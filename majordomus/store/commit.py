@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 
 from majordomus import clock
-from majordomus.errors import EnvironmentProblem, NoActiveTask, rerun
+from majordomus.errors import EnvironmentProblem, NoActiveTask, Refused, rerun
 from majordomus.lite import names, safeio
 from majordomus.store import files, ledger, listing, paths, records, taskfile
 from majordomus.store.taskfile import MAX_RUN_POINTERS
@@ -86,6 +86,11 @@ class Write:
         # path (relative to the state directory) the task will point at.
         self.meta: dict[str, Any] = dict(fields)
         self.name, self.data, self.digest = ("", b"", "") if touch else rendered(fields, body)
+        if len(self.data) > records.MAX_RECORD_BYTES:  # no reader reads more: stored, it would never be read
+            raise Refused(f"the {what} would be {len(self.data):,} bytes with its front matter, over the "
+                          f"{records.MAX_RECORD_BYTES:,} a record can be; nothing was written",
+                          "keep it shorter (the configured cap allows more than a record holds: lower it in "
+                          ".ai/config.yaml)")
         self.rel = f"{subdir}/{self.name}"
 
     def shown(self, path: str) -> str:

@@ -91,6 +91,32 @@ def test_the_copy_probe_would_find_a_copy():
     assert not _COPY.search("U+2028 in a message") and not _COPY.search("'\\x7fff'")
 
 
+def _members(ranges: str) -> set[str]:
+    """The characters a class's ranges hold, found by the regular expression itself (one pass of the text
+    of every code point)."""
+    every = "".join(map(chr, range(0x110000)))
+    return set(re.findall(f"[{ranges}]", every))
+
+
+def test_what_a_body_hides_is_invisible_to_every_one_line_field_too():
+    """HIDDEN (what a body's output escapes) is a part of INVISIBLE (what no one-line field holds, and every
+    field's output escapes): U+206A, U+FFF9 and U+1D173 were escaped in a checkpoint body and stored raw in
+    a title, a pin and a branch name, printed raw by `task list` and the MCP answers."""
+    hidden, invisible = _members(textrules.HIDDEN), _members(textrules.INVISIBLE)
+    assert hidden <= invisible, sorted(f"U+{ord(c):04X}" for c in hidden - invisible)
+    for char in sorted(hidden):
+        assert textrules.field_problem(f"T{char}itle") is not None, f"U+{ord(char):04X}"
+        assert textrules.escape(f"T{char}itle") != f"T{char}itle", f"U+{ord(char):04X}"
+
+
+def test_a_title_holding_a_character_a_body_hides_is_refused_at_ingest(cli, repo):
+    for char in ("\u206a", "\ufff9", "\U0001d173", "\U00013430"):
+        before = snapshot(repo)
+        refused = cli("task", "start", "t3", f"--title=T{char}itle")
+        assert refused.exit_code == 10 and "an invisible character" in refused.stderr, refused.output
+        assert snapshot(repo) == before
+
+
 def test_output_and_records_use_the_one_rule():
     from majordomus import output
 

@@ -28,8 +28,9 @@ LINE_BREAKS = "\n\r\x0b\x0c\x85\u2028\u2029"
 BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 # Default-ignorable characters a reader does not see (zero-width, joiners, word joiner, BOM, soft hyphen,
 # variation selectors, fillers, tags). U+200E/U+200F are bidi marks and listed there.
-INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2065\u3164"
-             "\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff")
+INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2065\u206a-\u206f\u3164"
+             "\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+             "\U0001d173-\U0001d17a\U000e0000-\U000e0fff")  # every HIDDEN character among them
 # What JSON leaves raw but YAML refuses or reads as a line break, in a record's front matter.
 # A lone surrogate: a byte that is not UTF-8, as `surrogateescape` keeps it (an argument, a path).
 SURROGATES = "\ud800-\udfff"

@@ -100,10 +100,10 @@ def body_line(raw: bytes) -> str:
 
 
 class Outcome:
-    __slots__ = ("duration_ms", "output_error", "signal", "status", "tail")
+    __slots__ = ("duration_ms", "output_error", "signal", "status", "stopped_by", "tail")
 
     def __init__(self, status: int, signum: int | None, duration_ms: int, tail: Tail,
-                 output_error: OSError | None = None) -> None:
+                 output_error: OSError | None = None, stopped_by: int | None = None) -> None:
         self.status = status  # what majordomus exits with: CMD's status, 128+N for signal N
         self.signal = signum
         self.duration_ms = duration_ms
@@ -111,6 +111,8 @@ class Outcome:
         # Why the output could not all be passed on (a full disk, a terminal gone), when it was not that its
         # reader went away (`| head`), which is no failure
         self.output_error = output_error
+        # The stop signal that ended the wait for the output of what CMD left in the background, after CMD's end
+        self.stopped_by = stopped_by
 
 
 def _write_all(fd: int, data: bytes) -> OSError | None:
@@ -144,11 +146,15 @@ def execute(argv: list[str]) -> Outcome:
     sys.stderr.flush()
     child: subprocess.Popen[bytes] | None = None
     interrupted: list[int] = []
+    late: list[int] = []
+    ended: float | None = None
 
     def on_signal(signum: int, _frame: Any) -> None:
         if child is not None and signum not in (signal.SIGINT, signal.SIGQUIT):
             child.send_signal(signum)
         interrupted.append(signum)
+        if ended is not None:
+            late.append(signum)  # after CMD's end: only what it left in the background is waited for
 
     # Python handlers, not SIG_IGN: a handled signal goes back to its default in CMD when it execs.
     handled = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
@@ -172,14 +178,22 @@ def execute(argv: list[str]) -> Outcome:
         # The output passes through until its pipes close — CMD's end, or that of what it left running in
         # the background (`server &`), as with `| tee` — but the run lasted until CMD's own end: its pidfd
         # says when (Linux); elsewhere, when it is reaped.
-        ended: float | None = None
+        stopped_by: int | None = None
         output_error: OSError | None = None
         pipes = {child.stdout.fileno(): child.stdout, child.stderr.fileno(): child.stderr}  # type: ignore[union-attr]
         exit_fd = _pidfd(child.pid)
         if exit_fd is not None:
             sel.register(exit_fd, selectors.EVENT_READ)
         while targets:
-            for key, _ in sel.select():
+            if late:
+                # CMD has ended and a stop signal came since: what it left in the background may hold its
+                # pipes for ever (a daemon), so the wait for them ends here, as `| tee` would end, with what
+                # is in the pipes now
+                stopped_by = late[0]
+                for fd, which in targets.items():
+                    _drain(fd, which, tail, alive)
+                break
+            for key, _ in sel.select(None if ended is None else 0.25):  # a signal does not end a select
                 fd = int(key.fd)
                 if fd == exit_fd:
                     ended = time.monotonic()
@@ -226,8 +240,24 @@ def execute(argv: list[str]) -> Outcome:
                     pipe.close()
     duration = int(((ended if ended is not None else time.monotonic()) - started) * 1000)
     if code < 0:
-        return Outcome(128 - code, -code, duration, tail, output_error)
-    return Outcome(code, None, duration, tail, output_error)
+        return Outcome(128 - code, -code, duration, tail, output_error, stopped_by)
+    return Outcome(code, None, duration, tail, output_error, stopped_by)
+
+
+def _drain(fd: int, which: int, tail: Tail, alive: dict[int, bool], most: int = 1 << 20) -> None:
+    """What pipe `fd` holds now (at most `most` bytes), captured and passed on, without waiting for more."""
+    os.set_blocking(fd, False)
+    while most > 0:
+        try:
+            data = os.read(fd, min(65536, most))
+        except (BlockingIOError, InterruptedError):
+            return
+        if not data:
+            return
+        most -= len(data)
+        tail.feed(which, data)
+        if alive[which]:
+            alive[which] = _write_all(which, data) is None
 
 
 def _pidfd(pid: int) -> int | None:

@@ -253,6 +253,32 @@ def test_a_command_that_leaves_a_child_in_the_background_is_timed_to_its_own_end
     assert waited >= 1.4 and duration < 1000, (waited, duration)  # the pipes' life, not CMD's
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_after_cmd_ended_ends_the_wait_for_what_it_left_in_the_background(repo, task, signum):
+    """Once CMD has ended, `run` waits for the pipes a background child still holds (as `| tee` does) — but
+    a TERM or HUP then (`timeout`, a CI runner, a closed terminal) did nothing, and a daemon held `run` for
+    ever. It ends the wait: the record is stored with CMD's own status, `run` exits 128+N."""
+    from helpers import gone, processes_with
+
+    mark = f"29.{os.getpid()}{signum}"
+    proc = subprocess.Popen([str(MAJORDOMUS), "run", "--label", "bg", "--", "sh", "-c", f"sleep {mark} & echo started"],
+                            cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"started\n"
+        time.sleep(0.3)  # sh has ended: only the background sleep holds the pipes
+        proc.send_signal(signum)
+        assert proc.wait(timeout=10) == 128 + signum
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in processes_with(mark):
+            os.kill(int(pid), signal.SIGKILL)
+        gone(mark)
+    meta, body, _ = one_record(repo)
+    assert meta["exit_status"] == 0 and "signal" not in meta and body == "| started"
+
+
 def test_an_identical_run_in_the_same_second_says_it_is_that_record(repo, task):
     """A run record is its content: the same command with the same output, status and duration in the same
     second is the same record, stored once with one event. The second run says so instead of nothing. One

@@ -58,6 +58,8 @@ def run_command(label: str | None, listing: bool, task_id: str | None, as_json: 
             "`majordomus run --list` shows the record, its output's tail included")
         sys.stderr.write(render_error(problem) + "\n")
         return outcome.status or problem.code
+    if outcome.stopped_by is not None:  # recorded with CMD's own status; `run` ends as the signal ends a command
+        return 128 + outcome.stopped_by
     return outcome.status
 
 

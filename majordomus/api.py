@@ -166,5 +166,13 @@ def _read_record(path: str) -> Record | None:
 
 
 def open(path: str = ".") -> Workspace:
-    """The state of the repository around `path` (as `majordomus -C PATH` would see it), read-only."""
-    return Workspace(_Workspace.open(os.fspath(path)))
+    """The state of the repository around `path` (as `majordomus -C PATH` would see it), read-only; a path
+    that is not text, or holds NUL, is `MajordomusError` (code 2), as an argument majordomus cannot take."""
+    where = os.fspath(path)
+    if not isinstance(where, str) or "\0" in where:
+        from majordomus.errors import UsageError
+        from majordomus.lite.textrules import escape
+
+        raise UsageError(f"`{escape(repr(where))}` is no directory path majordomus can open",
+                         "give a path as text (a str or an os.PathLike of one), without NUL")
+    return Workspace(_Workspace.open(where))

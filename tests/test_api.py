@@ -172,3 +172,17 @@ def test_a_record_without_front_matter_is_named(worked: Path) -> None:
         api.open(worked).handoffs()
     assert caught.value.code == 12 and broken.name in caught.value.message and "majordomus doctor" in caught.value.hint
     assert snapshot(worked) == before
+
+
+@pytest.mark.parametrize("call", [lambda: api.open("a\0b"), lambda: api.open(b"."),  # type: ignore[arg-type]
+                                  lambda: api.open(".").checkpoints(5), lambda: api.open(".").ledger(b"t1"),  # type: ignore[arg-type]
+                                  lambda: api.open(".").runs(["t1"]), lambda: api.open(".").handoffs({"t": 1})])  # type: ignore[arg-type]
+def test_an_argument_of_the_wrong_shape_is_a_majordomus_error_never_another_exception(cli, repo, monkeypatch, call):
+    """The API says what went wrong as the CLI does: a path holding NUL or given as bytes, a task id that is
+    a number, bytes or a list, are `MajordomusError` (code 2), not ValueError, TypeError or AttributeError."""
+    assert cli("task", "start", "t1").exit_code == 0
+    monkeypatch.chdir(repo)
+    before = snapshot(repo)
+    with pytest.raises(MajordomusError) as caught:
+        call()
+    assert caught.value.code == 2 and snapshot(repo) == before

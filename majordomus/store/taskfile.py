@@ -129,8 +129,9 @@ _OPTIONAL = ("worktree", "branch", "checkpoint_at", "handoff_at", "checkpoint", 
 
 def validate_id(task_id: str) -> str:
     if not names.is_task_id(task_id):
+        shown = textrules.escape(task_id) if isinstance(task_id, str) else f"{type(task_id).__name__} {task_id!r}"
         raise UsageError(
-            f"`{textrules.escape(task_id)}` is not a valid task id",
+            f"`{textrules.escape(shown)}` is not a valid task id",
             "use 1–64 characters of a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit",
         )
     return task_id

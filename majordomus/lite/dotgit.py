@@ -189,13 +189,27 @@ def _is_true(value: str | None) -> bool:
     return value is not None and value.lower() in ("true", "yes", "on", "1", "")
 
 
+def _is_git_directory(path: str) -> bool:
+    """Whether `path` is itself a git directory (a bare repository, a `.git`, a submodule's under
+    `.git/modules`), as git tells one: a HEAD, and objects and refs (or a `commondir` naming them)."""
+    head = os.path.join(path, "HEAD")
+    if not (os.path.isfile(head) or os.path.islink(head)):
+        return False
+    return os.path.isfile(os.path.join(path, "commondir")) or (
+        os.path.isdir(os.path.join(path, "objects")) and os.path.isdir(os.path.join(path, "refs")))
+
+
 def _discover(start: str) -> tuple[str | None, str | None]:
-    """(gitdir, the directory holding `.git`) around `start`, walking up; (None, None) outside."""
+    """(gitdir, the directory holding `.git`) around `start`, walking up; (None, None) outside. As git does,
+    a directory that is itself a git directory ends the walk: (it, None), its work tree what its
+    `core.worktree` says, else none (a bare repository, or inside a `.git`), never the project around it."""
     path = start
     while True:
         gitdir = _gitdir_of(os.path.join(path, ".git"))
         if gitdir is not None:
             return gitdir, path
+        if _is_git_directory(path):
+            return os.path.realpath(path), None
         parent = os.path.dirname(path)
         if parent == path:
             return None, None

@@ -168,7 +168,7 @@ def test_a_run_reads_no_click_and_a_usage_error_or_help_is_clicks(repo: Any) -> 
 
 def test_a_value_click_would_refuse_is_refused_in_the_one_format(repo: Any) -> None:
     before = snapshot(repo)
-    for args, words in ((["log", "-n", "+0"], "-n"), (["watch", "--interval", "nan"], "not a number of seconds"),
+    for args, words in ((["log", "-n", "+0"], "-n"), (["watch", "--interval", "nan"], "'nan' is not a finite number"),
                         (["brief", "--max-bytes", "１"], "--max-bytes")):
         result = run_here(*args, cwd=repo, text=True)
         assert result.exit_code == 2 and result.stdout == "" and words in result.stderr, (args, result)

@@ -356,7 +356,12 @@ def test_umask_000_never_makes_group_or_world_writable_directories(repo):
 
 @pytest.mark.parametrize("args", [["watch", "--interval", "nan"], ["watch", "--interval", "inf"],
                                   ["watch", "--interval", "0"], ["brief", "--max-bytes", "0"],
-                                  ["brief", "--max-bytes", "10"]])
+                                  ["brief", "--max-bytes", "10"],
+                                  # every float option refuses `nan` (click's own range lets it through: a
+                                  # `--timeout nan` waited for the sync lock for ever, and slept on exit 70)
+                                  ["sync", "push", "--timeout", "nan"],
+                                  ["sync", "compact", "--machine", "m-1", "--timeout", "NaN"],
+                                  ["sync", "compact", "--idle-days", "nan"]])
 def test_nonsense_numbers_are_usage_errors(repo, args):
     started(repo)
     before = snapshot(repo)

@@ -64,20 +64,37 @@ class IntRange:
             raise _Declined from None
         if (self.min is not None and number < self.min) or (self.max is not None and number > self.max):
             raise _Declined
+        if self.point and number == float("inf"):  # 400 digits: no finite number, click says so
+            raise _Declined
         return number
 
     def to_click(self) -> Any:
         import click
 
         if self.point:
-            return click.FloatRange(self.min, self.max)
+            return _finite_range(click)(self.min, self.max)
         return click.IntRange(None if self.min is None else int(self.min), None if self.max is None else int(self.max))
 
 
 class FloatRange(IntRange):
-    """A number within [min, max] (click's FloatRange)."""
+    """A number within [min, max] (click's FloatRange), and finite: click's own lets `nan` through (every
+    comparison with it is false), and a `--timeout nan` waited for ever."""
 
     point = True
+
+
+def _finite_range(click: Any) -> Any:
+    """click's FloatRange that refuses `nan` (and, past no bound, `inf`): one rule for every number option."""
+    import math
+
+    class Finite(click.FloatRange):  # type: ignore[misc]
+        def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+            number = super().convert(value, param, ctx)
+            if not math.isfinite(number):
+                self.fail(f"{value!r} is not a finite number.", param, ctx)
+            return number
+
+    return Finite
 
 
 class Directory:

@@ -37,18 +37,8 @@ def _printer(as_json: bool) -> Any:
     return emit
 
 
-def _finite(value: float) -> float:
-    import math
-
-    if not math.isfinite(value):  # only click reads `nan`: this parser takes digits alone
-        import click
-
-        raise click.BadParameter(f"{value} is not a number of seconds", param_hint="'--interval'")
-    return value
-
-
 @params.command("watch")
-@params.option("--interval", type=params.FloatRange(min=0.1, max=86400.0), callback=lambda _c, _p, v: _finite(v),
+@params.option("--interval", type=params.FloatRange(min=0.1, max=86400.0),
               default=2.0, show_default=True, metavar="SECONDS",
               help="Seconds between rounds.")
 @params.option("--once", is_flag=True, help="One round: report the conditions that hold now, then exit.")

@@ -344,9 +344,12 @@ def test_watch_prints_every_field_of_an_event_escaped(capsys):
     emit = _printer(False)
     emit(Report("event", "2026-01-01T00:00:00Z", code="task.start\x1b[2J", message=INJECTED))
     emit(Report("begins", "2026-01-01T00:00:00Z", code="x", message=INJECTED, hint=INJECTED))
+    # an event's time is a stored field too (the ledger line's `at`), and a code may come from one
+    emit(Report("event", "2026-01-01T00:00:00Z" + INJECTED, code="task.note", message="m"))
+    emit(Report("begins", "2026-01-01T00:00:00Z" + INJECTED, code="x" + INJECTED, message="m"))
     out = capsys.readouterr().out
     _no_injection(out)
-    assert out.count("\n") == 3  # two reports, the second with its `next:` line: no line of their own
+    assert out.count("\n") == 5  # four reports, the second with its `next:` line: no line of their own
 
 
 def test_an_invalid_id_is_echoed_escaped(cli, repo):

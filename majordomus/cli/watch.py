@@ -23,12 +23,12 @@ def _printer(as_json: bool) -> Any:
                 data.update(code=report.code, level=report.level, message=report.message, path=report.path,
                             hint=report.hint)
             line = dumps(data)
-        elif report.kind == "event":  # every stored field escaped: no event can drive the terminal
-            line = f"{report.at}  event   {escape(str(report.code)):<16} {escape(str(report.message))}"
+        elif report.kind == "event":  # every stored field escaped, its time too: no event can drive the terminal
+            line = f"{escape(str(report.at))}  event   {escape(str(report.code)):<16} {escape(str(report.message))}"
         elif report.kind == "tick":
-            line = f"{report.at}  tick    {report.tick}"
+            line = f"{escape(str(report.at))}  tick    {report.tick}"
         else:
-            line = f"{report.at}  {report.kind:<7} {report.code}: {escape(str(report.message))}"
+            line = f"{escape(str(report.at))}  {report.kind:<7} {escape(str(report.code))}: {escape(str(report.message))}"
             if report.kind == "begins" and report.hint:
                 line += f"\n{'':22}next: {escape(str(report.hint))}"
         sys.stdout.write(line + "\n")

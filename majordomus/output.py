@@ -39,7 +39,7 @@ def dumps(data: Any, *, indent: int | None = None, separators: tuple[str, str] |
 def json_text(text: str) -> str:
     """JSON text (a stored ledger line, say) with the characters `dumps` escapes escaped: the same value,
     and the same text when it holds none of them."""
-    if text.isascii() and "\x7f" not in text:
+    if text.isascii() and DEL_C1[0] not in text:
         return text  # DEL is the one ASCII character of the rule (JSON escapes C0 itself): two C-speed passes
     return text if _JSON_RAW.search(text) is None else str(_JSON_RAW.sub(_json_escaped, text))
 

@@ -435,3 +435,33 @@ def test_list_names_a_replaced_record_and_shows_none_of_its_fields(cli, repo, as
     if as_json:
         [entry] = json.loads(listed.stdout)
         assert entry["name"] == path.name and "task" not in entry and "error" in entry
+
+
+@pytest.mark.parametrize("there", ["other bytes", "a directory"])
+def test_already_stored_is_said_only_of_the_very_bytes_under_the_records_name(cli, repo, there):
+    """The same checkpoint in the same second has the same name, and is "already stored" — but only when the
+    file under that name holds its very bytes: one changed by hand or replaced by a directory made the
+    command say so (exit 0) while the record never landed. It is exit 12 naming it, nothing written; one
+    past the edge, moved away, the same command stores it."""
+    start_task(cli)
+    with freeze_time("2026-12-02T03:00:00Z"):
+        first = cli("checkpoint", input="same\n")
+        assert first.exit_code == 0, first.output
+        path = repo / first.stdout.strip()
+        path.unlink()
+        if there == "a directory":
+            path.mkdir()
+        else:
+            path.write_text("tampered\n")
+        before, events = snapshot(repo), len(ledger_events(repo))
+        again = cli("checkpoint", input="same\n")
+        assert again.exit_code == 12, again.output
+        assert "is already there" in again.stderr and "nothing was written" in again.stderr, again.stderr
+        after = snapshot(repo)
+        assert "identical" not in again.output and len(ledger_events(repo)) == events
+        assert after == before, {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+        if there == "a directory":
+            path.rmdir()
+        else:
+            path.unlink()
+        assert cli("checkpoint", input="same\n").exit_code == 0 and path.read_text().endswith("same\n")

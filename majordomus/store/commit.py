@@ -227,6 +227,8 @@ def _store(write: Write, task: Task, lock: files.locked, earlier: Committed | No
     lock.note(rel)
     try:
         path, created = files.link_in(state.directory(write.subdir), write.name, write.data)
+        if not created:
+            files.holds(path, write.data)  # "already stored" only of its very bytes
         if not created and ledger.logged(state.ledger, rel, meta["timestamp"]):  # completed now, or long ago
             done = earlier is not None and earlier.path == path
             lock.unnote(rel)

@@ -7,7 +7,7 @@ import os
 import stat
 
 from majordomus.errors import EnvironmentProblem
-from majordomus.lite import lockwait, stopsignals, textrules
+from majordomus.lite import lockwait, safeio, stopsignals, textrules
 from majordomus.store import fault
 from majordomus.store.paths import FILE_MODE
 
@@ -193,6 +193,23 @@ def _link_in(directory: str, name: str, data: bytes, sync_dir: bool, mode: int) 
 
 class NotReplaced(EnvironmentProblem):
     """`replace` failed before its rename: the old file is in place, and the file `undo` named is gone."""
+
+
+def holds(path: str, data: bytes) -> None:
+    """A record `link_in` found already under its name holds these very bytes (the name carries their
+    digest): else exit 12, nothing written — "already stored" is said of nothing else (a file changed by
+    hand, a directory, a link)."""
+    try:
+        there = safeio.read(path, len(data) + 1)
+    except (OSError, EnvironmentProblem) as exc:
+        why = f" and is no record majordomus reads ({getattr(exc, 'message', None) or exc})"
+    else:
+        if there == data:
+            return
+        why = " with other bytes than the record its name stands for (changed by hand, or damaged)"
+    raise NotReplaced(f"{path} is already there{why}; nothing was written",
+                      f"move it away (`mv {textrules.shell_quoted(path)} {textrules.shell_quoted(path + '.bad')}`), "
+                      "then run the same command again; `majordomus doctor` lists what else is wrong")
 
 
 def replace(path: str, data: bytes, *, mode: int | None = FILE_MODE, undo: str | None = None,

@@ -23,14 +23,17 @@ DEFAULT_MAX = 16 << 20  # a state file with no limit of its own
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
+def move_away_hint(path: str) -> str:
+    """What to do with a file majordomus will not read or write over: move it aside, and run again."""
+    return (f"move it away (`mv {textrules.shell_quoted(path)} {textrules.shell_quoted(path + '.bad')}`), then run "
+            "the same command again; `majordomus doctor` lists what else is wrong")
+
+
 class UnsafeFile(EnvironmentProblem):
     """A file where majordomus reads is not what its only writer leaves there."""
 
     def __init__(self, path: str, what: str, hint: str = "") -> None:
-        super().__init__(f"{path} {what}; majordomus does not read it",
-                         hint or f"move it away (`mv {textrules.shell_quoted(path)} "
-                                 f"{textrules.shell_quoted(path + '.bad')}`), then run the same command again; "
-                                 "`majordomus doctor` lists what else is wrong")
+        super().__init__(f"{path} {what}; majordomus does not read it", hint or move_away_hint(path))
         self.path = path
         self.what = what
 

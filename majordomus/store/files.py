@@ -207,9 +207,7 @@ def holds(path: str, data: bytes) -> None:
         if there == data:
             return
         why = " with other bytes than the record its name stands for (changed by hand, or damaged)"
-    raise NotReplaced(f"{path} is already there{why}; nothing was written",
-                      f"move it away (`mv {textrules.shell_quoted(path)} {textrules.shell_quoted(path + '.bad')}`), "
-                      "then run the same command again; `majordomus doctor` lists what else is wrong")
+    raise NotReplaced(f"{path} is already there{why}; nothing was written", safeio.move_away_hint(path))
 
 
 def replace(path: str, data: bytes, *, mode: int | None = FILE_MODE, undo: str | None = None,
